@@ -1,0 +1,146 @@
+package model
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Annotations that carry what v1.PodSpec has no field for.
+const (
+	// DeferContainersAnnotation holds a JSON list of v1.Container that run,
+	// one after another, when the pod ends.
+	DeferContainersAnnotation = "pod.alpha.kubernetes.io/defer-containers"
+	// DeferContainerStatusesAnnotation is where podward publishes the defer
+	// containers' statuses, as a JSON list of v1.ContainerStatus.
+	DeferContainerStatusesAnnotation = "pod.alpha.kubernetes.io/defer-container-statuses"
+	// LegacyInitContainersAnnotation is the pre-1.6 way of declaring init
+	// containers; decoding moves it into spec.initContainers.
+	LegacyInitContainersAnnotation = "pod.beta.kubernetes.io/init-containers"
+)
+
+// DefaultTerminationGracePeriodSeconds is Kubernetes' default grace period.
+const DefaultTerminationGracePeriodSeconds int64 = 30
+
+// Pod is a decoded, validated pod. Pod.Pod is owned by the Pod; callers that
+// want to change it make a DeepCopy first.
+type Pod struct {
+	*v1.Pod
+	// Defer are the containers from DeferContainersAnnotation, in order.
+	Defer []v1.Container
+}
+
+// Role says which part of the pod's lifecycle a container belongs to.
+type Role int
+
+// Roles start at one so that the zero value is never a valid role.
+const (
+	RoleInit Role = iota + 1
+	RoleSidecar
+	RoleMain
+	RoleDefer
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleInit:
+		return "init"
+	case RoleSidecar:
+		return "sidecar"
+	case RoleMain:
+		return "main"
+	case RoleDefer:
+		return "defer"
+	default:
+		return fmt.Sprintf("Role(%d)", int(r))
+	}
+}
+
+// ContainerRef names one container of a pod together with its role and its
+// index in the list it was declared in.
+type ContainerRef struct {
+	Name  string
+	Role  Role
+	Index int
+}
+
+// FieldPath is the Kubernetes event field path of the container, such as
+// "spec.initContainers{proxy}" or "spec.deferContainers{upload}".
+func (r ContainerRef) FieldPath() string {
+	switch r.Role {
+	case RoleInit, RoleSidecar:
+		return "spec.initContainers{" + r.Name + "}"
+	case RoleDefer:
+		return "spec.deferContainers{" + r.Name + "}"
+	default:
+		return "spec.containers{" + r.Name + "}"
+	}
+}
+
+// IsSidecar reports whether an init container is a sidecar: an init container
+// with restartPolicy Always.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// Containers lists every container of the pod in start order: init
+// containers and sidecars as declared, then regular containers, then defer
+// containers.
+func (p *Pod) Containers() []ContainerRef {
+	refs := make([]ContainerRef, 0, len(p.Spec.InitContainers)+len(p.Spec.Containers)+len(p.Defer))
+	for i := range p.Spec.InitContainers {
+		role := RoleInit
+		if IsSidecar(&p.Spec.InitContainers[i]) {
+			role = RoleSidecar
+		}
+		refs = append(refs, ContainerRef{Name: p.Spec.InitContainers[i].Name, Role: role, Index: i})
+	}
+	for i := range p.Spec.Containers {
+		refs = append(refs, ContainerRef{Name: p.Spec.Containers[i].Name, Role: RoleMain, Index: i})
+	}
+	for i := range p.Defer {
+		refs = append(refs, ContainerRef{Name: p.Defer[i].Name, Role: RoleDefer, Index: i})
+	}
+	return refs
+}
+
+// Container returns the spec of the referenced container, or nil when the
+// pod has no such container.
+func (p *Pod) Container(ref ContainerRef) *v1.Container {
+	var list []v1.Container
+	switch ref.Role {
+	case RoleInit, RoleSidecar:
+		list = p.Spec.InitContainers
+	case RoleMain:
+		list = p.Spec.Containers
+	case RoleDefer:
+		list = p.Defer
+	}
+	if ref.Index < 0 || ref.Index >= len(list) || list[ref.Index].Name != ref.Name {
+		return nil
+	}
+	return &list[ref.Index]
+}
+
+// GracePeriod is the pod's terminationGracePeriodSeconds, or Kubernetes'
+// default of 30 s when unset.
+func (p *Pod) GracePeriodSeconds() int64 {
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		return *p.Spec.TerminationGracePeriodSeconds
+	}
+	return DefaultTerminationGracePeriodSeconds
+}
+
+// RestartPolicy is the pod's restart policy, defaulted to Always as in
+// Kubernetes.
+func (p *Pod) RestartPolicy() v1.RestartPolicy {
+	if p.Spec.RestartPolicy == "" {
+		return v1.RestartPolicyAlways
+	}
+	return p.Spec.RestartPolicy
+}
+
+// Key is namespace/name, the pod's identity for people.
+func (p *Pod) Key() string {
+	return p.Namespace + "/" + p.Name
+}

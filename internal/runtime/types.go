@@ -1,0 +1,51 @@
+package runtime
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrNotFound is returned for a container ID the runtime does not know.
+var ErrNotFound = errors.New("container not found")
+
+// ErrUnsupported wraps a reason why a runtime cannot run a pod as written
+// (for example a container without a command on the process runtime). It is
+// bad input, not a transient failure: retrying cannot help.
+var ErrUnsupported = errors.New("not supported by this runtime")
+
+// Exit reasons, as Kubernetes reports them in ContainerStateTerminated.
+const (
+	ReasonCompleted = "Completed"
+	ReasonError     = "Error"
+	ReasonOOMKilled = "OOMKilled"
+)
+
+// Container is one started instance of a pod's container.
+type Container struct {
+	// ID is unique across every instance the runtime ever started.
+	ID        string
+	StartedAt time.Time
+	// LogPath is the instance's log file in the CRI log format.
+	LogPath string
+}
+
+// ExitStatus is how a container instance ended.
+type ExitStatus struct {
+	// ExitCode is the process exit code, or 128+signal when a signal
+	// killed it, as a container runtime reports it.
+	ExitCode   int32
+	Reason     string // ReasonCompleted, ReasonError or ReasonOOMKilled
+	Message    string
+	FinishedAt time.Time
+}
+
+// Event tells the pod worker that a container instance changed state. Today
+// the only change a runtime reports on its own is an exit.
+type Event struct {
+	PodUID    types.UID
+	Container string // the container's name in the pod
+	ID        string // the instance
+	Exit      ExitStatus
+}
