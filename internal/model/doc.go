@@ -2,6 +2,11 @@
 // defer containers carried in an annotation, how manifests are decoded, and
 // how a pod is validated before anything of it starts.
 //
-// It imports only the Kubernetes API types and apimachinery helpers; every
-// other package may import it.
+// Decode reads manifests (strictly), Default fills in what the API server
+// would, and Validate applies Kubernetes' pod validation plus the rules for
+// defer containers.
+//
+// It imports only the Kubernetes API types, apimachinery and k8s.io/utils
+// helpers, and the Kubernetes YAML and JSON decoders (sigs.k8s.io/yaml,
+// sigs.k8s.io/json); every other package may import it.
 package model

@@ -1,0 +1,6 @@
+// Package events records Kubernetes-style events about pods (reason, type,
+// field path, message) and hands them to whoever watches: `podward run`
+// prints them as they happen, the API serves them.
+//
+// It imports only the model and the Kubernetes API types.
+package events

@@ -1,0 +1,66 @@
+package events
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podward/podward/internal/model"
+)
+
+func testPod(uid string) *model.Pod {
+	return &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID("uid-" + uid)}}}
+}
+
+func TestRecorderKeepsNewestPerPod(t *testing.T) {
+	r := NewRecorder(clocktesting.NewFakePassiveClock(time.Unix(0, 0)), 3)
+	a, b := testPod("a"), testPod("b")
+	for i := 0; i < 5; i++ {
+		r.Eventf(a, "", Normal, "R", "a%d", i)
+	}
+	r.Eventf(b, "spec.containers{x}", Warning, "R", "b0")
+	got := r.List(a.UID)
+	if len(got) != 3 || got[0].Message != "a2" || got[2].Message != "a4" {
+		t.Fatalf("kept %+v, want a2..a4", got)
+	}
+	if bs := r.List(b.UID); len(bs) != 1 || bs[0].FieldPath != "spec.containers{x}" {
+		t.Fatalf("pod b events = %+v", bs)
+	}
+	r.Forget(a.UID)
+	if len(r.List(a.UID)) != 0 {
+		t.Fatal("Forget kept events")
+	}
+}
+
+func TestWatcherGetsEventsInOrderWithoutBlockingTheRecorder(t *testing.T) {
+	r := NewRecorder(clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 12, 0, 1, 0, time.Local)), 10)
+	w := r.Watch()
+	defer w.Stop()
+	p := testPod("a")
+	for i := 0; i < 100; i++ { // far more than any channel buffer: must not block
+		r.Eventf(p, "spec.containers{app}", Normal, "Started", "Started container app")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := 0; i < 100; i++ {
+		e, err := w.Next(ctx)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if i == 0 {
+			if want := "12:00:01 Normal Started spec.containers{app} Started container app"; e.Line() != want {
+				t.Fatalf("Line() = %q, want %q", e.Line(), want)
+			}
+		}
+	}
+	short, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if _, err := w.Next(short); err == nil {
+		t.Fatal("Next on an empty queue with a done context returned no error")
+	}
+}

@@ -1,0 +1,583 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// maxRoundsPerStep bounds how often one step re-plans after acting, so that
+// a bug can never spin a worker.
+const maxRoundsPerStep = 64
+
+// podWorker is the state of one pod. Fields under "owned by run" are only
+// touched by the pod's goroutine; the others are guarded by mu.
+type podWorker struct {
+	w      *Workers
+	uid    types.UID
+	notify chan struct{} // 1-slot: "there is something new"
+	done   chan struct{} // closed when run returns
+	log    *slog.Logger
+
+	mu            sync.Mutex
+	pendingPod    *model.Pod
+	pendingKill   *KillOptions
+	killRequested bool
+	exits         []runtime.Event
+	setupCtx      context.Context
+	setupCancel   context.CancelFunc
+	phase         Phase
+	published     *v1.Pod
+
+	// owned by run
+	pod        *model.Pod
+	ctrs       []*ctr // in model.Pod.Containers order
+	byName     map[string]*ctr
+	term       *planner.Termination
+	termReason string
+	prepared   bool
+	retryAt    time.Time
+	startTime  time.Time
+	backoffs   map[string]time.Time
+	gpReported bool
+	// deleted is set once a kill was applied: the published pod then
+	// carries deletionTimestamp = the termination deadline, as the API
+	// server shows a deleted pod.
+	deleted bool
+}
+
+// ctr is what the worker knows of one container.
+type ctr struct {
+	ref  model.ContainerRef
+	obs  planner.Observed
+	id   string
+	exit runtime.ExitStatus // of the latest instance, once it exited
+	// last is how the previous instance ended (Kubernetes' lastState).
+	last *v1.ContainerStateTerminated
+	// backoffAnnounced is the end of the backoff the BackOff event was
+	// emitted for, so that one wait gives one event.
+	backoffAnnounced time.Time
+}
+
+func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
+	ctx, cancel := context.WithCancel(w.ctx)
+	pw := &podWorker{
+		w:           w,
+		uid:         pod.UID,
+		notify:      make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		log:         w.log.With("pod", pod.Key(), "podUID", pod.UID),
+		setupCtx:    ctx,
+		setupCancel: cancel,
+		phase:       Syncing,
+		pod:         pod,
+		byName:      map[string]*ctr{},
+		backoffs:    map[string]time.Time{},
+	}
+	for _, ref := range pod.Containers() {
+		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
+		pw.ctrs = append(pw.ctrs, c)
+		pw.byName[ref.Name] = c
+	}
+	pw.published = pw.snapshot(w.cfg.Clock.Now())
+	return pw
+}
+
+func (pw *podWorker) ring() {
+	select {
+	case pw.notify <- struct{}{}:
+	default:
+	}
+}
+
+// update records an update under the lock and wakes the goroutine.
+func (pw *podWorker) update(opts UpdateOptions) {
+	pw.mu.Lock()
+	if pw.phase == Terminated {
+		pw.mu.Unlock()
+		return
+	}
+	pw.pendingPod = opts.Pod
+	if opts.Kill != nil {
+		pw.killRequested = true
+		pw.pendingKill = mergeKill(pw.pendingKill, opts.Kill)
+		pw.setupCancel()
+	}
+	pw.mu.Unlock()
+	pw.ring()
+}
+
+// mergeKill coalesces two pending kills: the shorter grace period wins.
+func mergeKill(old, next *KillOptions) *KillOptions {
+	if old == nil {
+		k := *next
+		return &k
+	}
+	k := *old
+	if next.GracePeriodSeconds != nil && (k.GracePeriodSeconds == nil || *next.GracePeriodSeconds < *k.GracePeriodSeconds) {
+		g := *next.GracePeriodSeconds
+		k.GracePeriodSeconds = &g
+	}
+	return &k
+}
+
+// Phase returns the worker's phase.
+func (pw *podWorker) Phase() Phase {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.phase
+}
+
+func (pw *podWorker) setPhase(p Phase) {
+	pw.mu.Lock()
+	pw.phase = p
+	pw.mu.Unlock()
+}
+
+// run is the pod's goroutine: it steps whenever something new arrives or
+// the plan's wake-up time comes, and returns when the pod is terminated and
+// cleaned up, or when the agent stops.
+func (pw *podWorker) run(ctx context.Context) {
+	defer pw.w.wg.Done()
+	defer close(pw.done)
+	defer pw.setupCancel()
+	clk := pw.w.cfg.Clock
+	var timer interface {
+		C() <-chan time.Time
+		Stop() bool
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		default:
+		}
+		wake := pw.step(ctx)
+		if pw.Phase() == Terminated {
+			pw.cleanup(ctx)
+			return
+		}
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
+		if !wake.IsZero() && !wake.After(clk.Now()) {
+			continue // already due
+		}
+		var timerC <-chan time.Time
+		if !wake.IsZero() {
+			timer = clk.NewTimer(wake.Sub(clk.Now()))
+			timerC = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-pw.notify:
+		case <-timerC:
+		}
+	}
+}
+
+// step takes what is pending, then plans and acts until the plan has
+// nothing more to do now. It returns when it wants to be woken again.
+func (pw *podWorker) step(ctx context.Context) time.Time {
+	pw.mu.Lock()
+	if pw.pendingPod != nil {
+		pw.pod = pw.pendingPod
+		pw.pendingPod = nil
+	}
+	kill := pw.pendingKill
+	pw.pendingKill = nil
+	exits := pw.exits
+	pw.exits = nil
+	setupCtx := pw.setupCtx
+	pw.mu.Unlock()
+
+	clk := pw.w.cfg.Clock
+	now := clk.Now()
+	if pw.startTime.IsZero() {
+		pw.startTime = now
+	}
+	for _, ev := range exits {
+		pw.observeExit(ev)
+	}
+	if kill != nil {
+		pw.applyKill(kill, now)
+	}
+	defer pw.publish()
+
+	if pw.Phase() == Syncing && !pw.prepared {
+		if now.Before(pw.retryAt) {
+			return pw.retryAt
+		}
+		if err := pw.w.cfg.Runtime.PreparePod(setupCtx, pw.pod); err != nil {
+			if setupCtx.Err() != nil {
+				// A kill cancelled the setup; it is pending and
+				// rang the notify channel.
+				return time.Time{}
+			}
+			pw.eventf("", events.Warning, "FailedMount", "Preparing the pod's volumes failed: %v", err)
+			pw.retryAt = clk.Now().Add(pw.w.cfg.Planner.BackoffBase)
+			return pw.retryAt
+		}
+		pw.prepared = true
+		for _, vol := range pw.pod.Spec.Volumes {
+			pw.eventf("", events.Normal, "SuccessfulMountVolume", "MountVolume.SetUp succeeded for volume %q", vol.Name)
+		}
+	}
+
+	for round := 0; round < maxRoundsPerStep; round++ {
+		plan := planner.Next(pw.input(now))
+		pw.noteBackoffs(plan)
+		if plan.DeferIncomplete != nil || hasKillFor(plan, planner.ReasonGracePeriodExceeded) {
+			pw.reportGracePeriodExceeded(plan)
+		}
+		switch {
+		case pw.Phase() == Syncing && plan.Completed:
+			phase := planner.Phase(pw.pod, pw.observed(), false)
+			pw.eventf("", events.Normal, "Completed", "Pod completed (phase %s)", phase)
+			pw.begin(now, pw.pod.GracePeriodSeconds(), "Completed")
+			continue
+		case pw.Phase() == Terminating && plan.Done:
+			pw.setPhase(Terminated)
+			pw.log.Info("pod terminated", "phase", planner.Phase(pw.pod, pw.observed(), true))
+			return time.Time{}
+		}
+		acted := false
+		for _, a := range plan.Actions {
+			if pw.execute(ctx, setupCtx, a) {
+				acted = true
+			}
+		}
+		if !acted {
+			return plan.WakeAt
+		}
+		pw.publish()
+		now = clk.Now()
+	}
+	pw.log.Error("pod worker did not settle; retrying shortly")
+	return now.Add(time.Second)
+}
+
+func hasKillFor(p planner.Plan, reason string) bool {
+	for _, a := range p.Actions {
+		if a.Kind == planner.Kill && a.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+func (pw *podWorker) observed() map[string]planner.Observed {
+	m := make(map[string]planner.Observed, len(pw.ctrs))
+	for _, c := range pw.ctrs {
+		m[c.ref.Name] = c.obs
+	}
+	return m
+}
+
+func (pw *podWorker) input(now time.Time) planner.Input {
+	return planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, Now: now, Config: pw.w.cfg.Planner}
+}
+
+func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
+	grace := pw.pod.GracePeriodSeconds()
+	if kill.GracePeriodSeconds != nil {
+		grace = *kill.GracePeriodSeconds
+	}
+	if grace < 0 {
+		grace = 0
+	}
+	pw.deleted = true
+	switch pw.Phase() {
+	case Syncing:
+		pw.begin(now, grace, kill.Reason)
+	case Terminating:
+		if pw.term.Shorten(now, time.Duration(grace)*time.Second) {
+			pw.log.Info("termination deadline shortened", "deadline", pw.term.Deadline, "reason", kill.Reason)
+		}
+	}
+}
+
+// begin moves the pod to Terminating with grace period grace (seconds).
+func (pw *podWorker) begin(now time.Time, grace int64, reason string) {
+	t := planner.Begin(pw.pod, pw.observed(), now, time.Duration(grace)*time.Second)
+	pw.term = &t
+	pw.termReason = reason
+	pw.setPhase(Terminating)
+	pw.log.Info("pod terminating", "reason", reason, "gracePeriod", grace, "deadline", t.Deadline, "runDefer", t.RunDefer)
+	if len(pw.pod.Defer) > 0 && !t.RunDefer {
+		why := "no regular container had started"
+		if grace <= 0 {
+			why = "the grace period is 0"
+		}
+		pw.eventf("", events.Normal, "DeferSkipped", "Skipping %d defer container(s): %s", len(pw.pod.Defer), why)
+	}
+}
+
+func (pw *podWorker) observeExit(ev runtime.Event) {
+	c := pw.byName[ev.Container]
+	if c == nil || c.id != ev.ID || c.obs.State != planner.Running {
+		return // an instance we no longer track
+	}
+	c.obs.State = planner.Exited
+	c.obs.FinishedAt = ev.Exit.FinishedAt
+	c.obs.ExitCode = ev.Exit.ExitCode
+	c.obs.Started = false
+	c.obs.StopRequestedAt = time.Time{}
+	c.obs.Killed = false
+	c.exit = ev.Exit
+	pw.log.Info("container exited", "container", c.ref.Name, "exitCode", ev.Exit.ExitCode)
+	if c.ref.Role == model.RoleDefer {
+		if ev.Exit.ExitCode == 0 {
+			pw.eventf(c.ref.FieldPath(), events.Normal, "DeferCompleted", "Defer container %s completed", c.ref.Name)
+		} else {
+			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s failed with exit code %d; it is retried", c.ref.Name, ev.Exit.ExitCode)
+		}
+	}
+}
+
+// execute carries out one action and reports whether the pod's state
+// changed.
+func (pw *podWorker) execute(ctx, setupCtx context.Context, a planner.Action) bool {
+	c := pw.byName[a.Container.Name]
+	switch a.Kind {
+	case planner.Start:
+		return pw.start(ctx, setupCtx, c, a)
+	case planner.Stop:
+		pw.stop(ctx, c, a)
+		return true
+	case planner.Kill:
+		c.obs.Killed = true
+		if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			pw.log.Error("kill container", "container", c.ref.Name, "err", err)
+		}
+		if a.Reason != planner.ReasonGracePeriodExceeded {
+			pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Killing container %s: it did not stop in time", c.ref.Name)
+		}
+		return true
+	}
+	return false
+}
+
+func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Action) bool {
+	startCtx := ctx
+	if pw.Phase() == Syncing {
+		// While syncing, starts run under the setup context so that a
+		// kill cancels them; once a kill is recorded nothing starts.
+		pw.mu.Lock()
+		killed := pw.killRequested
+		pw.mu.Unlock()
+		if killed {
+			return false
+		}
+		startCtx = setupCtx
+	}
+	attempt := 0
+	if c.obs.State != planner.Waiting {
+		attempt = c.obs.Restarts + 1
+	}
+	spec := pw.pod.Container(c.ref)
+	inst, err := pw.w.cfg.Runtime.StartContainer(startCtx, pw.pod, c.ref, attempt)
+	if err != nil && startCtx.Err() != nil {
+		return false
+	}
+	if c.obs.State == planner.Exited {
+		c.last = c.terminatedState()
+	}
+	now := pw.w.cfg.Clock.Now()
+	c.obs = planner.Observed{
+		State:        planner.Running,
+		StartedOnce:  c.obs.StartedOnce,
+		Restarts:     attempt,
+		BackoffSteps: a.BackoffSteps,
+	}
+	if err != nil {
+		// A container that cannot start ended at once; the restart
+		// policy and backoff apply to it like to any other exit.
+		c.id = ""
+		c.obs.State = planner.Exited
+		c.obs.StartedAt, c.obs.FinishedAt = now, now
+		c.obs.ExitCode = 128
+		c.exit = runtime.ExitStatus{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: now}
+		pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %v", err)
+		pw.log.Error("start container", "container", c.ref.Name, "err", err)
+		return true
+	}
+	c.id = inst.ID
+	c.obs.StartedAt = inst.StartedAt
+	// The container counts as started as soon as its process runs; the
+	// postStart hook and the startupProbe will gate this (issue 4).
+	c.obs.Started = true
+	c.obs.StartedOnce = true
+	pw.eventf(c.ref.FieldPath(), events.Normal, "Created", "Created container %s", c.ref.Name)
+	if c.ref.Role == model.RoleDefer {
+		pw.eventf(c.ref.FieldPath(), events.Normal, "DeferStarted", "Started defer container %s (%d of %d)", c.ref.Name, c.ref.Index+1, len(pw.pod.Defer))
+	} else {
+		pw.eventf(c.ref.FieldPath(), events.Normal, "Started", "Started container %s", c.ref.Name)
+	}
+	pw.log.Info("container started", "container", c.ref.Name, "attempt", attempt, "image", spec.Image)
+	return true
+}
+
+// stop begins a container's graceful stop in the background: the preStop
+// hook (bounded by the kill time) then the stop signal. SIGKILL, if needed,
+// comes from a later plan.
+func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
+	c.obs.StopRequestedAt = pw.w.cfg.Clock.Now()
+	spec := pw.pod.Container(c.ref)
+	msg := "Stopping container " + c.ref.Name
+	if a.Reason == planner.ReasonDeferDone {
+		msg += " (defer containers completed)"
+	}
+	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "%s", msg)
+	var hook *v1.LifecycleHandler
+	if a.PreStop && spec.Lifecycle != nil {
+		hook = spec.Lifecycle.PreStop
+	}
+	pod, ref, id, killAt := pw.pod, c.ref, c.id, a.KillAt
+	pw.w.wg.Add(1)
+	go func() {
+		defer pw.w.wg.Done()
+		if hook != nil {
+			if err := pw.runHook(ctx, pod, ref, hook, killAt); err != nil {
+				pw.eventFor(pod, ref.FieldPath(), events.Warning, "FailedPreStopHook", "PreStop hook for container %s failed: %v", ref.Name, err)
+			}
+		}
+		if err := pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			pw.log.Error("stop container", "container", ref.Name, "err", err)
+		}
+	}()
+}
+
+// runHook runs a lifecycle handler, cut off at deadline.
+func (pw *podWorker) runHook(ctx context.Context, pod *model.Pod, ref model.ContainerRef, h *v1.LifecycleHandler, deadline time.Time) error {
+	clk := pw.w.cfg.Clock
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t := clk.AfterFunc(deadline.Sub(clk.Now()), cancel)
+	defer t.Stop()
+	switch {
+	case h.Exec != nil:
+		out, code, err := pw.w.cfg.Runtime.Exec(hctx, pod, ref, h.Exec.Command)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return fmt.Errorf("command %q exited with %d: %s", strings.Join(h.Exec.Command, " "), code, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case h.Sleep != nil:
+		st := clk.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
+		defer st.Stop()
+		select {
+		case <-st.C():
+		case <-hctx.Done():
+		}
+		return nil
+	default:
+		return fmt.Errorf("handler not supported yet")
+	}
+}
+
+// stopSignal is the container's lifecycle.stopSignal, else SIGTERM.
+func stopSignal(c *v1.Container) syscall.Signal {
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		if s, ok := signals[*c.Lifecycle.StopSignal]; ok {
+			return s
+		}
+	}
+	return syscall.SIGTERM
+}
+
+var signals = map[v1.Signal]syscall.Signal{
+	v1.SIGABRT: syscall.SIGABRT, v1.SIGALRM: syscall.SIGALRM, v1.SIGBUS: syscall.SIGBUS, v1.SIGCHLD: syscall.SIGCHLD,
+	v1.SIGCONT: syscall.SIGCONT, v1.SIGFPE: syscall.SIGFPE, v1.SIGHUP: syscall.SIGHUP, v1.SIGILL: syscall.SIGILL,
+	v1.SIGINT: syscall.SIGINT, v1.SIGIO: syscall.SIGIO, v1.SIGKILL: syscall.SIGKILL, v1.SIGPIPE: syscall.SIGPIPE,
+	v1.SIGPROF: syscall.SIGPROF, v1.SIGPWR: syscall.SIGPWR, v1.SIGQUIT: syscall.SIGQUIT, v1.SIGSEGV: syscall.SIGSEGV,
+	v1.SIGSTKFLT: syscall.SIGSTKFLT, v1.SIGSTOP: syscall.SIGSTOP, v1.SIGSYS: syscall.SIGSYS, v1.SIGTERM: syscall.SIGTERM,
+	v1.SIGTRAP: syscall.SIGTRAP, v1.SIGTSTP: syscall.SIGTSTP, v1.SIGTTIN: syscall.SIGTTIN, v1.SIGTTOU: syscall.SIGTTOU,
+	v1.SIGURG: syscall.SIGURG, v1.SIGUSR1: syscall.SIGUSR1, v1.SIGUSR2: syscall.SIGUSR2, v1.SIGVTALRM: syscall.SIGVTALRM,
+	v1.SIGWINCH: syscall.SIGWINCH, v1.SIGXCPU: syscall.SIGXCPU, v1.SIGXFSZ: syscall.SIGXFSZ,
+}
+
+// noteBackoffs emits one BackOff event per backoff wait.
+func (pw *podWorker) noteBackoffs(p planner.Plan) {
+	clear(pw.backoffs)
+	for _, b := range p.Backoffs {
+		pw.backoffs[b.Container.Name] = b.Until
+		c := pw.byName[b.Container.Name]
+		if c.backoffAnnounced.Equal(b.Until) {
+			continue
+		}
+		c.backoffAnnounced = b.Until
+		pw.eventf(c.ref.FieldPath(), events.Warning, "BackOff", "Back-off restarting failed container %s in pod %s", c.ref.Name, pw.pod.Name)
+	}
+}
+
+func (pw *podWorker) reportGracePeriodExceeded(p planner.Plan) {
+	if pw.gpReported {
+		return
+	}
+	pw.gpReported = true
+	var killed []string
+	for _, a := range p.Actions {
+		if a.Kind == planner.Kill {
+			killed = append(killed, a.Container.Name)
+		}
+	}
+	msg := fmt.Sprintf("Grace period exceeded: killed %s", strings.Join(killed, ", "))
+	if len(killed) == 0 {
+		msg = "Grace period exceeded"
+	}
+	if len(p.DeferIncomplete) > 0 {
+		msg += "; defer containers that did not complete: " + strings.Join(p.DeferIncomplete, ", ")
+	}
+	pw.eventf("", events.Warning, "GracePeriodExceeded", "%s", msg)
+}
+
+// eventf records an event; only run may call it (it reads pw.pod).
+func (pw *podWorker) eventf(fieldPath, eventType, reason, format string, args ...any) {
+	pw.eventFor(pw.pod, fieldPath, eventType, reason, format, args...)
+}
+
+func (pw *podWorker) eventFor(pod *model.Pod, fieldPath, eventType, reason, format string, args ...any) {
+	if r := pw.w.cfg.Recorder; r != nil {
+		r.Eventf(pod, fieldPath, eventType, reason, format, args...)
+	}
+}
+
+// publish stores the status for queries and tells OnChange.
+func (pw *podWorker) publish() {
+	snap := pw.snapshot(pw.w.cfg.Clock.Now())
+	pw.mu.Lock()
+	pw.published = snap
+	pw.mu.Unlock()
+	if f := pw.w.cfg.OnChange; f != nil {
+		f(pw.uid)
+	}
+}
+
+// cleanup removes the pod's content once it is terminated. It runs after
+// the pod is known terminated, so it never holds up a delete.
+func (pw *podWorker) cleanup(ctx context.Context) {
+	if err := pw.w.cfg.Runtime.CleanupPod(ctx, pw.pod); err != nil {
+		pw.log.Error("clean up pod", "err", err)
+	}
+}

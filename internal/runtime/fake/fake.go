@@ -1,0 +1,201 @@
+// Package fake is an in-memory container runtime for tests of the pod
+// worker and the agent: it records every call, lets a test make containers
+// exit, and can hold a setup open to exercise races.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// Runtime is a fake container runtime. Its zero value is not usable; use New.
+type Runtime struct {
+	clock  clock.PassiveClock
+	events chan runtime.Event
+
+	// PrepareHook, when set, runs inside PreparePod (e.g. to block until
+	// ctx is done, like a slow pull).
+	PrepareHook func(ctx context.Context) error
+	// StartHook, when set, runs inside StartContainer before the start.
+	StartHook func(ctx context.Context, ref model.ContainerRef) error
+
+	mu        sync.Mutex
+	calls     []string
+	instances map[string]*instance
+	ignore    map[string]bool // container name -> ignores its stop signal
+	changed   chan struct{}
+	nextID    int
+}
+
+type instance struct {
+	podUID  types.UID
+	name    string
+	running bool
+}
+
+// New returns a fake runtime that stamps times from c.
+func New(c clock.PassiveClock) *Runtime {
+	return &Runtime{
+		clock:     c,
+		events:    make(chan runtime.Event, 1024),
+		instances: map[string]*instance{},
+		ignore:    map[string]bool{},
+		changed:   make(chan struct{}),
+	}
+}
+
+// Events carries exits, like a real runtime's.
+func (r *Runtime) Events() <-chan runtime.Event { return r.events }
+
+// record appends a call and wakes every waiter; r.mu must be held.
+func (r *Runtime) record(format string, args ...any) {
+	r.calls = append(r.calls, fmt.Sprintf(format, args...))
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Changed returns a channel closed at the next recorded call or exit.
+func (r *Runtime) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// Calls returns the calls so far, e.g. "start app", "signal app terminated".
+func (r *Runtime) Calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// IgnoreStopSignal makes the named container survive anything but SIGKILL,
+// like a shell that is PID 1.
+func (r *Runtime) IgnoreStopSignal(name string) {
+	r.mu.Lock()
+	r.ignore[name] = true
+	r.mu.Unlock()
+}
+
+// Running lists the names of running containers of a pod.
+func (r *Runtime) Running(uid types.UID) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, in := range r.instances {
+		if in.podUID == uid && in.running {
+			out = append(out, in.name)
+		}
+	}
+	return out
+}
+
+// PreparePod records the call and runs PrepareHook.
+func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
+	if r.PrepareHook != nil {
+		if err := r.PrepareHook(ctx); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("prepare")
+	return nil
+}
+
+// StartContainer starts a fake instance; with ctx done it starts nothing.
+func (r *Runtime) StartContainer(ctx context.Context, pod *model.Pod, ref model.ContainerRef, attempt int) (runtime.Container, error) {
+	if r.StartHook != nil {
+		if err := r.StartHook(ctx, ref); err != nil {
+			return runtime.Container{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Container{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	id := fmt.Sprintf("%s-%d", ref.Name, r.nextID)
+	r.instances[id] = &instance{podUID: pod.UID, name: ref.Name, running: true}
+	r.record("start %s", ref.Name)
+	return runtime.Container{ID: id, StartedAt: r.clock.Now()}, nil
+}
+
+// Signal records the signal; SIGKILL, and any signal to a container that
+// does not ignore it, ends the instance with 128+signal.
+func (r *Runtime) Signal(ctx context.Context, id string, sig syscall.Signal) error {
+	r.mu.Lock()
+	in, ok := r.instances[id]
+	if !ok {
+		r.mu.Unlock()
+		return runtime.ErrNotFound
+	}
+	r.record("signal %s %s", in.name, sig)
+	exits := in.running && (sig == syscall.SIGKILL || !r.ignore[in.name])
+	r.mu.Unlock()
+	if exits {
+		r.exit(id, 128+int32(sig))
+	}
+	return nil
+}
+
+// Exec records the hook command and succeeds.
+func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("exec %s %v", ref.Name, cmd)
+	return nil, 0, nil
+}
+
+// CleanupPod records the call.
+func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("cleanup")
+	return nil
+}
+
+// Exit makes the running instance of the named container of pod exit.
+func (r *Runtime) Exit(uid types.UID, name string, code int32) {
+	r.mu.Lock()
+	var id string
+	for i, in := range r.instances {
+		if in.podUID == uid && in.name == name && in.running {
+			id = i
+		}
+	}
+	r.mu.Unlock()
+	if id == "" {
+		panic("fake: no running container " + name)
+	}
+	r.exit(id, code)
+}
+
+func (r *Runtime) exit(id string, code int32) {
+	r.mu.Lock()
+	in := r.instances[id]
+	if !in.running {
+		r.mu.Unlock()
+		return
+	}
+	in.running = false
+	r.record("exit %s %d", in.name, code)
+	ev := runtime.Event{PodUID: in.podUID, Container: in.name, ID: id, Exit: runtime.ExitStatus{ExitCode: code, Reason: reason(code), FinishedAt: r.clock.Now()}}
+	r.mu.Unlock()
+	r.events <- ev
+}
+
+func reason(code int32) string {
+	if code == 0 {
+		return runtime.ReasonCompleted
+	}
+	return runtime.ReasonError
+}
