@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of `podward run`, and of every command for bad input.
+const (
+	ExitSucceeded  = 0
+	ExitFailed     = 1
+	ExitBadInput   = 2
+	ExitInternal   = 3
+	exitInterrupts = 130
+)
+
+// ExitError carries the process exit code a command wants; its message, if
+// any, has already been printed.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit code %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Streams are the command's standard streams, injected for tests.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// NewRootCommand builds the `podward` command tree.
+func NewRootCommand(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "podward",
+		Short:         "A single-node pod engine: Kubernetes pods with ordered start, ordered stop and defer containers",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.AddCommand(newRunCommand(s))
+	return root
+}
+
+// Main runs the command line with args and returns the process exit code.
+func Main(args []string) int {
+	s := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	cmd := NewRootCommand(s)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintln(s.Err, "error:", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintln(s.Err, "error:", err)
+	return ExitBadInput
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,22 @@
+// Package crilog writes and reads container logs in the CRI log format, the
+// format the kubelet and every CRI runtime use on disk.
+//
+// A log file is a sequence of records, one per line:
+//
+//	<RFC3339Nano timestamp> <stream> <tag> <content>\n
+//
+// where stream is "stdout" or "stderr" and tag is "F" for a full line or "P"
+// for a partial one. A line longer than MaxRecordSize is split into P records
+// of MaxRecordSize bytes followed by one F record with the rest. A last line
+// without a newline is written as an F record when its stream is closed. The
+// content never contains the newline that ended the line.
+//
+// Writing: a Sink owns the output (usually the instance's log file) and
+// serialises records; NewWriter gives one io.Writer per stream on top of it.
+// Reading: Parse decodes one record, ReadLog reads a whole file, reassembles
+// partial records into lines and can follow the file as it grows (it wakes
+// on inotify events, so it never polls).
+//
+// It imports only the standard library, k8s.io/utils/clock and
+// golang.org/x/sys/unix; it knows nothing of pods or runtimes.
+package crilog

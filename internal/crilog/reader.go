@@ -1,0 +1,255 @@
+package crilog
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+)
+
+// AllLines as ReadOptions.Tail asks for every line of the file.
+const AllLines = -1
+
+// ReadOptions say which lines ReadLog delivers.
+type ReadOptions struct {
+	// Follow keeps reading what is appended to the file until ctx is done.
+	Follow bool
+	// Tail is how many of the last lines already in the file are delivered:
+	// AllLines (any negative number) for all of them, 0 for none. Lines
+	// appended while following are always delivered.
+	Tail int
+	// Stream, when not empty, keeps only the lines of that stream (Stdout
+	// or Stderr).
+	Stream string
+}
+
+// Line is one line of a container's output, reassembled from its records.
+type Line struct {
+	// Time is the timestamp of the line's first record.
+	Time   time.Time
+	Stream string
+	// Content is the line without its newline. It is only valid during the
+	// call to the function ReadLog was given.
+	Content []byte
+}
+
+// ReadLog reads the CRI log file at path from its start and calls fn for
+// every complete line, in file order, partial records reassembled. A record
+// that is not yet complete at the end of the file (its writer is in the
+// middle of it) is not delivered; when not following, a line whose partial
+// records are not followed by a full one yet is delivered as it is at the
+// end.
+//
+// With opts.Follow, ReadLog then waits for the file to grow (it is woken by
+// inotify, it does not poll) and delivers new lines as they are written,
+// until ctx is done; it then returns ctx.Err(). Without it, ReadLog returns
+// nil at the end of the file.
+//
+// An error from fn stops the reading and is returned as it is. A malformed
+// record is an error wrapping ErrMalformed.
+func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	var w *watcher
+	if opts.Follow {
+		// Watch before the first read, so that nothing appended between
+		// reaching the end and starting to wait is missed.
+		w, err = watch(path)
+		if err != nil {
+			return fmt.Errorf("follow %s: %w", path, err)
+		}
+		defer w.close()
+	}
+
+	lr := &logReader{ctx: ctx, path: path, opts: opts, fn: fn, br: bufio.NewReaderSize(f, 64*1024)}
+	if opts.Tail >= 0 {
+		lr.tail = &ring{max: opts.Tail}
+	}
+	if err := lr.readAvailable(); err != nil {
+		return err
+	}
+	if !opts.Follow {
+		if err := lr.flushPartial(); err != nil {
+			return err
+		}
+	}
+	if lr.tail != nil {
+		lines := lr.tail.lines()
+		lr.tail = nil
+		for _, l := range lines {
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+	}
+	if !opts.Follow {
+		return nil
+	}
+	for {
+		if err := w.wait(ctx); err != nil {
+			return err
+		}
+		if err := lr.readAvailable(); err != nil {
+			return err
+		}
+	}
+}
+
+type logReader struct {
+	ctx  context.Context
+	path string
+	opts ReadOptions
+	fn   func(Line) error
+	br   *bufio.Reader
+
+	lineNo int
+	// rec collects a record that did not fit in br's buffer or that the end
+	// of the file cut.
+	rec []byte
+	// partial holds the lines being reassembled, by stream.
+	partial [2]partialLine
+	// tail, when set, keeps the last lines instead of delivering them.
+	tail *ring
+}
+
+type partialLine struct {
+	active  bool
+	time    time.Time
+	content []byte
+}
+
+// readAvailable reads and handles every complete record up to the end of
+// the file.
+func (lr *logReader) readAvailable() error {
+	for {
+		if err := lr.ctx.Err(); err != nil {
+			return err
+		}
+		chunk, err := lr.br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			lr.rec = append(lr.rec, chunk...)
+			continue
+		case errors.Is(err, io.EOF):
+			lr.rec = append(lr.rec, chunk...)
+			return nil
+		case err != nil:
+			return fmt.Errorf("read %s: %w", lr.path, err)
+		}
+		line := chunk
+		if len(lr.rec) > 0 {
+			lr.rec = append(lr.rec, chunk...)
+			line = lr.rec
+		}
+		lr.lineNo++
+		if err := lr.record(line); err != nil {
+			return err
+		}
+		lr.rec = lr.rec[:0]
+	}
+}
+
+func (lr *logReader) record(line []byte) error {
+	r, err := Parse(line)
+	if err != nil {
+		return fmt.Errorf("%s:%d: %w", lr.path, lr.lineNo, err)
+	}
+	if lr.opts.Stream != "" && r.Stream != lr.opts.Stream {
+		return nil
+	}
+	p := &lr.partial[streamIndex(r.Stream)]
+	if r.Partial {
+		if !p.active {
+			p.active, p.time, p.content = true, r.Time, p.content[:0]
+		}
+		p.content = append(p.content, r.Content...)
+		return nil
+	}
+	if p.active {
+		p.active = false
+		p.content = append(p.content, r.Content...)
+		return lr.deliver(Line{Time: p.time, Stream: r.Stream, Content: p.content})
+	}
+	return lr.deliver(Line{Time: r.Time, Stream: r.Stream, Content: r.Content})
+}
+
+// flushPartial delivers the lines that are still being reassembled, oldest
+// first.
+func (lr *logReader) flushPartial() error {
+	order := []int{0, 1}
+	if lr.partial[1].time.Before(lr.partial[0].time) {
+		order = []int{1, 0}
+	}
+	for _, i := range order {
+		p := &lr.partial[i]
+		if !p.active {
+			continue
+		}
+		p.active = false
+		if err := lr.deliver(Line{Time: p.time, Stream: streamName(i), Content: p.content}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (lr *logReader) deliver(l Line) error {
+	if lr.tail != nil {
+		lr.tail.push(l)
+		return nil
+	}
+	return lr.fn(l)
+}
+
+func streamIndex(stream string) int {
+	if stream == Stderr {
+		return 1
+	}
+	return 0
+}
+
+func streamName(i int) string {
+	if i == 1 {
+		return Stderr
+	}
+	return Stdout
+}
+
+// ring keeps the last max lines pushed into it, with their own copy of the
+// content.
+type ring struct {
+	max  int
+	buf  []Line
+	next int // where the next push goes once buf is full
+}
+
+func (r *ring) push(l Line) {
+	if r.max == 0 {
+		return
+	}
+	if len(r.buf) < r.max {
+		l.Content = slices.Clone(l.Content)
+		r.buf = append(r.buf, l)
+		return
+	}
+	slot := &r.buf[r.next]
+	slot.Time, slot.Stream = l.Time, l.Stream
+	slot.Content = append(slot.Content[:0], l.Content...)
+	r.next = (r.next + 1) % r.max
+}
+
+// lines returns the kept lines, oldest first.
+func (r *ring) lines() []Line {
+	return append(r.buf[r.next:len(r.buf):len(r.buf)], r.buf[:r.next]...)
+}

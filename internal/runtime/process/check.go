@@ -1,0 +1,141 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// unsupportedError is a reason why this runtime cannot run a pod as written.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+func (e *unsupportedError) Unwrap() error { return runtime.ErrUnsupported }
+
+func unsupported(format string, args ...any) error {
+	return &unsupportedError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Check says whether this runtime can run pod as written, before anything
+// of it starts. It reports every problem it finds, joined; each wraps
+// runtime.ErrUnsupported. It has no side effects and may be called at any
+// time.
+func (r *Runtime) Check(pod *model.Pod) error {
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		if err := checkVolume(&pod.Spec.Volumes[i], i); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, ref := range pod.Containers() {
+		if err := r.checkContainer(pod, ref, pod.Container(ref)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkVolume(vol *v1.Volume, i int) error {
+	switch {
+	case vol.EmptyDir != nil:
+		switch vol.EmptyDir.Medium {
+		case v1.StorageMediumDefault, v1.StorageMediumMemory:
+			return nil
+		}
+		return unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the process runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
+	case vol.HostPath != nil:
+		if vol.HostPath.Type != nil {
+			switch *vol.HostPath.Type {
+			case v1.HostPathUnset, v1.HostPathDirectoryOrCreate, v1.HostPathDirectory, v1.HostPathFileOrCreate,
+				v1.HostPathFile, v1.HostPathSocket, v1.HostPathCharDev, v1.HostPathBlockDev:
+			default:
+				return unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
+			}
+		}
+		return nil
+	}
+	return unsupported("spec.volumes[%d]: Unsupported value: volume %q: the process runtime supports only emptyDir and hostPath volumes", i, vol.Name)
+}
+
+// fieldPath is where the container is declared, such as "spec.containers[0]".
+func fieldPath(ref model.ContainerRef) string {
+	switch ref.Role {
+	case model.RoleInit, model.RoleSidecar:
+		return fmt.Sprintf("spec.initContainers[%d]", ref.Index)
+	case model.RoleDefer:
+		return fmt.Sprintf("spec.deferContainers[%d]", ref.Index)
+	default:
+		return fmt.Sprintf("spec.containers[%d]", ref.Index)
+	}
+}
+
+// checkContainer is Check for one container; StartContainer and Exec check
+// again, so that they never run what Check would reject.
+func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.Container) error {
+	if c == nil {
+		return fmt.Errorf("pod %s has no %s container %q: %w", pod.Key(), ref.Role, ref.Name, runtime.ErrNotFound)
+	}
+	p := fieldPath(ref)
+	if len(c.Command) == 0 {
+		return unsupported("%s.command: Required value: the process runtime runs the command itself and has no image to take it from", p)
+	}
+	if _, _, err := containerEnv(pod, c, p); err != nil {
+		return err
+	}
+	if len(c.VolumeDevices) > 0 {
+		return unsupported("%s.volumeDevices: Unsupported value: the process runtime has no block devices to give", p)
+	}
+	if len(c.VolumeMounts) > 0 && r.euid() != 0 {
+		return unsupported("%s.volumeMounts: Forbidden: the process runtime needs root to give the container a private mount namespace for its volumes, and podward is not running as root", p)
+	}
+	for i, m := range c.VolumeMounts {
+		mp := fmt.Sprintf("%s.volumeMounts[%d]", p, i)
+		if findVolume(pod, m.Name) == nil {
+			return unsupported("%s.name: Not found: %q", mp, m.Name)
+		}
+		if path.Clean("/"+m.MountPath) == "/" {
+			return unsupported("%s.mountPath: Invalid value: %q: the process runtime shares the host's root and cannot mount over it", mp, m.MountPath)
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			return unsupported("%s.mountPropagation: Unsupported value: %q: the process runtime supports only None", mp, *m.MountPropagation)
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+			return unsupported("%s.recursiveReadOnly: Unsupported value: %q", mp, *m.RecursiveReadOnly)
+		}
+		if err := checkSubPath(m.SubPath); err != nil {
+			return unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
+		}
+	}
+	return nil
+}
+
+// checkSubPath rejects a subPath that could leave its volume.
+func checkSubPath(sub string) error {
+	if sub == "" {
+		return nil
+	}
+	if path.IsAbs(sub) {
+		return errors.New("must be a relative path")
+	}
+	for _, elem := range strings.Split(sub, "/") {
+		if elem == ".." {
+			return errors.New("must not contain '..'")
+		}
+	}
+	return nil
+}
+
+func findVolume(pod *model.Pod, name string) *v1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}

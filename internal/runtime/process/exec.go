@@ -1,0 +1,114 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// execOutputLimit caps the output Exec returns; the rest is read and
+// dropped, so that the command never blocks on a full pipe.
+const execOutputLimit = 10 * 1024
+
+// Exec runs cmd in the context of container ref of pod: the same volumes at
+// the same paths, the same environment and working directory. cmd is run as
+// written, without $(VAR) expansion, like Kubernetes' exec hooks and probes.
+// It returns the combined stdout and stderr (the first 10 KiB) and the exit
+// code (128+signal for a signal). When ctx ends first, the command's process
+// group is killed and the error wraps ctx.Err(). A command that cannot be
+// started is an error too. Exec does not need the container to run.
+func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) (output []byte, exitCode int, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if r.closed() {
+		return nil, 0, errClosed
+	}
+	if len(cmd) == 0 {
+		return nil, 0, fmt.Errorf("exec in container %q of pod %s: empty command", ref.Name, pod.Key())
+	}
+	output, exitCode, err = r.exec(ctx, pod, ref, cmd)
+	if err != nil {
+		return output, exitCode, fmt.Errorf("exec %q in container %q of pod %s: %w", cmd[0], ref.Name, pod.Key(), err)
+	}
+	return output, exitCode, nil
+}
+
+func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string) ([]byte, int, error) {
+	spec, err := r.prepare(pod, ref, pod.Container(ref), argv)
+	if err != nil {
+		return nil, 0, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	proc, err := r.launch(ctx, spec, outW, outW)
+	outW.Close()
+	if err != nil {
+		outR.Close()
+		return nil, 0, err
+	}
+	pid := proc.Process.Pid
+
+	var out cappedBuffer
+	copied := make(chan struct{}, 1)
+	go func() {
+		_, _ = io.Copy(&out, outR)
+		copied <- struct{}{}
+	}()
+
+	killed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(killed)
+		_ = unix.Kill(-pid, unix.SIGKILL)
+	})
+	waitErr := waitExited(pid)
+	ctxKilled := !stop()
+	if ctxKilled {
+		// The kill may still be on its way: it must land before the reap
+		// below frees the PID.
+		<-killed
+	}
+	// Like a container's, an exec's orphans die with it; the leader is not
+	// reaped yet.
+	_ = unix.Kill(-pid, unix.SIGKILL)
+	r.drain(r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name), []*os.File{outR}, copied)
+	_ = proc.Wait()
+	if waitErr != nil {
+		return out.bytes(), 0, waitErr
+	}
+	code := exitCode(proc.ProcessState)
+	if ctxKilled {
+		return out.bytes(), code, ctx.Err()
+	}
+	return out.bytes(), code, nil
+}
+
+// cappedBuffer keeps the first execOutputLimit bytes written to it and
+// swallows the rest.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := execOutputLimit - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf
+}

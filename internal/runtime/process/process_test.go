@@ -1,0 +1,954 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podward/podward/internal/crilog"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
+)
+
+func TestMain(m *testing.M) {
+	MaybeRunInit()
+	goleak.VerifyTestMain(m)
+}
+
+// waitLimit bounds every wait of a test; nothing here should take long.
+const waitLimit = 30 * time.Second
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type outputLine struct {
+	pod, container, stream, line string
+}
+
+// harness is a runtime under test with a fake clock, recording the Output
+// callback and the events it reported.
+type harness struct {
+	t   *testing.T
+	r   *Runtime
+	clk *testingclock.FakeClock
+
+	mu      sync.Mutex
+	output  []outputLine
+	changed chan struct{} // rung when output grows
+
+	events map[string]runtime.Event // by instance ID; only the test goroutine uses it
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		t:       t,
+		clk:     testingclock.NewFakeClock(epoch),
+		changed: make(chan struct{}, 1),
+		events:  make(map[string]runtime.Event),
+	}
+	r, err := New(Config{Root: t.TempDir(), Clock: h.clk, Output: h.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	t.Cleanup(func() { _ = r.Close() })
+	return h
+}
+
+func (h *harness) record(pod *model.Pod, container, stream string, line []byte) {
+	h.mu.Lock()
+	h.output = append(h.output, outputLine{pod.Name, container, stream, string(line)})
+	h.mu.Unlock()
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// waitOutput waits until container wrote a line containing substr and
+// returns that line.
+func (h *harness) waitOutput(container, substr string) string {
+	h.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		h.mu.Lock()
+		for _, l := range h.output {
+			if l.container == container && strings.Contains(l.line, substr) {
+				h.mu.Unlock()
+				return l.line
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.changed:
+		case <-deadline:
+			h.t.Fatalf("container %s wrote no line with %q within %v", container, substr, waitLimit)
+		}
+	}
+}
+
+// waitExit waits for the exit event of instance id.
+func (h *harness) waitExit(id string) runtime.Event {
+	h.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		if ev, ok := h.events[id]; ok {
+			return ev
+		}
+		select {
+		case ev := <-h.r.Events():
+			if _, dup := h.events[ev.ID]; dup {
+				h.t.Errorf("second exit event for %s", ev.ID)
+			}
+			h.events[ev.ID] = ev
+		case <-deadline:
+			h.t.Fatalf("no exit event for %s within %v", id, waitLimit)
+		}
+	}
+}
+
+// start starts the index-th regular container of pod, attempt 0.
+func (h *harness) start(pod *model.Pod, index int) runtime.Container {
+	h.t.Helper()
+	ref := model.ContainerRef{Name: pod.Spec.Containers[index].Name, Role: model.RoleMain, Index: index}
+	c, err := h.r.StartContainer(context.Background(), pod, ref, 0)
+	if err != nil {
+		h.t.Fatalf("StartContainer(%s): %v", ref.Name, err)
+	}
+	return c
+}
+
+// run prepares pod, starts its index-th container and waits for its exit.
+func (h *harness) run(pod *model.Pod, index int) (runtime.Container, runtime.Event) {
+	h.t.Helper()
+	c := h.start(pod, index)
+	return c, h.waitExit(c.ID)
+}
+
+func (h *harness) prepare(pod *model.Pod) {
+	h.t.Helper()
+	if err := h.r.PreparePod(context.Background(), pod); err != nil {
+		h.t.Fatalf("PreparePod: %v", err)
+	}
+}
+
+func randomSuffix(t *testing.T) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func newPod(t *testing.T, containers ...v1.Container) *model.Pod {
+	return &model.Pod{Pod: &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "web",
+			Namespace: "default",
+			UID:       types.UID("uid-" + randomSuffix(t)),
+		},
+		Spec: v1.PodSpec{Containers: containers},
+	}}
+}
+
+func shell(name, script string) v1.Container {
+	return v1.Container{Name: name, Command: []string{"/bin/sh", "-c", script}}
+}
+
+// logLines reads a CRI log whole, as "stream content" lines.
+func logLines(t *testing.T, path string) []string {
+	t.Helper()
+	var lines []string
+	err := crilog.ReadLog(context.Background(), path, crilog.ReadOptions{Tail: crilog.AllLines}, func(l crilog.Line) error {
+		if !l.Time.Equal(epoch) {
+			t.Errorf("log line %q stamped %v, want the fake clock's %v", l.Content, l.Time, epoch)
+		}
+		lines = append(lines, l.Stream+" "+string(l.Content))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadLog: %v", err)
+	}
+	return lines
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for private mount namespaces")
+	}
+}
+
+// processGone waits until pid no longer runs (it may be a zombie nobody
+// reaped yet) and says whether that happened within waitLimit. A signal
+// takes effect asynchronously, so a process that was just killed may still
+// be on its way out.
+func processGone(t *testing.T, pid int) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	// A pidfd becomes readable when its process exits.
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(waitLimit.Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd: %v", err)
+		}
+		return n > 0
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := map[string]struct {
+		script     string
+		wantCode   int32
+		wantReason string
+	}{
+		"success": {"exit 0", 0, runtime.ReasonCompleted},
+		"failure": {"exit 3", 3, runtime.ReasonError},
+		// Kubernetes' expansion turns "$$" into "$", hence "$$$$" for the
+		// shell's "$$".
+		"killed with SIGTERM": {"kill -TERM $$$$", 143, runtime.ReasonError},
+		"killed with SIGKILL": {"kill -KILL $$$$", 137, runtime.ReasonError},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := newPod(t, shell("main", tc.script))
+			h.prepare(pod)
+			c, ev := h.run(pod, 0)
+			if ev.Exit.ExitCode != tc.wantCode || ev.Exit.Reason != tc.wantReason {
+				t.Errorf("exit %d %s, want %d %s; log %q", ev.Exit.ExitCode, ev.Exit.Reason, tc.wantCode, tc.wantReason, logLines(t, c.LogPath))
+			}
+			if ev.PodUID != pod.UID || ev.Container != "main" || ev.ID != c.ID {
+				t.Errorf("event %+v does not name pod %s container main instance %s", ev, pod.UID, c.ID)
+			}
+			if !c.StartedAt.Equal(epoch) || !ev.Exit.FinishedAt.Equal(epoch) {
+				t.Errorf("StartedAt %v FinishedAt %v, want the fake clock's %v", c.StartedAt, ev.Exit.FinishedAt, epoch)
+			}
+		})
+	}
+}
+
+func TestSignal(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(t, shell("main", "echo ready; exec sleep 100"))
+	h.prepare(pod)
+	c := h.start(pod, 0)
+	h.waitOutput("main", "ready")
+	h.clk.Step(5 * time.Second)
+	if err := h.r.Signal(context.Background(), c.ID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ev := h.waitExit(c.ID)
+	if ev.Exit.ExitCode != 143 || ev.Exit.Reason != runtime.ReasonError {
+		t.Errorf("exit %d %s, want 143 Error", ev.Exit.ExitCode, ev.Exit.Reason)
+	}
+	if want := epoch.Add(5 * time.Second); !ev.Exit.FinishedAt.Equal(want) {
+		t.Errorf("FinishedAt %v, want %v", ev.Exit.FinishedAt, want)
+	}
+	// An instance that exited can still be signalled, to no effect.
+	if err := h.r.Signal(context.Background(), c.ID, syscall.SIGTERM); err != nil {
+		t.Errorf("Signal after exit: %v", err)
+	}
+	if err := h.r.Signal(context.Background(), "no-such-id", syscall.SIGTERM); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Signal(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSignalReachesProcessGroup(t *testing.T) {
+	h := newHarness(t)
+	// The shell survives SIGTERM (it traps it) and waits for as long as its
+	// child lives: only a signal to the whole group ends the child, and so
+	// the shell, before the test's deadline. The child says it is ready once
+	// it no longer has the inherited trap.
+	script := `trap 'echo got TERM' TERM; (trap - TERM; echo ready; exec sleep 100) & c=$!; ` +
+		`while kill -0 $c 2>/dev/null; do wait $c; done; echo child gone`
+	pod := newPod(t, shell("main", script))
+	h.prepare(pod)
+	c := h.start(pod, 0)
+	h.waitOutput("main", "ready")
+	if err := h.r.Signal(context.Background(), c.ID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ev := h.waitExit(c.ID)
+	if ev.Exit.ExitCode != 0 {
+		t.Errorf("exit code %d, want 0", ev.Exit.ExitCode)
+	}
+	h.waitOutput("main", "got TERM")
+	h.waitOutput("main", "child gone")
+}
+
+func TestOrphansKilledAfterExit(t *testing.T) {
+	h := newHarness(t)
+	// The orphan keeps stdout open: without the group kill, the exit event
+	// would wait for it (the fake clock never ends the drain timeout).
+	pod := newPod(t, shell("main", "sleep 100 & echo $!; exit 0"))
+	h.prepare(pod)
+	c, ev := h.run(pod, 0)
+	if ev.Exit.ExitCode != 0 {
+		t.Fatalf("exit code %d, want 0", ev.Exit.ExitCode)
+	}
+	lines := logLines(t, c.LogPath)
+	if len(lines) != 1 {
+		t.Fatalf("log %q, want the orphan's PID", lines)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(lines[0], "stdout "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(t, pid) {
+		t.Errorf("orphan %d still runs after its container exited", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func TestEnvArgsAndWorkingDir(t *testing.T) {
+	t.Setenv("PODWARD_TEST_AGENT_ONLY", "leaked")
+	h := newHarness(t)
+	wd := t.TempDir()
+	c := v1.Container{
+		Name:    "main",
+		Command: []string{"/bin/sh", "-c"},
+		Args: []string{
+			`echo "args=$0|$1|$2"; echo "A=$A B=$B C=$C D=$D"; echo "host=$HOSTNAME name=$POD_NAME ns=$POD_NS ip=$POD_IP"; ` +
+				`echo "path=$PATH"; echo "pwd=$(pwd)"; echo "leak=${PODWARD_TEST_AGENT_ONLY:-none} init=${` + initEnv + `:-none}"`,
+			"$(A)",
+			"$$(A)",
+			"$(UNDEFINED)",
+		},
+		Env: []v1.EnvVar{
+			{Name: "A", Value: "hello"},
+			{Name: "B", Value: "$(A)-world"},
+			{Name: "C", Value: "$$(A)"},
+			{Name: "D", Value: "$(E)"}, // E is defined later: not expanded
+			{Name: "E", Value: "late"},
+			{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "POD_NS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+			{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		},
+		WorkingDir: wd,
+	}
+	pod := newPod(t, c)
+	h.prepare(pod)
+	cont, ev := h.run(pod, 0)
+	if ev.Exit.ExitCode != 0 {
+		t.Fatalf("exit code %d", ev.Exit.ExitCode)
+	}
+	want := []string{
+		"stdout args=hello|$(A)|$(UNDEFINED)",
+		"stdout A=hello B=hello-world C=$(A) D=$(E)",
+		"stdout host=web name=web ns=default ip=127.0.0.1",
+		"stdout path=" + defaultPath,
+		"stdout pwd=" + wd,
+		"stdout leak=none init=none",
+	}
+	if got := logLines(t, cont.LogPath); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestLogAndOutput(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(t, shell("main", `echo out 1; echo err 1 >&2; echo out 2; printf 'no newline'`))
+	h.prepare(pod)
+	c, ev := h.run(pod, 0)
+	if ev.Exit.ExitCode != 0 {
+		t.Fatalf("exit code %d", ev.Exit.ExitCode)
+	}
+	if want := h.r.LogPath(pod.UID, "main", 0); c.LogPath != want {
+		t.Errorf("LogPath %s, want %s", c.LogPath, want)
+	}
+	if want := filepath.Join("pods", string(pod.UID), "logs", "main", "0.log"); !strings.HasSuffix(c.LogPath, want) {
+		t.Errorf("LogPath %s does not end in %s", c.LogPath, want)
+	}
+	// Everything is in the log when the exit is reported. The two streams
+	// are copied independently, so only each one's order is fixed.
+	var stdout, stderr []string
+	for _, l := range logLines(t, c.LogPath) {
+		if s, ok := strings.CutPrefix(l, "stdout "); ok {
+			stdout = append(stdout, s)
+		} else {
+			stderr = append(stderr, strings.TrimPrefix(l, "stderr "))
+		}
+	}
+	if got, want := strings.Join(stdout, "|"), "out 1|out 2|no newline"; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+	if got, want := strings.Join(stderr, "|"), "err 1"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	// The raw file is in the CRI format.
+	raw, err := os.ReadFile(c.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("2026-01-02T03:04:05Z stderr F err 1\n")) {
+		t.Errorf("log file is not in the CRI format:\n%s", raw)
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var got []string
+	for _, l := range h.output {
+		if l.pod != "web" || l.container != "main" {
+			t.Errorf("output line %+v not attributed to web/main", l)
+		}
+		got = append(got, l.stream+" "+l.line)
+	}
+	for _, want := range []string{"stdout out 1", "stdout out 2", "stdout no newline", "stderr err 1"} {
+		if !contains(got, want) {
+			t.Errorf("Output got %q, missing %q", got, want)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStartFailures(t *testing.T) {
+	h := newHarness(t)
+	tests := map[string]v1.Container{
+		"command not found":   {Name: "main", Command: []string{"podward-no-such-command"}},
+		"missing working dir": {Name: "main", Command: []string{"/bin/true"}, WorkingDir: "/podward-no-such-dir"},
+		"no command":          {Name: "main"},
+	}
+	for name, c := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := newPod(t, c)
+			h.prepare(pod)
+			ref := model.ContainerRef{Name: "main", Role: model.RoleMain}
+			if _, err := h.r.StartContainer(context.Background(), pod, ref, 0); err == nil {
+				t.Fatal("StartContainer succeeded")
+			}
+		})
+	}
+	select {
+	case ev := <-h.r.Events():
+		t.Errorf("exit event %+v for a container that never started", ev)
+	default:
+	}
+}
+
+func TestStartWithCancelledContextStartsNothing(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(t, shell("main", "echo started"))
+	h.prepare(pod)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ref := model.ContainerRef{Name: "main", Role: model.RoleMain}
+	if _, err := h.r.StartContainer(ctx, pod, ref, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartContainer = %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(h.r.LogPath(pod.UID, "main", 0)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("log file of a container that never started: %v", err)
+	}
+	h.r.mu.Lock()
+	n := len(h.r.instances)
+	h.r.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d instances known after a cancelled start", n)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	volumeMount := []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	emptyDir := v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	tests := map[string]struct {
+		pod     func(t *testing.T) *model.Pod
+		notRoot bool
+		wantErr string // "" for no error
+	}{
+		"runnable": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.Env = []v1.EnvVar{{Name: "UID", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}}
+				c.VolumeMounts = volumeMount
+				p := newPod(t, c)
+				p.Spec.Volumes = []v1.Volume{emptyDir}
+				return p
+			},
+		},
+		"no command": {
+			pod:     func(t *testing.T) *model.Pod { return newPod(t, shell("a", "true"), v1.Container{Name: "b"}) },
+			wantErr: "spec.containers[1].command: Required value: the process runtime runs the command itself and has no image to take it from",
+		},
+		"init container without command": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.InitContainers = []v1.Container{{Name: "init"}}
+				return p
+			},
+			wantErr: "spec.initContainers[0].command: Required value",
+		},
+		"defer container without command": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Defer = []v1.Container{{Name: "upload"}}
+				return p
+			},
+			wantErr: "spec.deferContainers[0].command: Required value",
+		},
+		"configMap volume": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Volumes = []v1.Volume{emptyDir, {Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
+				return p
+			},
+			wantErr: `spec.volumes[1]: Unsupported value: volume "cfg"`,
+		},
+		"secret env": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "pw"}}}}
+				return newPod(t, c)
+			},
+			wantErr: "spec.containers[0].env[0].valueFrom: Unsupported value",
+		},
+		"unknown fieldRef": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.phase"}}}}
+				return newPod(t, c)
+			},
+			wantErr: `"status.phase" is not supported`,
+		},
+		"subPath leaving its volume": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "../etc"}}
+				p := newPod(t, c)
+				p.Spec.Volumes = []v1.Volume{emptyDir}
+				return p
+			},
+			wantErr: "volumeMounts[0].subPath: Invalid value",
+		},
+		"volume mounts without root": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.VolumeMounts = volumeMount
+				p := newPod(t, c)
+				p.Spec.Volumes = []v1.Volume{emptyDir}
+				return p
+			},
+			notRoot: true,
+			wantErr: "spec.containers[0].volumeMounts: Forbidden: the process runtime needs root to give the container a private mount namespace",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.notRoot {
+				h.r.euid = func() int { return 1000 }
+			}
+			err := h.r.Check(tc.pod(t))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, runtime.ErrUnsupported) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Check = %v, want ErrUnsupported containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestEmptyDirSharedThroughMountPath(t *testing.T) {
+	requireRoot(t)
+	h := newHarness(t)
+	suffix := randomSuffix(t)
+	// A mountPath that does not exist on the host, inside one that does not
+	// either: both must be created, and removed at cleanup.
+	top := "/podward-test-" + suffix
+	config := top + "/config"
+	sub := "/podward-test-sub-" + suffix
+	t.Cleanup(func() {
+		_ = os.Remove(config)
+		_ = os.Remove(top)
+		_ = os.Remove(sub)
+	})
+
+	writer := shell("writer", fmt.Sprintf(`echo hello > %[1]s/greeting && mkdir %[1]s/dir && echo deep > %[1]s/dir/file && echo written`, config))
+	writer.VolumeMounts = []v1.VolumeMount{{Name: "shared", MountPath: config}}
+	reader := shell("reader", fmt.Sprintf(`cat %[1]s/greeting %[2]s/file; if touch %[1]s/new 2>/dev/null; then echo writable; else echo read-only; fi`, config, sub))
+	reader.VolumeMounts = []v1.VolumeMount{
+		{Name: "shared", MountPath: config, ReadOnly: true},
+		{Name: "shared", MountPath: sub, SubPath: "dir"},
+	}
+	pod := newPod(t, writer, reader)
+	pod.Spec.Volumes = []v1.Volume{{Name: "shared", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	if err := h.r.Check(pod); err != nil {
+		t.Fatal(err)
+	}
+	h.prepare(pod)
+	h.prepare(pod) // idempotent
+
+	wc, wev := h.run(pod, 0)
+	if wev.Exit.ExitCode != 0 {
+		t.Fatalf("writer exited %d: %q", wev.Exit.ExitCode, logLines(t, wc.LogPath))
+	}
+	// The data is in the volume; the mountpoint on the host stays empty.
+	volume := h.r.volumeDir(pod.UID, "shared")
+	if data, err := os.ReadFile(filepath.Join(volume, "greeting")); err != nil || string(data) != "hello\n" {
+		t.Errorf("volume greeting = %q, %v", data, err)
+	}
+	if entries, err := os.ReadDir(config); err != nil || len(entries) != 0 {
+		t.Errorf("host mountpoint %s: %v entries, %v; want an empty directory", config, entries, err)
+	}
+
+	rc, rev := h.run(pod, 1)
+	if rev.Exit.ExitCode != 0 {
+		t.Fatalf("reader exited %d: %q", rev.Exit.ExitCode, logLines(t, rc.LogPath))
+	}
+	want := []string{"stdout hello", "stdout deep", "stdout read-only"}
+	if got := logLines(t, rc.LogPath); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("reader log %q, want %q", got, want)
+	}
+
+	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
+		t.Fatalf("CleanupPod: %v", err)
+	}
+	for _, p := range []string{volume, config, top, sub} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still exists after CleanupPod (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(wc.LogPath); err != nil {
+		t.Errorf("CleanupPod removed the logs: %v", err)
+	}
+	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
+		t.Errorf("second CleanupPod: %v", err)
+	}
+	if err := h.r.Signal(context.Background(), wc.ID, syscall.SIGTERM); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Signal after CleanupPod = %v, want ErrNotFound", err)
+	}
+}
+
+func TestMountpointSharedBetweenPods(t *testing.T) {
+	requireRoot(t)
+	h := newHarness(t)
+	mountPath := "/podward-test-shared-" + randomSuffix(t)
+	t.Cleanup(func() { _ = os.Remove(mountPath) })
+	newUser := func() *model.Pod {
+		c := shell("main", "echo ready; exec sleep 100")
+		c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: mountPath}}
+		pod := newPod(t, c)
+		pod.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		h.prepare(pod)
+		return pod
+	}
+	a, b := newUser(), newUser()
+	ca, cb := h.start(a, 0), h.start(b, 0)
+	h.waitOutput("main", "ready")
+
+	// A pod whose container still runs cannot be cleaned up.
+	if err := h.r.CleanupPod(context.Background(), a); err == nil {
+		t.Error("CleanupPod of a running pod succeeded")
+	}
+	for _, c := range []runtime.Container{ca, cb} {
+		if err := h.r.Signal(context.Background(), c.ID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		h.waitExit(c.ID)
+	}
+	if err := h.r.CleanupPod(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mountPath); err != nil {
+		t.Errorf("mountpoint removed while pod b still uses it: %v", err)
+	}
+	if err := h.r.CleanupPod(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mountPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("mountpoint left after its last pod was cleaned up: %v", err)
+	}
+}
+
+func TestMountHelperFailureIsSynchronous(t *testing.T) {
+	requireRoot(t)
+	h := newHarness(t)
+	mountPath := "/podward-test-fail-" + randomSuffix(t)
+	t.Cleanup(func() { _ = os.Remove(mountPath) })
+	c := v1.Container{Name: "main", Command: []string{"podward-no-such-command"}}
+	c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: mountPath}}
+	pod := newPod(t, c)
+	pod.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	h.prepare(pod)
+	ref := model.ContainerRef{Name: "main", Role: model.RoleMain}
+	_, err := h.r.StartContainer(context.Background(), pod, ref, 0)
+	if err == nil || !strings.Contains(err.Error(), "executable file not found") {
+		t.Fatalf("StartContainer = %v, want executable file not found", err)
+	}
+	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExec(t *testing.T) {
+	h := newHarness(t)
+	wd := t.TempDir()
+	c := shell("app", "echo ready; exec sleep 100")
+	c.Env = []v1.EnvVar{{Name: "FOO", Value: "bar"}}
+	c.WorkingDir = wd
+	script := `echo "$FOO $(pwd)"`
+	var mountPath string
+	if os.Geteuid() == 0 {
+		mountPath = "/podward-test-exec-" + randomSuffix(t)
+		t.Cleanup(func() { _ = os.Remove(mountPath) })
+		c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: mountPath}}
+		script += "; cat " + mountPath + "/file"
+	}
+	pod := newPod(t, c)
+	pod.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	h.prepare(pod)
+	if err := os.WriteFile(filepath.Join(h.r.volumeDir(pod.UID, "v"), "file"), []byte("from the volume\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cont := h.start(pod, 0)
+	h.waitOutput("app", "ready")
+	ref := model.ContainerRef{Name: "app", Role: model.RoleMain}
+	ctx := context.Background()
+
+	t.Run("context", func(t *testing.T) {
+		out, code, err := h.r.Exec(ctx, pod, ref, []string{"sh", "-c", script + " >&2"})
+		if err != nil || code != 0 {
+			t.Fatalf("Exec = %q, %d, %v", out, code, err)
+		}
+		want := "bar " + wd + "\n"
+		if mountPath != "" {
+			want += "from the volume\n"
+		}
+		if string(out) != want {
+			t.Errorf("output %q, want %q", out, want)
+		}
+	})
+	t.Run("exit code", func(t *testing.T) {
+		out, code, err := h.r.Exec(ctx, pod, ref, []string{"sh", "-c", "echo failing; exit 7"})
+		if err != nil || code != 7 || string(out) != "failing\n" {
+			t.Errorf("Exec = %q, %d, %v; want failing, 7, nil", out, code, err)
+		}
+	})
+	t.Run("output capped", func(t *testing.T) {
+		out, code, err := h.r.Exec(ctx, pod, ref, []string{"sh", "-c", "head -c 100000 /dev/zero"})
+		if err != nil || code != 0 || len(out) != execOutputLimit {
+			t.Errorf("Exec = %d bytes, %d, %v; want %d bytes", len(out), code, err, execOutputLimit)
+		}
+	})
+	t.Run("bounded by ctx", func(t *testing.T) {
+		// The command reports its background child's PID through a FIFO,
+		// which tells the test that it runs.
+		fifo := filepath.Join(t.TempDir(), "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			out  []byte
+			code int
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, code, err := h.r.Exec(ctx, pod, ref, []string{"sh", "-c", "sleep 100 & echo $! > " + fifo + "; wait"})
+			done <- result{out, code, err}
+		}()
+		pidc := make(chan string, 1)
+		go func() {
+			data, err := os.ReadFile(fifo) // returns once the command closed it
+			if err != nil {
+				t.Error(err)
+			}
+			pidc <- strings.TrimSpace(string(data))
+		}()
+		var pid int
+		select {
+		case s := <-pidc:
+			var err error
+			if pid, err = strconv.Atoi(s); err != nil {
+				t.Fatalf("command wrote %q, not its child's PID", s)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("exec command did not start")
+		}
+		cancel()
+		select {
+		case res := <-done:
+			if !errors.Is(res.err, context.Canceled) || res.code != 137 {
+				t.Errorf("Exec = %q, %d, %v; want 137 and context.Canceled", res.out, res.code, res.err)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("Exec did not return after its context ended")
+		}
+		if !processGone(t, pid) {
+			t.Errorf("exec's child %d survived the end of its context", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	t.Run("command not found", func(t *testing.T) {
+		if _, _, err := h.r.Exec(ctx, pod, ref, []string{"podward-no-such-command"}); err == nil {
+			t.Error("Exec of a missing command succeeded")
+		}
+	})
+
+	if err := h.r.Signal(ctx, cont.ID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.waitExit(cont.ID); ev.Exit.ExitCode != 137 {
+		t.Errorf("exit code %d, want 137", ev.Exit.ExitCode)
+	}
+	if err := h.r.CleanupPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMemoryEmptyDir(t *testing.T) {
+	requireRoot(t)
+	h := newHarness(t)
+	pod := newPod(t, shell("main", "true"))
+	pod.Spec.Volumes = []v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
+	h.prepare(pod)
+	h.prepare(pod) // idempotent: mounts once
+	dir := h.r.volumeDir(pod.UID, "mem")
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	const tmpfsMagic = 0x01021994
+	if st.Type != tmpfsMagic {
+		t.Errorf("%s is not a tmpfs (type %#x)", dir, st.Type)
+	}
+	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left after CleanupPod: %v", dir, err)
+	}
+}
+
+func TestPrepareHostPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	typ := func(t v1.HostPathType) *v1.HostPathType { return &t }
+	tests := map[string]struct {
+		path    string
+		typ     *v1.HostPathType
+		wantErr string
+		check   func(t *testing.T, path string)
+	}{
+		"unset, missing":              {path: filepath.Join(dir, "nothing")},
+		"directory exists":            {path: dir, typ: typ(v1.HostPathDirectory)},
+		"directory missing":           {path: filepath.Join(dir, "nothing"), typ: typ(v1.HostPathDirectory), wantErr: "is not a directory"},
+		"directory is a file":         {path: file, typ: typ(v1.HostPathDirectory), wantErr: "is not a directory"},
+		"file exists":                 {path: file, typ: typ(v1.HostPathFile)},
+		"file is a directory":         {path: dir, typ: typ(v1.HostPathFile), wantErr: "is not a file"},
+		"socket is a file":            {path: file, typ: typ(v1.HostPathSocket), wantErr: "is not a socket file"},
+		"char device":                 {path: "/dev/null", typ: typ(v1.HostPathCharDev)},
+		"block device is char device": {path: "/dev/null", typ: typ(v1.HostPathBlockDev), wantErr: "is not a block device"},
+		"directory created": {path: filepath.Join(dir, "a", "b"), typ: typ(v1.HostPathDirectoryOrCreate), check: func(t *testing.T, p string) {
+			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+				t.Errorf("%s not created as a directory: %v", p, err)
+			}
+		}},
+		"file created": {path: filepath.Join(dir, "new"), typ: typ(v1.HostPathFileOrCreate), check: func(t *testing.T, p string) {
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("%s not created as a file: %v", p, err)
+			}
+		}},
+		"file not created without its parent": {path: filepath.Join(dir, "none", "new"), typ: typ(v1.HostPathFileOrCreate), wantErr: "no such file"},
+		"file or create is a directory":       {path: dir, typ: typ(v1.HostPathFileOrCreate), wantErr: "is not a file"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := prepareHostPath(&v1.HostPathVolumeSource{Path: tc.path, Type: tc.typ})
+			if tc.wantErr == "" && err != nil {
+				t.Fatalf("prepareHostPath = %v", err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("prepareHostPath = %v, want %q", err, tc.wantErr)
+			}
+			if tc.check != nil {
+				tc.check(t, tc.path)
+			}
+		})
+	}
+}
+
+func TestPreparePodHonoursContext(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(t, shell("main", "true"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.r.PreparePod(ctx, pod); !errors.Is(err, context.Canceled) {
+		t.Errorf("PreparePod = %v, want context.Canceled", err)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "x", "EMPTY": ""}
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	tests := map[string]string{
+		"plain":                 "plain",
+		"$(A)":                  "x",
+		"a$(A)b$(A)":            "axbx",
+		"$(EMPTY)":              "",
+		"$(MISSING)":            "$(MISSING)",
+		"$$(A)":                 "$(A)",
+		"$$$(A)":                "$x",
+		"$$":                    "$",
+		"$":                     "$",
+		"a$b":                   "a$b",
+		"$(A":                   "$(A",
+		"$(A $$":                "$(A $",
+		"$()":                   "$()",
+		"${A}":                  "${A}",
+		"$(A)$(MISSING)$$(A)$(": "x$(MISSING)$(A)$(",
+	}
+	for in, want := range tests {
+		if got := expand(in, lookup); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

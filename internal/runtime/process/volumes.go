@@ -1,0 +1,421 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// PreparePod creates the pod's directories and its volumes: a directory for
+// each emptyDir (a tmpfs for medium Memory, when root), and for each
+// hostPath the check or creation its type asks for, as the kubelet does.
+// It is idempotent. It stops, with ctx.Err(), between volumes once ctx is
+// done.
+func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkUID(pod.UID); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
+	}
+	for _, dir := range []string{"volumes", "logs"} {
+		if err := os.MkdirAll(filepath.Join(r.podDir(pod.UID), dir), 0o750); err != nil {
+			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
+		}
+	}
+	for i := range pod.Spec.Volumes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		vol := &pod.Spec.Volumes[i]
+		if err := checkVolume(vol, i); err != nil {
+			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
+		}
+		var err error
+		switch {
+		case vol.EmptyDir != nil:
+			err = r.prepareEmptyDir(pod.UID, vol)
+		case vol.HostPath != nil:
+			err = prepareHostPath(vol.HostPath)
+		}
+		if err != nil {
+			return fmt.Errorf("prepare pod %s: volume %q: %w", pod.Key(), vol.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) prepareEmptyDir(uid types.UID, vol *v1.Volume) error {
+	dir := r.volumeDir(uid, vol.Name)
+	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// Like the kubelet's: writable by any user of the pod, umask or not.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return err
+	}
+	if vol.EmptyDir.Medium != v1.StorageMediumMemory || r.euid() != 0 {
+		// Without root no container can mount it anyway (Check rejects
+		// volumeMounts), so a plain directory does.
+		return nil
+	}
+	mounted, err := isMountpoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	opts := "mode=0777"
+	if limit := vol.EmptyDir.SizeLimit; limit != nil && limit.Sign() > 0 {
+		opts += fmt.Sprintf(",size=%d", limit.Value())
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// prepareHostPath checks, or creates, a hostPath volume's path as its type
+// says.
+func prepareHostPath(hp *v1.HostPathVolumeSource) error {
+	typ := v1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	p := hp.Path
+	fi, statErr := os.Stat(p)
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return statErr
+	}
+	failed := func(what string) error {
+		return fmt.Errorf("hostPath type check failed: %s is not %s", p, what)
+	}
+	switch typ {
+	case v1.HostPathUnset:
+		return nil
+	case v1.HostPathDirectoryOrCreate:
+		if !exists {
+			return os.MkdirAll(p, 0o755)
+		}
+		if !fi.IsDir() {
+			return failed("a directory")
+		}
+	case v1.HostPathDirectory:
+		if !exists || !fi.IsDir() {
+			return failed("a directory")
+		}
+	case v1.HostPathFileOrCreate:
+		if !exists {
+			// Like the kubelet, create the file but not its parent.
+			f, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		if !fi.Mode().IsRegular() {
+			return failed("a file")
+		}
+	case v1.HostPathFile:
+		if !exists || !fi.Mode().IsRegular() {
+			return failed("a file")
+		}
+	case v1.HostPathSocket:
+		if !exists || fi.Mode().Type() != fs.ModeSocket {
+			return failed("a socket file")
+		}
+	case v1.HostPathCharDev:
+		if !exists || fi.Mode().Type() != fs.ModeDevice|fs.ModeCharDevice {
+			return failed("a character device")
+		}
+	case v1.HostPathBlockDev:
+		if !exists || fi.Mode().Type() != fs.ModeDevice {
+			return failed("a block device")
+		}
+	default:
+		return fmt.Errorf("hostPath type %q is not supported", typ)
+	}
+	return nil
+}
+
+// isMountpoint says whether dir is the root of a mount, by comparing its
+// device with its parent's.
+func isMountpoint(dir string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return false, os.NewSyscallError("lstat", err)
+	}
+	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
+		return false, os.NewSyscallError("lstat", err)
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+// CleanupPod removes the pod's volumes (hostPaths are left alone) and the
+// mountpoints created for it that no other pod uses, and forgets its
+// container instances; it keeps the logs. It is idempotent. It must only be
+// called when no container of the pod runs; it fails without removing
+// anything when one of the pod's instances has not exited yet.
+func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkUID(pod.UID); err != nil {
+		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)
+	}
+	var running []string
+	r.mu.Lock()
+	for id, in := range r.instances {
+		if in.podUID != pod.UID {
+			continue
+		}
+		if !in.isReaped() {
+			running = append(running, in.container)
+			continue
+		}
+		delete(r.instances, id)
+	}
+	r.mu.Unlock()
+	if len(running) > 0 {
+		slices.Sort(running)
+		return fmt.Errorf("clean up pod %s: containers %s still run", pod.Key(), strings.Join(running, ", "))
+	}
+
+	var errs []error
+	if err := removeVolumes(filepath.Join(r.podDir(pod.UID), "volumes")); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.mountpoints.release(pod.UID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)
+	}
+	return nil
+}
+
+// removeVolumes unmounts the tmpfs emptyDirs in dir and removes dir.
+func removeVolumes(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		mounted, err := isMountpoint(p)
+		if err != nil {
+			return err
+		}
+		if mounted {
+			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount %s: %w", p, err)
+			}
+		}
+	}
+	return os.RemoveAll(dir)
+}
+
+// bindMount is one volume mount of a container, as the init helper does it.
+type bindMount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// containerMounts resolves the container's volumeMounts to bind mounts,
+// parents before children, creating missing subPath directories and the
+// mountpoints on the host. vars are the container's variables for
+// subPathExpr.
+func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[string]string) ([]bindMount, error) {
+	mounts := make([]bindMount, 0, len(c.VolumeMounts))
+	for _, m := range c.VolumeMounts {
+		vol := findVolume(pod, m.Name)
+		if vol == nil {
+			return nil, fmt.Errorf("volume %q not found", m.Name)
+		}
+		var src string
+		switch {
+		case vol.EmptyDir != nil:
+			src = r.volumeDir(pod.UID, vol.Name)
+		case vol.HostPath != nil:
+			src = vol.HostPath.Path
+		default:
+			return nil, fmt.Errorf("volume %q: unsupported type", vol.Name)
+		}
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = expand(m.SubPathExpr, func(name string) (string, bool) {
+				v, ok := vars[name]
+				return v, ok
+			})
+		}
+		if sub != "" {
+			var err error
+			if src, err = subPathSource(src, sub); err != nil {
+				return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+			}
+		}
+		fi, err := os.Stat(src)
+		if err != nil {
+			return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+		}
+		target := filepath.Join("/", m.MountPath)
+		if err := r.mountpoints.ensure(pod.UID, target, fi.IsDir()); err != nil {
+			return nil, fmt.Errorf("volume mount %q: mountpoint: %w", m.MountPath, err)
+		}
+		mounts = append(mounts, bindMount{Source: src, Target: target, ReadOnly: m.ReadOnly})
+	}
+	// Parents first, so that a mount inside another one is not hidden by it.
+	slices.SortStableFunc(mounts, func(a, b bindMount) int {
+		return strings.Count(a.Target, "/") - strings.Count(b.Target, "/")
+	})
+	return mounts, nil
+}
+
+// subPathSource is the host path of sub inside the volume at root, created
+// as a directory when missing, as the kubelet does. Symlinks must not lead
+// out of the volume.
+func subPathSource(root, sub string) (string, error) {
+	if err := checkSubPath(sub); err != nil {
+		return "", fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	p := filepath.Join(root, sub)
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(p, 0o750); err != nil {
+			return "", err
+		}
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("subPath %q leads out of its volume", sub)
+	}
+	return real, nil
+}
+
+// mountpoints counts the pods that use each path the runtime created on the
+// host to mount a volume on.
+type mountpoints struct {
+	// mu is held across the mkdir and rmdir calls on the host so that a pod
+	// never counts on a path another pod's cleanup is removing. These are
+	// local metadata operations; no process start or channel send happens
+	// under it.
+	mu      sync.Mutex
+	created map[string]*createdPath
+}
+
+type createdPath struct {
+	dir   bool // else an empty file, the mountpoint of a file
+	users map[types.UID]struct{}
+}
+
+// ensure makes target, and every missing parent, exist for pod uid: a
+// directory, or an empty file when dir is false. Paths that existed before
+// are not the runtime's and are never counted.
+func (m *mountpoints) ensure(uid types.UID, target string, dir bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	elems := strings.Split(strings.TrimPrefix(target, "/"), "/")
+	p := "/"
+	for i, elem := range elems {
+		p = filepath.Join(p, elem)
+		if c, ok := m.created[p]; ok {
+			c.users[uid] = struct{}{}
+			continue
+		}
+		_, err := os.Lstat(p)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		isDir := dir || i < len(elems)-1
+		if isDir {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			var f *os.File
+			if f, err = os.OpenFile(p, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				err = f.Close()
+			}
+		}
+		if err != nil {
+			return err
+		}
+		m.created[p] = &createdPath{dir: isDir, users: map[types.UID]struct{}{uid: {}}}
+	}
+	return nil
+}
+
+// release drops pod uid's use of the created paths and removes those that no
+// pod uses any more, children first, when they are still empty. A path that
+// is not empty any more is left alone and forgotten.
+func (m *mountpoints) release(uid types.UID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var unused []string
+	for p, c := range m.created {
+		if _, ok := c.users[uid]; !ok {
+			continue
+		}
+		delete(c.users, uid)
+		if len(c.users) == 0 {
+			unused = append(unused, p)
+		}
+	}
+	// A child's path is longer than its parent's.
+	slices.SortFunc(unused, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, p := range unused {
+		c := m.created[p]
+		delete(m.created, p)
+		if err := removeIfEmpty(p, c.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeIfEmpty(p string, dir bool) error {
+	if dir {
+		err := unix.Rmdir(p)
+		if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		return &fs.PathError{Op: "rmdir", Path: p, Err: err}
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return nil
+	}
+	return os.Remove(p)
+}
