@@ -26,6 +26,8 @@ type Runtime struct {
 	PrepareHook func(ctx context.Context) error
 	// StartHook, when set, runs inside StartContainer before the start.
 	StartHook func(ctx context.Context, ref model.ContainerRef) error
+	// CheckErr is what Check returns.
+	CheckErr error
 
 	mu        sync.Mutex
 	calls     []string
@@ -96,6 +98,9 @@ func (r *Runtime) Running(uid types.UID) []string {
 	}
 	return out
 }
+
+// Check returns CheckErr.
+func (r *Runtime) Check(pod *model.Pod) error { return r.CheckErr }
 
 // PreparePod records the call and runs PrepareHook.
 func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {

@@ -1,0 +1,35 @@
+# podward — `make help` lists the targets.
+GO      ?= go
+BIN     ?= bin/podward
+PKGS    := ./...
+# Packages with goroutines run under the race detector.
+RACE_PKGS := ./internal/...
+
+.PHONY: help build test test-unit test-integration bench vet fmt-check clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
+
+build: ## build bin/podward
+	$(GO) build -o $(BIN) ./cmd/podward
+
+vet: ## go vet
+	$(GO) vet $(PKGS)
+
+fmt-check: ## fail when a file is not gofmt-formatted
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+test-unit: ## the fast inner loop: unit tests of every internal package, with -race
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+test-integration: build ## end-to-end tests: the real binary running real processes
+	$(GO) test -count=1 -timeout 10m ./test/...
+
+test: fmt-check vet test-unit test-integration ## everything CI runs
+
+bench: ## benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean: ## remove build output
+	rm -rf bin

@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/fake"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const manifest = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: app
+    image: busybox
+    command: ["sleep", "100"]
+`
+
+func decode(t *testing.T, doc string) *model.Pod {
+	t.Helper()
+	pods, err := model.Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods[0]
+}
+
+func newAgent(t *testing.T) (*Agent, *fake.Runtime) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := fake.New(clk)
+	a := New(ctx, Config{Runtime: rt, Clock: clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { cancel(); a.Wait() })
+	return a, rt
+}
+
+func TestCreateDeleteWait(t *testing.T) {
+	a, rt := newAgent(t)
+	pod, err := a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.UID == "" || pod.Namespace != "default" || pod.Spec.NodeName == "" {
+		t.Fatalf("created pod lacks UID, namespace or node: %+v", pod.ObjectMeta)
+	}
+	if _, err := a.Create(decode(t, manifest)); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("second create of the same name: err = %v, want ErrAlreadyExists", err)
+	}
+	if err := a.Delete(types.UID("nope"), nil, "test"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete of an unknown pod: %v", err)
+	}
+	if err := a.Delete(pod.UID, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.WaitTerminated(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := a.Get(pod.UID)
+	if err != nil || got.DeletionTimestamp == nil {
+		t.Fatalf("terminated pod: %v %+v", err, got)
+	}
+	if calls := strings.Join(rt.Calls(), ","); !strings.Contains(calls, "start app") || !strings.Contains(calls, "signal app terminated") {
+		t.Fatalf("calls = %s", calls)
+	}
+	// Once terminated, the name is free again.
+	if _, err := a.Create(decode(t, manifest)); err != nil {
+		t.Fatalf("create after the first pod terminated: %v", err)
+	}
+	events := a.Recorder().List(pod.UID)
+	if len(events) == 0 || events[0].Reason != "Scheduled" {
+		t.Fatalf("first event = %+v, want Scheduled", events)
+	}
+}
+
+func TestCreateRejectsInvalidAndUnsupported(t *testing.T) {
+	a, rt := newAgent(t)
+	bad := decode(t, strings.Replace(manifest, "image: busybox", "image: \"\"", 1))
+	if _, err := a.Create(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "spec.containers[0].image: Required value") {
+		t.Fatalf("invalid pod: err = %v", err)
+	}
+	rt.CheckErr = fmt.Errorf("spec.containers[0].command: Required value: %w", runtime.ErrUnsupported)
+	if _, err := a.Create(decode(t, manifest)); !errors.Is(err, ErrInvalid) || !errors.Is(err, runtime.ErrUnsupported) {
+		t.Fatalf("unsupported pod: err = %v", err)
+	}
+	if len(rt.Calls()) != 0 {
+		t.Fatalf("a rejected pod touched the runtime: %q", rt.Calls())
+	}
+}
