@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/events"
@@ -39,6 +41,8 @@ type Runtime interface {
 	Check(pod *model.Pod) error
 	// Events reports container exits.
 	Events() <-chan runtime.Event
+	// LogPath is where an instance's CRI log is.
+	LogPath(podUID types.UID, container string, attempt int) string
 }
 
 // Config wires an Agent.
@@ -59,12 +63,34 @@ type Agent struct {
 	recorder *events.Recorder
 	log      *slog.Logger
 
+	ctx context.Context
+
 	mu      sync.Mutex
-	pods    map[types.UID]*model.Pod
+	pods    map[types.UID]*entry
+	rv      uint64        // the last resource version handed out
 	changed chan struct{} // closed and replaced on every change
+	// final keeps the last status of removed pods, newest last, so that
+	// whoever waited for a pod can still read how it ended.
+	final      map[types.UID]*v1.Pod
+	finalOrder []types.UID
 
 	wg sync.WaitGroup
 }
+
+// entry is a pod the agent knows.
+type entry struct {
+	pod *model.Pod
+	rv  uint64
+	// deleted: a delete was asked; the pod is removed once terminated.
+	deleted bool
+	reaping bool
+	// replacement is created once this pod is removed (apply of a changed
+	// spec).
+	replacement *model.Pod
+}
+
+// maxFinal bounds how many removed pods' last statuses are kept.
+const maxFinal = 256
 
 // New starts an agent whose goroutines live until ctx is done. Ending ctx
 // stops the agent, never a container.
@@ -79,8 +105,10 @@ func New(ctx context.Context, cfg Config) *Agent {
 		cfg:      cfg,
 		recorder: events.NewRecorder(cfg.Clock, cfg.EventsPerPod),
 		log:      cfg.Logger,
-		pods:     map[types.UID]*model.Pod{},
+		ctx:      ctx,
+		pods:     map[types.UID]*entry{},
 		changed:  make(chan struct{}),
+		final:    map[types.UID]*v1.Pod{},
 	}
 	a.workers = podworker.New(ctx, podworker.Config{
 		Runtime:  cfg.Runtime,
@@ -88,7 +116,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Clock:    cfg.Clock,
 		Planner:  cfg.Planner,
 		Logger:   cfg.Logger,
-		OnChange: func(types.UID) { a.notify() },
+		OnChange: a.podChanged,
 	})
 	a.wg.Add(1)
 	go func() {
@@ -118,14 +146,33 @@ func (a *Agent) notify() {
 	a.mu.Unlock()
 }
 
+// InvalidError is a pod that failed validation (Errs is set) or that the
+// runtime cannot run (Err is set). It matches ErrInvalid.
+type InvalidError struct {
+	Errs field.ErrorList
+	Err  error
+}
+
+func (e *InvalidError) Error() string {
+	if len(e.Errs) > 0 {
+		return ErrInvalid.Error() + ": " + model.FormatErrors(e.Errs)
+	}
+	return ErrInvalid.Error() + ": " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+func (e *InvalidError) Unwrap() error { return e.Err }
+
 // Admit validates a pod for this agent without creating it: Kubernetes
-// validation and the runtime's own check. The error wraps ErrInvalid.
+// validation and the runtime's own check. The error is an *InvalidError.
 func (a *Agent) Admit(pod *model.Pod) error {
 	if errs := model.Validate(pod); len(errs) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalid, model.FormatErrors(errs))
+		return &InvalidError{Errs: errs}
 	}
 	if err := a.cfg.Runtime.Check(pod); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return &InvalidError{Err: err}
 	}
 	return nil
 }
@@ -138,44 +185,139 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 		return nil, err
 	}
 	a.mu.Lock()
-	for _, p := range a.pods {
-		if p.Namespace == pod.Namespace && p.Name == pod.Name && !a.workers.IsPodKnownTerminated(p.UID) {
-			a.mu.Unlock()
-			return nil, fmt.Errorf("%w: pods %q", ErrAlreadyExists, pod.Name)
-		}
+	if e := a.lookupLocked(pod.Namespace, pod.Name); e != nil {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w: pods %q", ErrAlreadyExists, pod.Name)
 	}
+	a.addLocked(pod)
+	a.mu.Unlock()
+	a.start(pod)
+	return pod, nil
+}
+
+// addLocked gives pod its identity and records it; a.mu must be held.
+func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
-	a.pods[pod.UID] = pod
-	a.mu.Unlock()
+	a.rv++
+	a.pods[pod.UID] = &entry{pod: pod, rv: a.rv}
+}
+
+func (a *Agent) start(pod *model.Pod) {
 	a.recorder.Eventf(pod, "", events.Normal, "Scheduled", "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod})
 	a.notify()
-	return pod, nil
+}
+
+// lookupLocked finds the pod that holds namespace/name; a.mu must be held.
+func (a *Agent) lookupLocked(ns, name string) *entry {
+	for _, e := range a.pods {
+		if e.pod.Namespace == ns && e.pod.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// podChanged is the workers' OnChange: it bumps the pod's resource version
+// and, for a deleted pod that has terminated, removes it once its worker is
+// done.
+func (a *Agent) podChanged(uid types.UID) {
+	a.mu.Lock()
+	e, ok := a.pods[uid]
+	if ok {
+		a.rv++
+		e.rv = a.rv
+	}
+	reap := ok && e.deleted && !e.reaping && a.workers.IsPodKnownTerminated(uid)
+	if reap {
+		e.reaping = true
+	}
+	a.mu.Unlock()
+	a.notify()
+	if reap {
+		a.reap(uid)
+	}
+}
+
+// reap removes a terminated, deleted pod once its worker has finished its
+// cleanup, then creates its replacement if an apply asked for one.
+func (a *Agent) reap(uid types.UID) {
+	done := a.workers.Done(uid)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		select {
+		case <-done:
+		case <-a.ctx.Done():
+			return
+		}
+		last, _, _ := a.workers.PodStatus(uid)
+		a.mu.Lock()
+		e := a.pods[uid]
+		delete(a.pods, uid)
+		if last != nil {
+			a.final[uid] = last
+			a.finalOrder = append(a.finalOrder, uid)
+			if len(a.finalOrder) > maxFinal {
+				delete(a.final, a.finalOrder[0])
+				a.finalOrder = a.finalOrder[1:]
+			}
+		}
+		a.rv++
+		var next *model.Pod
+		if e != nil && e.replacement != nil {
+			next = e.replacement
+			a.addLocked(next)
+		}
+		a.mu.Unlock()
+		a.workers.Forget(uid)
+		a.notify()
+		if next != nil {
+			a.start(next)
+		}
+	}()
 }
 
 // Delete asks for the pod's graceful termination; grace overrides its
 // terminationGracePeriodSeconds when set. It returns at once: the
-// termination goes on in the pod's worker.
+// termination goes on in the pod's worker, and the pod is removed once it
+// is terminated.
 func (a *Agent) Delete(uid types.UID, grace *int64, reason string) error {
 	a.mu.Lock()
-	pod, ok := a.pods[uid]
+	e, ok := a.pods[uid]
+	if ok {
+		e.deleted = true
+	}
 	a.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}
-	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: reason}})
+	a.workers.UpdatePod(podworker.UpdateOptions{Pod: e.pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: reason}})
+	// A pod that had already terminated (it completed) changes no more:
+	// check for removal now.
+	a.podChanged(uid)
 	return nil
 }
 
 // Get returns the pod with its current status, a copy owned by the caller.
+// A removed pod is still found, with its last status, for a while.
 func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
-	p, phase, ok := a.workers.PodStatus(uid)
-	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	if p, phase, ok := a.workers.PodStatus(uid); ok {
+		a.mu.Lock()
+		if e, ok := a.pods[uid]; ok {
+			p.ResourceVersion = strconv.FormatUint(e.rv, 10)
+		}
+		a.mu.Unlock()
+		return p, phase, nil
 	}
-	return p, phase, nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p, ok := a.final[uid]; ok {
+		return p.DeepCopy(), podworker.Terminated, nil
+	}
+	return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, uid)
 }
 
 // WaitTerminated waits until the pod is terminated and its worker is done
@@ -183,12 +325,23 @@ func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 func (a *Agent) WaitTerminated(ctx context.Context, uid types.UID) error {
 	done := a.workers.Done(uid)
 	if done == nil {
+		a.mu.Lock()
+		_, gone := a.final[uid]
+		a.mu.Unlock()
+		if gone {
+			return nil
+		}
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}
 	select {
 	case <-done:
 		if !a.workers.IsPodKnownTerminated(uid) {
-			return fmt.Errorf("agent stopped before pod %s terminated", uid)
+			a.mu.Lock()
+			_, gone := a.final[uid]
+			a.mu.Unlock()
+			if !gone {
+				return fmt.Errorf("agent stopped before pod %s terminated", uid)
+			}
 		}
 		return nil
 	case <-ctx.Done():

@@ -168,3 +168,15 @@ const (
 	Normal  = v1.EventTypeNormal
 	Warning = v1.EventTypeWarning
 )
+
+// All returns a copy of every kept event, pods in the order of their first
+// event, each pod's oldest first.
+func (r *Recorder) All() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Event
+	for _, uid := range r.order {
+		out = append(out, r.byPod[uid]...)
+	}
+	return out
+}

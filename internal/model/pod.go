@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -143,4 +144,32 @@ func (p *Pod) RestartPolicy() v1.RestartPolicy {
 // Key is namespace/name, the pod's identity for people.
 func (p *Pod) Key() string {
 	return p.Namespace + "/" + p.Name
+}
+
+// FromV1 turns a v1.Pod back into a Pod, reading its defer containers from
+// DeferContainersAnnotation. The pod is used as is (not copied, defaulted or
+// validated): it is meant for pods podward stored or served itself.
+func FromV1(p *v1.Pod) (*Pod, error) {
+	out := &Pod{Pod: p}
+	if raw, ok := p.Annotations[DeferContainersAnnotation]; ok && raw != "" {
+		if err := json.Unmarshal([]byte(raw), &out.Defer); err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", DeferContainersAnnotation, err)
+		}
+	}
+	return out, nil
+}
+
+// DeferStatuses reads the defer containers' statuses that podward published
+// in DeferContainerStatusesAnnotation; nil when there are none or they do
+// not parse.
+func (p *Pod) DeferStatuses() []v1.ContainerStatus {
+	raw := p.Annotations[DeferContainerStatusesAnnotation]
+	if raw == "" {
+		return nil
+	}
+	var out []v1.ContainerStatus
+	if json.Unmarshal([]byte(raw), &out) != nil {
+		return nil
+	}
+	return out
 }

@@ -49,3 +49,17 @@ type Event struct {
 	ID        string // the instance
 	Exit      ExitStatus
 }
+
+// ContainerStatus is one instance as the runtime knows it, for an agent
+// that re-attaches after a restart and rebuilds its view from the runtime.
+type ContainerStatus struct {
+	PodUID    types.UID
+	Container string // the container's name in the pod
+	Attempt   int    // the restart count it was started with
+	ID        string
+	StartedAt time.Time
+	// Exit is nil while the instance runs.
+	Exit *ExitStatus
+	// LogPath is the instance's CRI log.
+	LogPath string
+}

@@ -99,6 +99,11 @@ func (r *Runtime) Running(uid types.UID) []string {
 	return out
 }
 
+// LogPath names a log file that the fake never writes.
+func (r *Runtime) LogPath(podUID types.UID, container string, attempt int) string {
+	return fmt.Sprintf("/nonexistent/%s/%s/%d.log", podUID, container, attempt)
+}
+
 // Check returns CheckErr.
 func (r *Runtime) Check(pod *model.Pod) error { return r.CheckErr }
 

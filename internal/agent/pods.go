@@ -1,0 +1,345 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+)
+
+// The agent's pod API by namespace and name, as the API server serves it.
+
+// ApplyResult says what Apply did.
+type ApplyResult int
+
+// Apply outcomes.
+const (
+	Created ApplyResult = iota + 1
+	// Unchanged: a pod with the same spec exists; nothing was done.
+	Unchanged
+	// Replaced: the spec changed. As in Kubernetes a pod's spec is
+	// immutable, so the old pod is deleted gracefully and the new one is
+	// created, with a new UID, once the old one is gone.
+	Replaced
+)
+
+func (r ApplyResult) String() string {
+	switch r {
+	case Created:
+		return "created"
+	case Unchanged:
+		return "unchanged"
+	case Replaced:
+		return "replaced"
+	default:
+		return fmt.Sprintf("ApplyResult(%d)", int(r))
+	}
+}
+
+// GetPod returns the pod namespace/name with its status.
+func (a *Agent) GetPod(ns, name string) (*v1.Pod, error) {
+	a.mu.Lock()
+	e := a.lookupLocked(ns, name)
+	a.mu.Unlock()
+	if e == nil {
+		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
+	}
+	p, _, err := a.Get(e.pod.UID)
+	return p, err
+}
+
+// ListPods returns the pods of namespace ns ("" for all), sorted by
+// namespace and name.
+func (a *Agent) ListPods(ns string) []*v1.Pod {
+	a.mu.Lock()
+	var uids []types.UID
+	for uid, e := range a.pods {
+		if ns == "" || e.pod.Namespace == ns {
+			uids = append(uids, uid)
+		}
+	}
+	a.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(uids))
+	for _, uid := range uids {
+		if p, _, err := a.Get(uid); err == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Apply creates the pod, or replaces the pod of the same namespace/name
+// when its spec changed, or does nothing when it did not.
+func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
+	model.Default(pod)
+	if err := a.Admit(pod); err != nil {
+		return nil, 0, err
+	}
+	pod.Spec.NodeName = a.cfg.NodeName
+	a.mu.Lock()
+	e := a.lookupLocked(pod.Namespace, pod.Name)
+	if e == nil {
+		a.addLocked(pod)
+		a.mu.Unlock()
+		a.start(pod)
+		p, _, err := a.Get(pod.UID)
+		return p, Created, err
+	}
+	if e.replacement == nil && sameSpec(e.pod, pod) {
+		a.mu.Unlock()
+		p, _, err := a.Get(e.pod.UID)
+		return p, Unchanged, err
+	}
+	if e.replacement != nil && sameSpec(e.replacement, pod) {
+		a.mu.Unlock()
+		p, _, err := a.Get(e.pod.UID)
+		return p, Unchanged, err
+	}
+	e.replacement = pod
+	old := e.pod.UID
+	a.mu.Unlock()
+	if err := a.Delete(old, nil, "Replaced"); err != nil {
+		return nil, 0, err
+	}
+	p, _, err := a.Get(old)
+	return p, Replaced, err
+}
+
+// sameSpec reports whether two pods ask for the same thing: the spec, the
+// defer containers, labels and annotations.
+func sameSpec(old, next *model.Pod) bool {
+	return equality.Semantic.DeepEqual(old.Spec, next.Spec) &&
+		equality.Semantic.DeepEqual(old.Defer, next.Defer) &&
+		equality.Semantic.DeepEqual(old.Labels, next.Labels) &&
+		equality.Semantic.DeepEqual(old.Annotations, next.Annotations)
+}
+
+// DeletePod asks for the graceful termination of namespace/name and
+// returns the pod as it is now (with its deletionTimestamp once the worker
+// has taken the kill).
+func (a *Agent) DeletePod(ns, name string, grace *int64) (*v1.Pod, error) {
+	a.mu.Lock()
+	e := a.lookupLocked(ns, name)
+	a.mu.Unlock()
+	if e == nil {
+		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
+	}
+	if err := a.Delete(e.pod.UID, grace, "Deleted"); err != nil {
+		return nil, err
+	}
+	p, _, err := a.Get(e.pod.UID)
+	return p, err
+}
+
+// LogPath returns the CRI log file of a container of namespace/name: the
+// current instance, or the previous one. container may be empty when the
+// pod has a single regular container.
+func (a *Agent) LogPath(ns, name, container string, previous bool) (string, error) {
+	p, err := a.GetPod(ns, name)
+	if err != nil {
+		return "", err
+	}
+	if container == "" {
+		if len(p.Spec.Containers) != 1 {
+			names := make([]string, 0, len(p.Spec.Containers))
+			for _, c := range p.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			return "", fmt.Errorf("%w: a container name must be specified for pod %s, choose one of: %v", ErrBadRequest, name, names)
+		}
+		container = p.Spec.Containers[0].Name
+	}
+	restarts, ok := restartCount(p, container)
+	if !ok {
+		return "", fmt.Errorf("%w: container %s is not valid for pod %s", ErrBadRequest, container, name)
+	}
+	attempt := restarts
+	if previous {
+		if restarts == 0 {
+			return "", fmt.Errorf("%w: previous terminated container %q in pod %q not found", ErrBadRequest, container, name)
+		}
+		attempt--
+	}
+	return a.cfg.Runtime.LogPath(p.UID, container, attempt), nil
+}
+
+// ErrBadRequest is a request that cannot be served as asked.
+var ErrBadRequest = fmt.Errorf("bad request")
+
+// restartCount finds a container's restart count in the pod's statuses,
+// the defer containers' annotation included.
+func restartCount(p *v1.Pod, name string) (int, bool) {
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p)} {
+		for _, cs := range list {
+			if cs.Name == name {
+				return int(cs.RestartCount), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func deferStatuses(p *v1.Pod) []v1.ContainerStatus {
+	mp, err := model.FromV1(p)
+	if err != nil {
+		return nil
+	}
+	return mp.DeferStatuses()
+}
+
+// WatchEvent is one change of a pod, as Kubernetes watch events are.
+type WatchEvent struct {
+	Type string // "ADDED", "MODIFIED" or "DELETED"
+	Pod  *v1.Pod
+}
+
+// WatchPods sends an ADDED event for every pod of ns ("" for all) that
+// exists now, then one event per change, until ctx ends. The channel is
+// closed then.
+func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
+	out := make(chan WatchEvent)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(out)
+		sent := map[types.UID]uint64{}
+		for {
+			a.mu.Lock()
+			changed := a.changed
+			type item struct {
+				uid types.UID
+				rv  uint64
+			}
+			var now []item
+			for uid, e := range a.pods {
+				if ns == "" || e.pod.Namespace == ns {
+					now = append(now, item{uid, e.rv})
+				}
+			}
+			a.mu.Unlock()
+			present := map[types.UID]bool{}
+			for _, it := range now {
+				present[it.uid] = true
+				last, seen := sent[it.uid]
+				if seen && last == it.rv {
+					continue
+				}
+				p, _, err := a.Get(it.uid)
+				if err != nil {
+					continue
+				}
+				typ := "MODIFIED"
+				if !seen {
+					typ = "ADDED"
+				}
+				sent[it.uid] = it.rv
+				if !send(ctx, out, WatchEvent{Type: typ, Pod: p}) {
+					return
+				}
+			}
+			for uid := range sent {
+				if present[uid] {
+					continue
+				}
+				delete(sent, uid)
+				p, _, err := a.Get(uid)
+				if err != nil {
+					p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
+				}
+				if !send(ctx, out, WatchEvent{Type: "DELETED", Pod: p}) {
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			case <-a.ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func send[T any](ctx context.Context, ch chan<- T, v T) bool {
+	select {
+	case ch <- v:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ListEvents returns the kept events of namespace ns ("" for all), or of
+// one pod when name is set, oldest first, as Kubernetes Events.
+func (a *Agent) ListEvents(ns, name string) []v1.Event {
+	var out []v1.Event
+	for _, e := range a.recorder.All() {
+		if (ns == "" || e.Namespace == ns) && (name == "" || e.Pod == name) {
+			out = append(out, ToV1(e, a.cfg.NodeName))
+		}
+	}
+	return out
+}
+
+// WatchEvents sends every event recorded from now on in namespace ns (""
+// for all) until ctx ends; the channel is closed then.
+func (a *Agent) WatchEvents(ctx context.Context, ns string) <-chan v1.Event {
+	out := make(chan v1.Event)
+	w := a.recorder.Watch()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(out)
+		defer w.Stop()
+		for {
+			e, err := w.Next(ctx)
+			if err != nil {
+				return
+			}
+			if ns != "" && e.Namespace != ns {
+				continue
+			}
+			if !send(ctx, out, ToV1(e, a.cfg.NodeName)) {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// ToV1 renders a recorded event as a Kubernetes core/v1 Event.
+func ToV1(e events.Event, host string) v1.Event {
+	ts := metav1.NewTime(e.Time)
+	return v1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      e.Pod + "." + strconv.FormatInt(e.Time.UnixNano(), 16),
+			Namespace: e.Namespace,
+		},
+		InvolvedObject: v1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: e.Namespace, Name: e.Pod, UID: e.PodUID, FieldPath: e.FieldPath,
+		},
+		Reason:         e.Reason,
+		Message:        e.Message,
+		Type:           e.Type,
+		Source:         v1.EventSource{Component: "podward", Host: host},
+		FirstTimestamp: ts,
+		LastTimestamp:  ts,
+		Count:          1,
+	}
+}
