@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,13 +68,29 @@ func TestCreateDeleteWait(t *testing.T) {
 	if err := a.Delete(types.UID("nope"), nil, "test"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete of an unknown pod: %v", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for !slices.Contains(rt.Calls(), "start app") {
+		select {
+		case <-rt.Changed():
+		case <-ctx.Done():
+			t.Fatal("the container never started")
+		}
+	}
+	watch := a.WatchPods(ctx, "default")
 	if err := a.Delete(pod.UID, nil, "test"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if err := a.WaitTerminated(ctx, pod.UID); err != nil {
 		t.Fatal(err)
+	}
+	for ev := range watch {
+		if ev.Type == "DELETED" && ev.Pod.UID == pod.UID {
+			break
+		}
+	}
+	if _, err := a.GetPod("default", "web"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a deleted, terminated pod is still served: %v", err)
 	}
 	got, _, err := a.Get(pod.UID)
 	if err != nil || got.DeletionTimestamp == nil {

@@ -57,6 +57,11 @@ type podWorker struct {
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
 	deleted bool
+	// recovering: restored from a checkpoint, not yet reconciled with the
+	// runtime.
+	recovering bool
+	// saved is the last checkpoint written.
+	saved []byte
 }
 
 // ctr is what the worker knows of one container.
@@ -70,6 +75,8 @@ type ctr struct {
 	// backoffAnnounced is the end of the backoff the BackOff event was
 	// emitted for, so that one wait gives one event.
 	backoffAnnounced time.Time
+	// pending is a start in flight, checkpointed before it happens.
+	pending *pendingStart
 }
 
 func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
@@ -214,6 +221,13 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	if pw.startTime.IsZero() {
 		pw.startTime = now
 	}
+	if pw.recovering {
+		if err := pw.recover(ctx); err != nil {
+			pw.log.Error("resume pod", "err", err)
+			return now.Add(pw.w.cfg.Planner.BackoffBase)
+		}
+		pw.recovering = false
+	}
 	for _, ev := range exits {
 		pw.observeExit(ev)
 	}
@@ -256,15 +270,18 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 			continue
 		case pw.Phase() == Terminating && plan.Done:
 			pw.setPhase(Terminated)
+			pw.save()
 			pw.log.Info("pod terminated", "phase", planner.Phase(pw.pod, pw.observed(), true))
 			return time.Time{}
 		}
+		pw.writeAhead(plan.Actions)
 		acted := false
 		for _, a := range plan.Actions {
 			if pw.execute(ctx, setupCtx, a) {
 				acted = true
 			}
 		}
+		pw.save()
 		if !acted {
 			return plan.WakeAt
 		}
@@ -310,6 +327,7 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 		pw.begin(now, grace, kill.Reason)
 	case Terminating:
 		if pw.term.Shorten(now, time.Duration(grace)*time.Second) {
+			pw.save()
 			pw.log.Info("termination deadline shortened", "deadline", pw.term.Deadline, "reason", kill.Reason)
 		}
 	}
@@ -321,6 +339,7 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason string) {
 	pw.term = &t
 	pw.termReason = reason
 	pw.setPhase(Terminating)
+	pw.save()
 	pw.log.Info("pod terminating", "reason", reason, "gracePeriod", grace, "deadline", t.Deadline, "runDefer", t.RunDefer)
 	if len(pw.pod.Defer) > 0 && !t.RunDefer {
 		why := "no regular container had started"
@@ -353,6 +372,29 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	}
 }
 
+// writeAhead records, and checkpoints, what the actions are about to do,
+// so that an agent that dies half-way neither repeats a stop nor loses a
+// start.
+func (pw *podWorker) writeAhead(actions []planner.Action) {
+	now := pw.w.cfg.Clock.Now()
+	for _, a := range actions {
+		c := pw.byName[a.Container.Name]
+		switch a.Kind {
+		case planner.Start:
+			attempt := 0
+			if c.obs.State != planner.Waiting {
+				attempt = c.obs.Restarts + 1
+			}
+			c.pending = &pendingStart{Attempt: attempt, BackoffSteps: a.BackoffSteps}
+		case planner.Stop:
+			c.obs.StopRequestedAt = now
+		case planner.Kill:
+			c.obs.Killed = true
+		}
+	}
+	pw.save()
+}
+
 // execute carries out one action and reports whether the pod's state
 // changed.
 func (pw *podWorker) execute(ctx, setupCtx context.Context, a planner.Action) bool {
@@ -364,7 +406,6 @@ func (pw *podWorker) execute(ctx, setupCtx context.Context, a planner.Action) bo
 		pw.stop(ctx, c, a)
 		return true
 	case planner.Kill:
-		c.obs.Killed = true
 		if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			pw.log.Error("kill container", "container", c.ref.Name, "err", err)
 		}
@@ -395,6 +436,7 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 	}
 	spec := pw.pod.Container(c.ref)
 	inst, err := pw.w.cfg.Runtime.StartContainer(startCtx, pw.pod, c.ref, attempt)
+	c.pending = nil
 	if err != nil && startCtx.Err() != nil {
 		return false
 	}
@@ -440,7 +482,6 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 // hook (bounded by the kill time) then the stop signal. SIGKILL, if needed,
 // comes from a later plan.
 func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
-	c.obs.StopRequestedAt = pw.w.cfg.Clock.Now()
 	spec := pw.pod.Container(c.ref)
 	msg := "Stopping container " + c.ref.Name
 	if a.Reason == planner.ReasonDeferDone {

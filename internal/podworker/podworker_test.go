@@ -41,6 +41,8 @@ type harness struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
+	// stopFirst ends the first Workers and their dispatcher.
+	stopFirst func()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -54,9 +56,14 @@ func newHarness(t *testing.T) *harness {
 	var dispatch sync.WaitGroup
 	dispatch.Add(1)
 	go func() { defer dispatch.Done(); h.w.Dispatch(ctx, h.rt.Events()) }()
+	h.stopFirst = func() {
+		cancel()
+		dispatch.Wait()
+	}
+	w := h.w
 	t.Cleanup(func() {
 		cancel()
-		h.w.Wait()
+		w.Wait()
 		dispatch.Wait()
 	})
 	return h

@@ -75,6 +75,9 @@ type Config struct {
 	Clock   clock.WithDelayedExecution
 	Planner planner.Config
 	Logger  *slog.Logger
+	// Checkpointer, when set, stores each worker's checkpoint so that a
+	// restarted agent can resume its pods (see Restore).
+	Checkpointer Checkpointer
 	// OnChange, when set, is called from a pod's goroutine, with no lock
 	// held, after the pod's status or phase changed. It must not block.
 	OnChange func(uid types.UID)

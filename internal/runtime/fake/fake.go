@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -38,9 +39,13 @@ type Runtime struct {
 }
 
 type instance struct {
-	podUID  types.UID
-	name    string
-	running bool
+	podUID    types.UID
+	name      string
+	id        string
+	attempt   int
+	running   bool
+	startedAt time.Time
+	exit      *runtime.ExitStatus
 }
 
 // New returns a fake runtime that stamps times from c.
@@ -134,7 +139,7 @@ func (r *Runtime) StartContainer(ctx context.Context, pod *model.Pod, ref model.
 	defer r.mu.Unlock()
 	r.nextID++
 	id := fmt.Sprintf("%s-%d", ref.Name, r.nextID)
-	r.instances[id] = &instance{podUID: pod.UID, name: ref.Name, running: true}
+	r.instances[id] = &instance{podUID: pod.UID, name: ref.Name, id: id, attempt: attempt, running: true, startedAt: r.clock.Now()}
 	r.record("start %s", ref.Name)
 	return runtime.Container{ID: id, StartedAt: r.clock.Now()}, nil
 }
@@ -152,9 +157,29 @@ func (r *Runtime) Signal(ctx context.Context, id string, sig syscall.Signal) err
 	exits := in.running && (sig == syscall.SIGKILL || !r.ignore[in.name])
 	r.mu.Unlock()
 	if exits {
-		r.exit(id, 128+int32(sig))
+		r.exit(id, 128+int32(sig), true)
 	}
 	return nil
+}
+
+// ListContainers reports every instance of a pod, as a runtime that
+// survives the agent does after a restart.
+func (r *Runtime) ListContainers(ctx context.Context, uid types.UID) ([]runtime.ContainerStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []runtime.ContainerStatus
+	for _, in := range r.instances {
+		if in.podUID != uid {
+			continue
+		}
+		st := runtime.ContainerStatus{PodUID: uid, Container: in.name, Attempt: in.attempt, ID: in.id, StartedAt: in.startedAt}
+		if in.exit != nil {
+			e := *in.exit
+			st.Exit = &e
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // Exec records the hook command and succeeds.
@@ -174,7 +199,15 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 }
 
 // Exit makes the running instance of the named container of pod exit.
-func (r *Runtime) Exit(uid types.UID, name string, code int32) {
+func (r *Runtime) Exit(uid types.UID, name string, code int32) { r.exitNamed(uid, name, code, true) }
+
+// ExitQuietly makes the container exit without an event, as an exit that
+// happens while the agent is down: only ListContainers tells of it.
+func (r *Runtime) ExitQuietly(uid types.UID, name string, code int32) {
+	r.exitNamed(uid, name, code, false)
+}
+
+func (r *Runtime) exitNamed(uid types.UID, name string, code int32, notify bool) {
 	r.mu.Lock()
 	var id string
 	for i, in := range r.instances {
@@ -186,10 +219,10 @@ func (r *Runtime) Exit(uid types.UID, name string, code int32) {
 	if id == "" {
 		panic("fake: no running container " + name)
 	}
-	r.exit(id, code)
+	r.exit(id, code, notify)
 }
 
-func (r *Runtime) exit(id string, code int32) {
+func (r *Runtime) exit(id string, code int32, notify bool) {
 	r.mu.Lock()
 	in := r.instances[id]
 	if !in.running {
@@ -199,8 +232,11 @@ func (r *Runtime) exit(id string, code int32) {
 	in.running = false
 	r.record("exit %s %d", in.name, code)
 	ev := runtime.Event{PodUID: in.podUID, Container: in.name, ID: id, Exit: runtime.ExitStatus{ExitCode: code, Reason: reason(code), FinishedAt: r.clock.Now()}}
+	in.exit = &ev.Exit
 	r.mu.Unlock()
-	r.events <- ev
+	if notify {
+		r.events <- ev
+	}
 }
 
 func reason(code int32) string {

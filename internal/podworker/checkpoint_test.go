@@ -1,0 +1,209 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+)
+
+// memCheckpoints is a Checkpointer in memory; a save whose data contains
+// failWhen fails, as a crash right before it would leave the checkpoint.
+type memCheckpoints struct {
+	mu       sync.Mutex
+	data     map[types.UID][]byte
+	failWhen string
+	failed   int
+}
+
+func (m *memCheckpoints) SaveCheckpoint(uid types.UID, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWhen != "" && strings.Contains(string(data), m.failWhen) {
+		m.failed++
+		return errors.New("disk full")
+	}
+	m.data[uid] = append([]byte(nil), data...)
+	return nil
+}
+
+func (m *memCheckpoints) get(uid types.UID) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.data[uid]
+}
+
+// restartable is a harness whose Workers can be stopped and replaced by new
+// ones on the same runtime, clock and checkpoints: an agent restart.
+type restartable struct {
+	*harness
+	cps    *memCheckpoints
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newRestartable(t *testing.T) *restartable {
+	h := newHarness(t)
+	r := &restartable{harness: h, cps: &memCheckpoints{data: map[types.UID][]byte{}}}
+	r.w.cfg.Checkpointer = r.cps
+	return r
+}
+
+// stop ends the current Workers the way an agent dies: their goroutines
+// return, no container is touched.
+func (r *restartable) stop() {
+	if r.cancel != nil {
+		r.cancel()
+		r.wg.Wait()
+	} else {
+		r.stopFirst()
+	}
+	r.w.Wait()
+}
+
+// resume starts new Workers on the same runtime, clock and checkpoints, and
+// restores pod from its checkpoint.
+func (r *restartable) resume(t *testing.T, p *model.Pod) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.w = New(ctx, Config{Runtime: r.rt, Recorder: r.rec, Clock: notifyingClock{r.clk, r.harness}, Planner: planner.DefaultConfig(),
+		Logger: slog.New(slog.DiscardHandler), Checkpointer: r.cps, OnChange: func(types.UID) { r.ring() }})
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); r.w.Dispatch(ctx, r.rt.Events()) }()
+	t.Cleanup(func() { cancel(); r.w.Wait(); r.wg.Wait() })
+	if err := r.w.Restore(p, r.cps.get(p.UID)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *restartable) restartFrom(t *testing.T, p *model.Pod) {
+	t.Helper()
+	r.stop()
+	r.resume(t, p)
+}
+
+func TestRestartAdoptsRunningContainers(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r1", v1.RestartPolicyAlways, "sidecar:proxy", "init:setup", "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start setup")
+	r.rt.Exit(p.UID, "setup", 0)
+	r.waitCall("start app")
+	r.restartFrom(t, p)
+	r.waitFor("recovered status", func() bool {
+		pod, _, ok := r.w.PodStatus(p.UID)
+		return ok && len(pod.Status.ContainerStatuses) == 1 && pod.Status.ContainerStatuses[0].State.Running != nil
+	})
+	for _, name := range []string{"proxy", "setup", "app"} {
+		if n := count(r.rt.Calls(), "start "+name); n != 1 {
+			t.Errorf("%s started %d times, want once", name, n)
+		}
+	}
+	// The adopted instances are the worker's again: a kill stops them.
+	r.kill(p, nil)
+	r.waitPhase(p.UID, Terminated)
+	if !slices.Contains(r.rt.Calls(), "signal app terminated") || !slices.Contains(r.rt.Calls(), "signal proxy terminated") {
+		t.Fatalf("calls = %q", r.rt.Calls())
+	}
+}
+
+func TestRestartRecordsExitWhileDown(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r2", v1.RestartPolicyNever, "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start app")
+	r.stop()
+	r.rt.ExitQuietly(p.UID, "app", 3)
+	r.resume(t, p)
+	r.waitPhase(p.UID, Terminated)
+	pod, _, _ := r.w.PodStatus(p.UID)
+	cs := pod.Status.ContainerStatuses[0]
+	if pod.Status.Phase != v1.PodFailed || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 {
+		t.Fatalf("phase %s, state %+v: want Failed with exit code 3", pod.Status.Phase, cs.State)
+	}
+	if n := count(r.rt.Calls(), "start app"); n != 1 {
+		t.Fatalf("app started %d times with restartPolicy Never", n)
+	}
+}
+
+func TestRestartKeepsDeadlineAndRunsDeferOnce(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r3", v1.RestartPolicyAlways, "main:app", "defer:d1", "defer:d2")
+	r.rt.IgnoreStopSignal("app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start app")
+	r.kill(p, nil) // 60 s grace: deadline at t0+60s
+	r.waitCall("start d1")
+	r.rt.Exit(p.UID, "d1", 0)
+	r.waitCall("start d2")
+	r.stop()
+	r.clk.Step(30 * time.Second) // the agent is down for 30 s
+	r.resume(t, p)
+	r.waitFor("deadline restored", func() bool {
+		pod, _, _ := r.w.PodStatus(p.UID)
+		return pod.DeletionTimestamp != nil && pod.DeletionTimestamp.Time.Equal(t0.Add(60*time.Second))
+	})
+	r.step(30 * time.Second) // the original deadline, not 60 s after the restart
+	r.waitPhase(p.UID, Terminated)
+	if got := r.clk.Now().Sub(t0); got != 60*time.Second {
+		t.Errorf("killed at %s, want at the original deadline 60s", got)
+	}
+	if n := count(r.rt.Calls(), "start d1"); n != 1 {
+		t.Errorf("d1 completed before the restart but started %d times", n)
+	}
+	if n := count(r.rt.Calls(), "start d2"); n != 1 {
+		t.Errorf("d2 was running at the restart: adopted, not restarted; started %d times", n)
+	}
+	if !slices.Contains(r.rt.Calls(), "signal d2 killed") {
+		t.Errorf("d2 not killed at the deadline: %q", r.rt.Calls())
+	}
+}
+
+func TestRestartAfterUnrecordedStartAdoptsIt(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r4", v1.RestartPolicyAlways, "init:setup", "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start setup")
+	// The checkpoint written after app's start is lost: the agent died
+	// between the start and its record. Only the write-ahead (pending start)
+	// survives.
+	r.cps.mu.Lock()
+	r.cps.failWhen = `"id":"app-`
+	r.cps.mu.Unlock()
+	r.rt.Exit(p.UID, "setup", 0)
+	r.waitCall("start app")
+	r.waitFor("the failed save", func() bool { r.cps.mu.Lock(); defer r.cps.mu.Unlock(); return r.cps.failed > 0 })
+	r.stop()
+	if cp := string(r.cps.get(p.UID)); !strings.Contains(cp, `"pending"`) {
+		t.Fatalf("checkpoint has no pending start: %s", cp)
+	}
+	r.resume(t, p)
+	r.waitFor("app adopted", func() bool {
+		pod, _, _ := r.w.PodStatus(p.UID)
+		return pod.Status.ContainerStatuses[0].State.Running != nil
+	})
+	if n := count(r.rt.Calls(), "start app"); n != 1 {
+		t.Fatalf("app started %d times: %q", n, r.rt.Calls())
+	}
+}
+
+func TestRestoreRejectsGarbage(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("r5", v1.RestartPolicyAlways, "main:app")
+	for name, data := range map[string]string{"not json": "{", "wrong version": `{"version":99,"phase":1}`, "bad phase": `{"version":1,"phase":7}`} {
+		if err := h.w.Restore(p, []byte(data)); err == nil {
+			t.Errorf("%s: Restore accepted %q", name, data)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// PutCheckpoint stores data as the checkpoint of the pod uid, replacing the
+// previous one. The checkpoint is on disk when PutCheckpoint returns, so a
+// caller may write it ahead of the action it guards. The Store keeps no
+// reference to data.
+func (s *Store) PutCheckpoint(uid types.UID, data []byte) error {
+	if uid == "" {
+		return errors.New("put checkpoint: empty pod UID")
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCheckpoints).Put([]byte(uid), data)
+	})
+	if err != nil {
+		return fmt.Errorf("put checkpoint of pod %s: %w", uid, err)
+	}
+	return nil
+}
+
+// GetCheckpoint returns a copy of the checkpoint of the pod uid, or an error
+// matching ErrNotFound when there is none.
+func (s *Store) GetCheckpoint(uid types.UID) ([]byte, error) {
+	key := []byte(uid)
+	var data []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		// A cursor tells "stored empty" from "not stored", which a nil
+		// from Get does not.
+		k, v := tx.Bucket(bucketCheckpoints).Cursor().Seek(key)
+		if k == nil || !bytes.Equal(k, key) {
+			return ErrNotFound
+		}
+		data = append([]byte{}, v...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get checkpoint of pod %s: %w", uid, err)
+	}
+	return data, nil
+}

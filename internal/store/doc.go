@@ -1,0 +1,19 @@
+// Package store is podward's durable state: one bbolt file that outlives the
+// agent. It holds
+//
+//   - the pods the agent runs (the v1.Pod plus its defer containers), keyed
+//     by UID;
+//   - one opaque checkpoint per pod, written by the pod worker before the
+//     action it guards (write-ahead), so a restarted agent knows what it was
+//     doing;
+//   - the newest events of each pod;
+//   - a few small meta values, such as the boot ID the agent last ran under.
+//
+// The file is locked while open: a second agent on the same file fails fast
+// with ErrLocked instead of sharing it. Every write is one bbolt transaction,
+// committed with fsync before the call returns.
+//
+// It imports only the model, the events, the Kubernetes API types and
+// bbolt. Nothing in it knows how a pod is run; only the agent and the pod
+// worker should need to import it.
+package store

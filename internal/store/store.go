@@ -1,0 +1,153 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	// ErrNotFound is matched (errors.Is) by the error of a Get for a key
+	// that is not stored.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked is matched by the error of Open when another process (or
+	// another Store in this process) holds the database file.
+	ErrLocked = errors.New("database is locked")
+)
+
+// DefaultEventsPerPod is how many events of each pod are kept when
+// Options.EventsPerPod is not set.
+const DefaultEventsPerPod = 1000
+
+// lockTimeout is how long Open waits for the file lock before it gives up
+// with ErrLocked.
+const lockTimeout = time.Second
+
+// schemaVersion is the layout of the buckets below. Open refuses a file
+// written with another layout rather than misreading it.
+const schemaVersion = "1"
+
+// Buckets. The layout:
+//
+//	info        "schema" -> schemaVersion
+//	pods        uid -> JSON storedPod
+//	checkpoints uid -> opaque blob
+//	events      uid -> bucket: big-endian per-pod sequence -> JSON storedEvent
+//	meta        key -> value
+var (
+	bucketInfo        = []byte("info")
+	bucketPods        = []byte("pods")
+	bucketCheckpoints = []byte("checkpoints")
+	bucketEvents      = []byte("events")
+	bucketMeta        = []byte("meta")
+
+	keySchema = []byte("schema")
+)
+
+// Options tune a Store. The zero value is ready to use.
+type Options struct {
+	// EventsPerPod is how many events are kept per pod: appending one more
+	// drops the oldest. Zero or less means DefaultEventsPerPod.
+	EventsPerPod int
+}
+
+// Store is podward's durable state in one bbolt file. It is safe for
+// concurrent use: reads run in parallel, writes are serialised by bbolt, and
+// every write is committed (and fsynced) before the method returns.
+type Store struct {
+	db           *bolt.DB
+	path         string
+	eventsPerPod int
+}
+
+// Open opens the database at path, creating it (mode 0600) and its parent
+// directory (mode 0700) when missing. The file stays locked until Close.
+//
+// When another process, or another Store of this process, holds the file,
+// Open gives up after about a second with an error that says "another
+// podward agent holds <path>" and matches ErrLocked.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.EventsPerPod <= 0 {
+		opts.EventsPerPod = DefaultEventsPerPod
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// NoSync stays false: a commit is on disk when Update returns, which
+	// checkpoints rely on.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store: another podward agent holds %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, eventsPerPod: opts.EventsPerPod}
+	if err := s.init(); err != nil {
+		// The init error is the one worth reporting.
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// init creates the buckets of a new file and checks the schema of an old one.
+func (s *Store) init() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		info := tx.Bucket(bucketInfo)
+		switch v := info.Get(keySchema); {
+		case v == nil:
+			return info.Put(keySchema, []byte(schemaVersion))
+		case string(v) != schemaVersion:
+			return fmt.Errorf("schema version %q, this podward reads %q", v, schemaVersion)
+		}
+		return nil
+	})
+}
+
+// Close waits for the transactions in flight, then releases the file and its
+// lock. Every call after Close fails.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// GetMeta returns the value stored under key, or "" and nil when unset.
+func (s *Store) GetMeta(key string) (string, error) {
+	var value string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		value = string(tx.Bucket(bucketMeta).Get([]byte(key)))
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("get meta %q: %w", key, err)
+	}
+	return value, nil
+}
+
+// PutMeta stores value under key, replacing what was there. The key must not
+// be empty.
+func (s *Store) PutMeta(key, value string) error {
+	if key == "" {
+		return errors.New("put meta: empty key")
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put([]byte(key), []byte(value))
+	})
+	if err != nil {
+		return fmt.Errorf("put meta %q: %w", key, err)
+	}
+	return nil
+}
