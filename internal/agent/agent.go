@@ -54,6 +54,9 @@ type Config struct {
 	NodeName string
 	// EventsPerPod bounds the events kept per pod.
 	EventsPerPod int
+	// Store, when set, makes the agent durable: pods, their workers'
+	// checkpoints and events survive a restart (see Recover).
+	Store Store
 }
 
 // Agent is one node's pod engine.
@@ -87,6 +90,8 @@ type entry struct {
 	// replacement is created once this pod is removed (apply of a changed
 	// spec).
 	replacement *model.Pod
+	// deletion is the stored deletionTimestamp, once one was persisted.
+	deletion *metav1.Time
 }
 
 // maxFinal bounds how many removed pods' last statuses are kept.
@@ -110,14 +115,20 @@ func New(ctx context.Context, cfg Config) *Agent {
 		changed:  make(chan struct{}),
 		final:    map[types.UID]*v1.Pod{},
 	}
-	a.workers = podworker.New(ctx, podworker.Config{
+	wcfg := podworker.Config{
 		Runtime:  cfg.Runtime,
 		Recorder: a.recorder,
 		Clock:    cfg.Clock,
 		Planner:  cfg.Planner,
 		Logger:   cfg.Logger,
 		OnChange: a.podChanged,
-	})
+	}
+	if cfg.Store != nil {
+		wcfg.Checkpointer = checkpointer{cfg.Store}
+		a.wg.Add(1)
+		go a.persistEvents(ctx, a.recorder.Watch())
+	}
+	a.workers = podworker.New(ctx, wcfg)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -191,6 +202,12 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	}
 	a.addLocked(pod)
 	a.mu.Unlock()
+	if err := a.persistPod(pod); err != nil {
+		a.mu.Lock()
+		delete(a.pods, pod.UID)
+		a.mu.Unlock()
+		return nil, err
+	}
 	a.start(pod)
 	return pod, nil
 }
@@ -254,6 +271,11 @@ func (a *Agent) reap(uid types.UID) {
 			return
 		}
 		last, _, _ := a.workers.PodStatus(uid)
+		if a.cfg.Store != nil {
+			if err := a.cfg.Store.DeletePod(uid); err != nil {
+				a.log.Error("remove pod from the store", "podUID", uid, "err", err)
+			}
+		}
 		a.mu.Lock()
 		e := a.pods[uid]
 		delete(a.pods, uid)
@@ -275,6 +297,13 @@ func (a *Agent) reap(uid types.UID) {
 		a.workers.Forget(uid)
 		a.notify()
 		if next != nil {
+			if err := a.persistPod(next); err != nil {
+				a.log.Error("create replacement pod", "pod", next.Key(), "err", err)
+				a.mu.Lock()
+				delete(a.pods, next.UID)
+				a.mu.Unlock()
+				return
+			}
 			a.start(next)
 		}
 	}()
@@ -293,6 +322,9 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason string) error {
 	a.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	if err := a.persistDeletion(e.pod, grace); err != nil {
+		return err
 	}
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: e.pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: reason}})
 	// A pod that had already terminated (it completed) changes no more:

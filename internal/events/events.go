@@ -180,3 +180,21 @@ func (r *Recorder) All() []Event {
 	}
 	return out
 }
+
+// Load puts back events kept from before a restart, oldest first, without
+// handing them to watchers. Call it before anything records.
+func (r *Recorder) Load(evs []Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range evs {
+		list, known := r.byPod[e.PodUID]
+		if !known {
+			r.order = append(r.order, e.PodUID)
+		}
+		list = append(list, e)
+		if len(list) > r.perPod {
+			list = list[len(list)-r.perPod:]
+		}
+		r.byPod[e.PodUID] = list
+	}
+}

@@ -198,6 +198,44 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	return nil
 }
 
+// ListPods names every pod the fake has instances of.
+func (r *Runtime) ListPods() ([]types.UID, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[types.UID]bool{}
+	var out []types.UID
+	for _, in := range r.instances {
+		if !seen[in.podUID] {
+			seen[in.podUID] = true
+			out = append(out, in.podUID)
+		}
+	}
+	return out, nil
+}
+
+// RemovePod forgets a pod's instances, as a runtime drops the state of a
+// pod the agent no longer knows.
+func (r *Runtime) RemovePod(ctx context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, in := range r.instances {
+		if in.podUID == uid {
+			delete(r.instances, id)
+		}
+	}
+	r.record("remove %s", uid)
+	return nil
+}
+
+// Reboot makes every instance vanish without an event, as a machine
+// reboot does.
+func (r *Runtime) Reboot() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.instances)
+	r.record("reboot")
+}
+
 // Exit makes the running instance of the named container of pod exit.
 func (r *Runtime) Exit(uid types.UID, name string, code int32) { r.exitNamed(uid, name, code, true) }
 

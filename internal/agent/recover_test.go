@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime/fake"
+	"github.com/podward/podward/internal/store"
+)
+
+// node is an agent that can be crashed and started again on the same
+// store, runtime and clock.
+type node struct {
+	t      *testing.T
+	dir    string
+	clk    *clocktesting.FakeClock
+	rt     *fake.Runtime
+	st     *store.Store
+	a      *Agent
+	cancel context.CancelFunc
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	dir := t.TempDir()
+	bootIDPath = filepath.Join(dir, "boot_id")
+	t.Cleanup(func() { bootIDPath = "/proc/sys/kernel/random/boot_id" })
+	n := &node{t: t, dir: dir, clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	n.setBoot("boot-1")
+	n.rt = fake.New(n.clk)
+	n.start()
+	t.Cleanup(n.crash)
+	return n
+}
+
+func (n *node) setBoot(id string) {
+	if err := os.WriteFile(bootIDPath, []byte(id+"\n"), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// start opens the store and starts an agent that recovers from it.
+func (n *node) start() {
+	n.t.Helper()
+	st, err := store.Open(filepath.Join(n.dir, "state.db"), store.Options{})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.st, n.cancel = st, cancel
+	n.a = New(ctx, Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st})
+	if err := n.a.Recover(ctx); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// crash stops the agent the way kill -9 would as far as the runtime is
+// concerned: its goroutines end, no container is touched.
+func (n *node) crash() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	n.a.Wait()
+	_ = n.st.Close()
+	n.cancel = nil
+}
+
+func (n *node) waitCalls(what string, cond func([]string) bool) {
+	n.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		ch := n.rt.Changed()
+		if cond(n.rt.Calls()) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			n.t.Fatalf("timed out waiting for %s; calls %q", what, n.rt.Calls())
+		}
+	}
+}
+
+func (n *node) waitPod(ns, name string, cond func(err error, running bool) bool) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := n.a.WatchPods(ctx, "")
+	for {
+		p, err := n.a.GetPod(ns, name)
+		running := err == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
+		if cond(err, running) {
+			return
+		}
+		if _, ok := <-w; !ok {
+			n.t.Fatalf("timed out waiting for pod %s/%s", ns, name)
+		}
+	}
+}
+
+func TestRecoverAdoptsRunningPod(t *testing.T) {
+	n := newNode(t)
+	pod, err := n.a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.crash()
+	n.start()
+	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
+	if got, _ := n.a.GetPod("default", "web"); got.UID != pod.UID {
+		t.Fatalf("UID changed across the restart: %s, want %s", got.UID, pod.UID)
+	}
+	if c := n.rt.Calls(); strings.Count(strings.Join(c, "\n"), "start app") != 1 {
+		t.Fatalf("app started twice: %q", c)
+	}
+	if evs := n.a.ListEvents("default", "web"); len(evs) == 0 || evs[0].Reason != "Scheduled" {
+		t.Fatalf("events did not survive the restart: %+v", evs)
+	}
+	// A deletion after the restart stops the adopted container.
+	if _, err := n.a.DeletePod("default", "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPod("default", "web", func(err error, _ bool) bool { return errors.Is(err, ErrNotFound) })
+	if !slices.Contains(n.rt.Calls(), "signal app terminated") {
+		t.Fatalf("calls %q", n.rt.Calls())
+	}
+}
+
+func TestRecoverCarriesOutDeletionAskedBeforeCrash(t *testing.T) {
+	n := newNode(t)
+	if _, err := n.a.Create(decode(t, manifest)); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.rt.IgnoreStopSignal("app")
+	if _, err := n.a.DeletePod("default", "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("stop signal", func(c []string) bool { return slices.Contains(c, "signal app terminated") })
+	n.crash()
+	n.start()
+	n.clk.Step(31 * time.Second) // past the 30 s deadline set before the crash
+	n.waitPod("default", "web", func(err error, _ bool) bool { return errors.Is(err, ErrNotFound) })
+	if !slices.Contains(n.rt.Calls(), "signal app killed") {
+		t.Fatalf("the deadline was not kept: %q", n.rt.Calls())
+	}
+}
+
+func TestRecoverKillsOrphans(t *testing.T) {
+	n := newNode(t)
+	pod, err := n.a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.crash()
+	// The pod vanishes from the store while the agent is down.
+	st, err := store.Open(filepath.Join(n.dir, "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeletePod(pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	n.start()
+	n.waitCalls("orphan killed and removed", func(c []string) bool {
+		return slices.Contains(c, "signal app killed") && slices.Contains(c, "remove "+string(pod.UID))
+	})
+	if _, err := n.a.GetPod("default", "web"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("orphan served as a pod: %v", err)
+	}
+}
+
+func TestRecoverAfterRebootStartsPodsAgain(t *testing.T) {
+	n := newNode(t)
+	pod, err := n.a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.crash()
+	n.rt.Reboot()
+	n.setBoot("boot-2")
+	n.start()
+	n.waitCalls("started again", func(c []string) bool { return strings.Count(strings.Join(c, "\n"), "start app") == 2 })
+	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
+	got, _ := n.a.GetPod("default", "web")
+	if got.UID != pod.UID || got.Status.Phase == "Failed" {
+		t.Fatalf("after reboot: uid %s phase %s", got.UID, got.Status.Phase)
+	}
+}
