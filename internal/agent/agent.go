@@ -76,6 +76,9 @@ type Agent struct {
 	// whoever waited for a pod can still read how it ended.
 	final      map[types.UID]*v1.Pod
 	finalOrder []types.UID
+	// orphans are pods being killed because the store no longer knows
+	// them: their exits go to these channels instead of a worker.
+	orphans map[types.UID]chan struct{}
 
 	wg sync.WaitGroup
 }
@@ -114,6 +117,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		pods:     map[types.UID]*entry{},
 		changed:  make(chan struct{}),
 		final:    map[types.UID]*v1.Pod{},
+		orphans:  map[types.UID]chan struct{}{},
 	}
 	wcfg := podworker.Config{
 		Runtime:  cfg.Runtime,
@@ -130,10 +134,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 	}
 	a.workers = podworker.New(ctx, wcfg)
 	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		a.workers.Dispatch(ctx, cfg.Runtime.Events())
-	}()
+	go a.dispatch(ctx)
 	return a
 }
 
@@ -202,13 +203,9 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	}
 	a.addLocked(pod)
 	a.mu.Unlock()
-	if err := a.persistPod(pod); err != nil {
-		a.mu.Lock()
-		delete(a.pods, pod.UID)
-		a.mu.Unlock()
+	if err := a.launch(pod); err != nil {
 		return nil, err
 	}
-	a.start(pod)
 	return pod, nil
 }
 
@@ -221,10 +218,20 @@ func (a *Agent) addLocked(pod *model.Pod) {
 	a.pods[pod.UID] = &entry{pod: pod, rv: a.rv}
 }
 
-func (a *Agent) start(pod *model.Pod) {
+// launch stores a pod just added (write-ahead: before anything of it runs)
+// and hands it to its worker. When the store fails, the pod is dropped.
+func (a *Agent) launch(pod *model.Pod) error {
+	if err := a.persistPod(pod); err != nil {
+		a.mu.Lock()
+		delete(a.pods, pod.UID)
+		a.mu.Unlock()
+		a.notify()
+		return err
+	}
 	a.recorder.Eventf(pod, "", events.Normal, "Scheduled", "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod})
 	a.notify()
+	return nil
 }
 
 // lookupLocked finds the pod that holds namespace/name; a.mu must be held.
@@ -297,14 +304,14 @@ func (a *Agent) reap(uid types.UID) {
 		a.workers.Forget(uid)
 		a.notify()
 		if next != nil {
-			if err := a.persistPod(next); err != nil {
+			if err := a.launch(next); err != nil {
 				a.log.Error("create replacement pod", "pod", next.Key(), "err", err)
-				a.mu.Lock()
-				delete(a.pods, next.UID)
-				a.mu.Unlock()
-				return
 			}
-			a.start(next)
+		}
+		if e != nil && e.replacement != nil && a.cfg.Store != nil {
+			if err := a.cfg.Store.PutMeta(replacementKey(uid), ""); err != nil {
+				a.log.Error("clear stored replacement", "podUID", uid, "err", err)
+			}
 		}
 	}()
 }

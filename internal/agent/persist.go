@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -51,12 +53,6 @@ type podLister interface {
 // containerLister lists a pod's instances (see podworker.Lister).
 type containerLister interface {
 	ListContainers(ctx context.Context, podUID types.UID) ([]runtime.ContainerStatus, error)
-}
-
-// podRemover is the optional runtime ability to drop the state of a pod
-// whose spec the agent no longer has (orphans, or every pod after a reboot).
-type podRemover interface {
-	RemovePod(ctx context.Context, podUID types.UID) error
 }
 
 // bootIDPath tells one boot of the machine from the next.
@@ -108,6 +104,45 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
 	}
 	a.mu.Unlock()
 	return nil
+}
+
+// replacementKey is the store's meta key for the pod that replaces old.
+func replacementKey(old types.UID) string { return "replacement/" + string(old) }
+
+// persistReplacement records, before the old pod is deleted, the pod an
+// apply put in its place, so that a crash during the replacement does not
+// lose it.
+func (a *Agent) persistReplacement(old types.UID, next *model.Pod) error {
+	if a.cfg.Store == nil {
+		return nil
+	}
+	data, err := json.Marshal(next.Pod)
+	if err != nil {
+		return fmt.Errorf("encode replacement of pod %s: %w", next.Key(), err)
+	}
+	if err := a.cfg.Store.PutMeta(replacementKey(old), string(data)); err != nil {
+		return fmt.Errorf("store replacement of pod %s: %w", next.Key(), err)
+	}
+	return nil
+}
+
+// loadReplacement reads back a replacement recorded by persistReplacement.
+func (a *Agent) loadReplacement(old types.UID) *model.Pod {
+	raw, err := a.cfg.Store.GetMeta(replacementKey(old))
+	if err != nil || raw == "" {
+		return nil
+	}
+	var p v1.Pod
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		a.log.Error("decode stored replacement", "podUID", old, "err", err)
+		return nil
+	}
+	mp, err := model.FromV1(&p)
+	if err != nil {
+		a.log.Error("decode stored replacement", "podUID", old, "err", err)
+		return nil
+	}
+	return mp
 }
 
 // persistEvents copies every recorded event into the store, off the pod
@@ -181,11 +216,10 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 	}
 	hasCheckpoint := err == nil
 	if rebooted {
-		// Nothing of the pod survived the reboot.
-		if rm, ok := a.cfg.Runtime.(podRemover); ok {
-			if err := rm.RemovePod(ctx, p.UID); err != nil {
-				a.log.Error("remove state of pod after reboot", "pod", p.Key(), "err", err)
-			}
+		// Nothing of the pod survived the reboot: drop what the runtime
+		// still has on disk of it.
+		if err := a.cfg.Runtime.CleanupPod(ctx, p); err != nil {
+			a.log.Error("remove state of pod after reboot", "pod", p.Key(), "err", err)
 		}
 		if deletion != nil {
 			return s.DeletePod(p.UID)
@@ -204,7 +238,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 		return a.restore(p, cp, deletion)
 	}
 	a.mu.Lock()
-	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion}
+	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, replacement: a.loadReplacement(p.UID)}
 	a.mu.Unlock()
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: p})
 	if deletion != nil {
@@ -218,7 +252,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 // kill shortens, never lengthens, so re-issuing is harmless).
 func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
 	a.mu.Lock()
-	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion}
+	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, replacement: a.loadReplacement(p.UID)}
 	a.mu.Unlock()
 	if err := a.workers.Restore(p, cp); err != nil {
 		return err
@@ -243,9 +277,10 @@ func remaining(deadline, now time.Time) *int64 {
 	return &s
 }
 
-// killOrphans kills the containers of pods the runtime still has but the
-// store no longer knows (deleted while the agent was down, or whose removal
-// the agent did not finish), then drops their state.
+// killOrphans kills, in the background, the containers of pods the runtime
+// still has but the store no longer knows (deleted while the agent was
+// down, or whose removal the agent did not finish), then drops their state
+// once every one of them has exited.
 func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) {
 	pl, ok := a.cfg.Runtime.(podLister)
 	if !ok {
@@ -257,27 +292,89 @@ func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) {
 		return
 	}
 	for _, uid := range uids {
-		if known[uid] {
-			continue
+		if !known[uid] {
+			a.wg.Add(1)
+			go a.killOrphan(ctx, uid)
 		}
-		a.log.Warn("killing orphaned containers", "podUID", uid)
+	}
+}
+
+func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
+	defer a.wg.Done()
+	log := a.log.With("podUID", uid)
+	log.Warn("killing the containers of a pod the agent no longer knows")
+	exited := a.watchOrphan(uid)
+	defer a.unwatchOrphan(uid)
+	for {
+		running := 0
 		if cl, ok := a.cfg.Runtime.(containerLister); ok {
 			list, err := cl.ListContainers(ctx, uid)
 			if err != nil {
-				a.log.Error("list orphaned containers", "podUID", uid, "err", err)
+				log.Error("list orphaned containers", "err", err)
+				return
 			}
 			for _, c := range list {
-				if c.Exit == nil {
-					if err := a.cfg.Runtime.Signal(ctx, c.ID, syscall.SIGKILL); err != nil {
-						a.log.Error("kill orphaned container", "podUID", uid, "container", c.Container, "err", err)
-					}
+				if c.Exit != nil {
+					continue
+				}
+				running++
+				if err := a.cfg.Runtime.Signal(ctx, c.ID, syscall.SIGKILL); err != nil {
+					log.Error("kill orphaned container", "container", c.Container, "err", err)
 				}
 			}
 		}
-		if rm, ok := a.cfg.Runtime.(podRemover); ok {
-			if err := rm.RemovePod(ctx, uid); err != nil {
-				a.log.Error("remove orphaned pod state", "podUID", uid, "err", err)
+		if running == 0 {
+			break
+		}
+		select {
+		case <-exited:
+		case <-ctx.Done():
+			return
+		}
+	}
+	orphan := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}}
+	if err := a.cfg.Runtime.CleanupPod(ctx, orphan); err != nil {
+		log.Error("remove orphaned pod state", "err", err)
+	}
+}
+
+// watchOrphan returns a channel that receives a value (without blocking
+// the dispatcher) at each exit of one of the orphan's containers.
+func (a *Agent) watchOrphan(uid types.UID) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	a.mu.Lock()
+	a.orphans[uid] = ch
+	a.mu.Unlock()
+	return ch
+}
+
+func (a *Agent) unwatchOrphan(uid types.UID) {
+	a.mu.Lock()
+	delete(a.orphans, uid)
+	a.mu.Unlock()
+}
+
+// dispatch feeds runtime events to the pod workers, and tells orphan
+// killers about the exits of theirs.
+func (a *Agent) dispatch(ctx context.Context) {
+	defer a.wg.Done()
+	events := a.cfg.Runtime.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-events:
+			a.mu.Lock()
+			ch, orphan := a.orphans[ev.PodUID]
+			a.mu.Unlock()
+			if orphan {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+				continue
 			}
+			a.workers.HandleEvent(ev)
 		}
 	}
 }

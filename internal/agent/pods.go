@@ -95,7 +95,9 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 	if e == nil {
 		a.addLocked(pod)
 		a.mu.Unlock()
-		a.start(pod)
+		if err := a.launch(pod); err != nil {
+			return nil, 0, err
+		}
 		p, _, err := a.Get(pod.UID)
 		return p, Created, err
 	}
@@ -112,6 +114,9 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 	e.replacement = pod
 	old := e.pod.UID
 	a.mu.Unlock()
+	if err := a.persistReplacement(old, pod); err != nil {
+		return nil, 0, err
+	}
 	if err := a.Delete(old, nil, "Replaced"); err != nil {
 		return nil, 0, err
 	}
@@ -290,7 +295,7 @@ func send[T any](ctx context.Context, ch chan<- T, v T) bool {
 func (a *Agent) ListEvents(ns, name string) []v1.Event {
 	var out []v1.Event
 	for _, e := range a.recorder.All() {
-		if (ns == "" || e.Namespace == ns) && (name == "" || e.Pod == name) {
+		if (ns == "" || e.Namespace == ns) && (name == "" || (e.Kind != events.KindNode && e.Pod == name)) {
 			out = append(out, ToV1(e, a.cfg.NodeName))
 		}
 	}
@@ -323,6 +328,20 @@ func (a *Agent) WatchEvents(ctx context.Context, ns string) <-chan v1.Event {
 	return out
 }
 
+func involved(e events.Event) v1.ObjectReference {
+	if e.Kind == events.KindNode {
+		return v1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: e.Pod}
+	}
+	return v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: e.Namespace, Name: e.Pod, UID: e.PodUID, FieldPath: e.FieldPath}
+}
+
+// ManifestError reports a static manifest that cannot be used: an event
+// about the node, and a log line. Pods of other files are not affected.
+func (a *Agent) ManifestError(file string, err error) {
+	a.log.Warn("bad static pod manifest", "file", file, "err", err)
+	a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, "FailedManifest", "Static pod manifest %s: %v", file, err)
+}
+
 // ToV1 renders a recorded event as a Kubernetes core/v1 Event.
 func ToV1(e events.Event, host string) v1.Event {
 	ts := metav1.NewTime(e.Time)
@@ -331,9 +350,7 @@ func ToV1(e events.Event, host string) v1.Event {
 			Name:      e.Pod + "." + strconv.FormatInt(e.Time.UnixNano(), 16),
 			Namespace: e.Namespace,
 		},
-		InvolvedObject: v1.ObjectReference{
-			Kind: "Pod", APIVersion: "v1", Namespace: e.Namespace, Name: e.Pod, UID: e.PodUID, FieldPath: e.FieldPath,
-		},
+		InvolvedObject: involved(e),
 		Reason:         e.Reason,
 		Message:        e.Message,
 		Type:           e.Type,

@@ -177,8 +177,11 @@ func TestRecoverKillsOrphans(t *testing.T) {
 	_ = st.Close()
 	n.start()
 	n.waitCalls("orphan killed and removed", func(c []string) bool {
-		return slices.Contains(c, "signal app killed") && slices.Contains(c, "remove "+string(pod.UID))
+		return slices.Contains(c, "signal app killed") && slices.Contains(c, "cleanup")
 	})
+	if ids, _ := n.rt.ListPods(); len(ids) != 0 {
+		t.Fatalf("the runtime still has state of pods %v", ids)
+	}
 	if _, err := n.a.GetPod("default", "web"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("orphan served as a pod: %v", err)
 	}
@@ -200,5 +203,36 @@ func TestRecoverAfterRebootStartsPodsAgain(t *testing.T) {
 	got, _ := n.a.GetPod("default", "web")
 	if got.UID != pod.UID || got.Status.Phase == "Failed" {
 		t.Fatalf("after reboot: uid %s phase %s", got.UID, got.Status.Phase)
+	}
+}
+
+func TestRecoverKeepsAppliedPodAndPendingReplacement(t *testing.T) {
+	n := newNode(t)
+	if _, res, err := n.a.Apply(decode(t, manifest)); err != nil || res != Created {
+		t.Fatalf("apply: %v %v", res, err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.crash()
+	n.start()
+	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
+	if strings.Count(strings.Join(n.rt.Calls(), "\n"), "start app") != 1 {
+		t.Fatalf("an applied pod was not adopted after the restart: %q", n.rt.Calls())
+	}
+
+	// A replacement in progress survives a crash too.
+	n.rt.IgnoreStopSignal("app")
+	changed := decode(t, strings.Replace(manifest, `"100"`, `"200"`, 1))
+	if _, res, err := n.a.Apply(changed); err != nil || res != Replaced {
+		t.Fatalf("apply of a changed spec: %v %v", res, err)
+	}
+	n.waitCalls("stop signal", func(c []string) bool { return slices.Contains(c, "signal app terminated") })
+	n.crash()
+	n.start()
+	n.clk.Step(31 * time.Second) // the old pod's grace period runs out
+	n.waitCalls("replacement started", func(c []string) bool { return strings.Count(strings.Join(c, "\n"), "start app") == 2 })
+	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
+	got, _ := n.a.GetPod("default", "web")
+	if got.Spec.Containers[0].Command[1] != "200" {
+		t.Fatalf("the pod running after the replacement has command %q", got.Spec.Containers[0].Command)
 	}
 }

@@ -53,6 +53,20 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newRunCommand(s))
+
+	api := &apiOptions{}
+	root.PersistentFlags().StringVar(&api.socket, "socket", "", socketFlagHelp)
+	root.PersistentFlags().StringVarP(&api.namespace, "namespace", "n", "default", "the namespace of the pods")
+	root.AddCommand(
+		newServeCommand(s, api),
+		newApplyCommand(s, api),
+		newGetCommand(s, api),
+		newDescribeCommand(s, api),
+		newLogsCommand(s, api),
+		newDeleteCommand(s, api),
+		newEventsCommand(s, api),
+		newWaitCommand(s, api),
+	)
 	return root
 }
 

@@ -429,3 +429,105 @@ func shorten(lines []string) []string {
 	}
 	return out
 }
+
+func TestReadLogOffset(t *testing.T) {
+	first := "2026-03-04T05:06:07Z stdout F one\n"
+	data := first + "2026-03-04T05:06:08Z stdout F two\n" + "2026-03-04T05:06:09Z stderr F three\n"
+	path := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		offset int64
+		want   []string
+	}{
+		"start":           {0, []string{"one", "two", "three"}},
+		"record boundary": {int64(len(first)), []string{"two", "three"}},
+		// An offset inside a record skips the rest of it.
+		"inside a record":       {int64(len(first)) + 3, []string{"three"}},
+		"on a record's newline": {int64(len(first)) - 1, []string{"two", "three"}},
+		"end":                   {int64(len(data)), nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := contents(readAll(t, path, ReadOptions{Tail: AllLines, Offset: tc.offset}))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("lines %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadLogSplit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(NewSink(f, testingclock.NewFakePassiveClock(t0), nil), Stdout)
+	long := strings.Repeat("x", MaxRecordSize+10)
+	if _, err := w.Write([]byte(long + "\nshort\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got := contents(readAll(t, path, ReadOptions{Tail: AllLines, Split: true}))
+	want := []string{strings.Repeat("x", MaxRecordSize), "xxxxxxxxxx", "short"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", shorten(got), shorten(want))
+	}
+}
+
+func TestFollowUntil(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewWriter(NewSink(f, testingclock.NewFakePassiveClock(t0), nil), Stdout)
+	if _, err := w.Write([]byte("before\n")); err != nil {
+		t.Fatal(err)
+	}
+	until := make(chan struct{})
+	lines := make(chan string, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- ReadLog(context.Background(), path, ReadOptions{Follow: true, Tail: AllLines, Until: until}, func(l Line) error {
+			lines <- string(l.Content)
+			return nil
+		})
+	}()
+	select {
+	case got := <-lines:
+		if got != "before" {
+			t.Fatalf("line %q, want before", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first line within 10s")
+	}
+	// The writer's last words, then it is done: they must all be read,
+	// a partial line whose end never came too.
+	if _, err := w.Write([]byte("last\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte(AppendRecord(nil, Record{Time: t0, Stream: Stderr, Partial: true, Content: []byte("half")}))); err != nil {
+		t.Fatal(err)
+	}
+	close(until)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ReadLog = %v, want nil once Until is closed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadLog did not return after Until was closed")
+	}
+	close(lines)
+	var got []string
+	for l := range lines {
+		got = append(got, l)
+	}
+	if want := []string{"last", "half"}; !slices.Equal(got, want) {
+		t.Errorf("lines after the first %q, want %q", got, want)
+	}
+}

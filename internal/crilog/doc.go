@@ -13,9 +13,10 @@
 //
 // Writing: a Sink owns the output (usually the instance's log file) and
 // serialises records; NewWriter gives one io.Writer per stream on top of it.
-// Reading: Parse decodes one record, ReadLog reads a whole file, reassembles
-// partial records into lines and can follow the file as it grows (it wakes
-// on inotify events, so it never polls).
+// Reading: Parse decodes one record, ReadLog reads a whole file (or what
+// follows an offset), reassembles partial records into lines (or hands them
+// over as they are) and can follow the file as it grows (it wakes on
+// inotify events, so it never polls), until its writer is known to be done.
 //
 // It imports only the standard library, k8s.io/utils/clock and
 // golang.org/x/sys/unix; it knows nothing of pods or runtimes.

@@ -25,6 +25,23 @@ type ReadOptions struct {
 	// Stream, when not empty, keeps only the lines of that stream (Stdout
 	// or Stderr).
 	Stream string
+	// Offset is where in the file reading starts, in bytes: the file's
+	// size when a writer started appending to it, say, to read only what
+	// that writer wrote. An offset that is not the start of a record (it
+	// cuts one) skips the rest of that record. Tail counts the lines from
+	// Offset on.
+	Offset int64
+	// Split delivers a line longer than MaxRecordSize in the pieces it was
+	// written in (each partial record, then the full one) instead of
+	// reassembled, so that memory stays bounded whatever a line's length.
+	// The pieces of a line have no newline between them.
+	Split bool
+	// Until ends following: once it is closed, ReadLog reads the file to
+	// its end, delivers the lines still being reassembled and returns nil.
+	// Close it when the writer is known to be done with the file (its
+	// container exited and its log was closed), to get every line without
+	// waiting for ctx. Without Follow, Until is not used.
+	Until <-chan struct{}
 }
 
 // Line is one line of a container's output, reassembled from its records.
@@ -46,8 +63,9 @@ type Line struct {
 //
 // With opts.Follow, ReadLog then waits for the file to grow (it is woken by
 // inotify, it does not poll) and delivers new lines as they are written,
-// until ctx is done; it then returns ctx.Err(). Without it, ReadLog returns
-// nil at the end of the file.
+// until ctx is done; it then returns ctx.Err(). When opts.Until is closed
+// first, it reads the file to its end instead and returns nil. Without
+// Follow, ReadLog returns nil at the end of the file.
 //
 // An error from fn stops the reading and is returned as it is. A malformed
 // record is an error wrapping ErrMalformed.
@@ -73,6 +91,12 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 	}
 
 	lr := &logReader{ctx: ctx, path: path, opts: opts, fn: fn, br: bufio.NewReaderSize(f, 64*1024)}
+	if opts.Offset > 0 {
+		if lr.skip, err = atRecordStart(f, opts.Offset); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		lr.skip = !lr.skip
+	}
 	if opts.Tail >= 0 {
 		lr.tail = &ring{max: opts.Tail}
 	}
@@ -96,14 +120,46 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 	if !opts.Follow {
 		return nil
 	}
+	waitCtx := ctx
+	if opts.Until != nil {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-opts.Until:
+				cancel()
+			case <-waitCtx.Done():
+			}
+		}()
+	}
 	for {
-		if err := w.wait(ctx); err != nil {
-			return err
+		werr := w.wait(waitCtx)
+		if werr != nil && (ctx.Err() != nil || waitCtx.Err() == nil) {
+			return werr
 		}
 		if err := lr.readAvailable(); err != nil {
 			return err
 		}
+		if werr != nil {
+			// Until was closed: the writer is done and everything it wrote
+			// was read.
+			return lr.flushPartial()
+		}
 	}
+}
+
+// atRecordStart seeks f to offset and says whether a record starts there,
+// that is whether the byte before it ends a record.
+func atRecordStart(f *os.File, offset int64) (bool, error) {
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], offset-1); err != nil {
+		return false, err
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return false, err
+	}
+	return b[0] == '\n', nil
 }
 
 type logReader struct {
@@ -121,6 +177,9 @@ type logReader struct {
 	partial [2]partialLine
 	// tail, when set, keeps the last lines instead of delivering them.
 	tail *ring
+	// skip is set while the rest of a record cut by opts.Offset is
+	// skipped.
+	skip bool
 }
 
 type partialLine struct {
@@ -153,6 +212,11 @@ func (lr *logReader) readAvailable() error {
 			line = lr.rec
 		}
 		lr.lineNo++
+		if lr.skip {
+			lr.skip = false
+			lr.rec = lr.rec[:0]
+			continue
+		}
 		if err := lr.record(line); err != nil {
 			return err
 		}
@@ -167,6 +231,9 @@ func (lr *logReader) record(line []byte) error {
 	}
 	if lr.opts.Stream != "" && r.Stream != lr.opts.Stream {
 		return nil
+	}
+	if lr.opts.Split {
+		return lr.deliver(Line{Time: r.Time, Stream: r.Stream, Content: r.Content})
 	}
 	p := &lr.partial[streamIndex(r.Stream)]
 	if r.Partial {

@@ -13,8 +13,11 @@ import (
 	"github.com/podward/podward/internal/model"
 )
 
-// Event is one thing that happened to a pod or one of its containers.
+// Event is one thing that happened to a pod or one of its containers, or
+// to the node (Kind "Node": Pod then names the node).
 type Event struct {
+	// Kind of the object the event is about: "" or "Pod", or "Node".
+	Kind      string
 	Time      time.Time
 	Type      string // v1.EventTypeNormal or v1.EventTypeWarning
 	Reason    string
@@ -31,7 +34,10 @@ type Event struct {
 // "12:00:01 Normal Started spec.containers{app} Started container app".
 func (e Event) Line() string {
 	obj := e.FieldPath
-	if obj == "" {
+	switch {
+	case e.Kind == KindNode:
+		obj = "node/" + e.Pod
+	case obj == "":
 		obj = "pod/" + e.Pod
 	}
 	return fmt.Sprintf("%s %s %s %s %s", e.Time.Local().Format("15:04:05"), e.Type, e.Reason, obj, e.Message)
@@ -71,6 +77,30 @@ func (r *Recorder) Eventf(pod *model.Pod, fieldPath, eventType, reason, format s
 		FieldPath: fieldPath,
 		Message:   fmt.Sprintf(format, args...),
 	}
+	r.Record(e)
+}
+
+// KindNode marks events about the node rather than a pod.
+const KindNode = "Node"
+
+// NodeEventf records an event about the node itself (such as a bad static
+// manifest). Its events are kept like one pod's, keyed "node:<name>".
+func (r *Recorder) NodeEventf(node, eventType, reason, format string, args ...any) {
+	r.Record(Event{
+		Kind: KindNode,
+		// Kubernetes keeps node events in the default namespace.
+		Namespace: "default",
+		Time:      r.clock.Now(),
+		Type:      eventType,
+		Reason:    reason,
+		Pod:       node,
+		PodUID:    types.UID("node:" + node),
+		Message:   fmt.Sprintf(format, args...),
+	})
+}
+
+// Record keeps a fully formed event and hands it to the watchers.
+func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
 	list, known := r.byPod[e.PodUID]
 	if !known {

@@ -355,6 +355,7 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	if c == nil || c.id != ev.ID || c.obs.State != planner.Running {
 		return // an instance we no longer track
 	}
+	killed := c.obs.Killed
 	c.obs.State = planner.Exited
 	c.obs.FinishedAt = ev.Exit.FinishedAt
 	c.obs.ExitCode = ev.Exit.ExitCode
@@ -366,6 +367,8 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	if c.ref.Role == model.RoleDefer {
 		if ev.Exit.ExitCode == 0 {
 			pw.eventf(c.ref.FieldPath(), events.Normal, "DeferCompleted", "Defer container %s completed", c.ref.Name)
+		} else if killed || (pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline)) {
+			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, ev.Exit.ExitCode)
 		} else {
 			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s failed with exit code %d; it is retried", c.ref.Name, ev.Exit.ExitCode)
 		}

@@ -304,7 +304,8 @@ func TestKillDuringStartStartsNothing(t *testing.T) {
 func TestKillBeforeFirstSyncStartsNothing(t *testing.T) {
 	h := newHarness(t)
 	p := testPod("u4", v1.RestartPolicyAlways, "main:app")
-	h.w.UpdatePod(UpdateOptions{Pod: p})
+	// The pod's first update is already a kill: deleted before its worker
+	// ever synced it.
 	h.kill(p, ptr.To[int64](0))
 	h.waitPhase(p.UID, Terminated)
 	for _, c := range h.rt.Calls() {
@@ -378,6 +379,11 @@ func TestDeadlineKillsEverythingAndNamesIncompleteDefers(t *testing.T) {
 	e := h.waitEvent(p.UID, "GracePeriodExceeded")
 	if !strings.Contains(e.Message, "did not complete: d1, d2") || e.Type != events.Warning {
 		t.Errorf("GracePeriodExceeded event = %+v", e)
+	}
+	for _, e := range h.rec.List(p.UID) {
+		if e.Reason == "DeferFailed" && strings.Contains(e.Message, "retried") {
+			t.Errorf("a defer container killed at the deadline is announced as retried: %q", e.Message)
+		}
 	}
 	for _, c := range []string{"signal proxy killed", "signal app killed", "signal d1 killed"} {
 		if !slices.Contains(h.rt.Calls(), c) {

@@ -133,10 +133,14 @@ func (w *Workers) UpdatePod(opts UpdateOptions) {
 		pw = newPodWorker(w, opts.Pod)
 		w.pods[uid] = pw
 		w.wg.Add(1)
-		go pw.run(w.ctx)
 	}
 	w.mu.Unlock()
+	// The first update is recorded before the goroutine runs, so that a
+	// pod whose first update is a kill never starts anything.
 	pw.update(opts)
+	if !ok {
+		go pw.run(w.ctx)
+	}
 }
 
 // HandleEvent routes a runtime event to its pod's worker. Events for pods

@@ -22,6 +22,7 @@ import (
 // keep the order they were appended in.
 type storedEvent struct {
 	Seq       uint64    `json:"seq"`
+	Kind      string    `json:"kind,omitempty"`
 	Time      time.Time `json:"time"`
 	Type      string    `json:"type"`
 	Reason    string    `json:"reason"`
@@ -34,6 +35,7 @@ type storedEvent struct {
 
 func (e storedEvent) event() events.Event {
 	return events.Event{
+		Kind:      e.Kind,
 		Time:      e.Time,
 		Type:      e.Type,
 		Reason:    e.Reason,
@@ -81,6 +83,7 @@ func (s *Store) appendEvent(tx *bolt.Tx, e events.Event) error {
 	}
 	data, err := json.Marshal(storedEvent{
 		Seq:       global,
+		Kind:      e.Kind,
 		Time:      e.Time,
 		Type:      e.Type,
 		Reason:    e.Reason,

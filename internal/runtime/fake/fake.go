@@ -190,10 +190,21 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	return nil, 0, nil
 }
 
-// CleanupPod records the call.
+// CleanupPod forgets the pod's instances and records the call; like a real
+// runtime it refuses while one of them runs.
 func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, in := range r.instances {
+		if in.podUID == pod.UID && in.running {
+			return fmt.Errorf("container %s of pod %s still runs", in.name, pod.UID)
+		}
+	}
+	for id, in := range r.instances {
+		if in.podUID == pod.UID {
+			delete(r.instances, id)
+		}
+	}
 	r.record("cleanup")
 	return nil
 }
@@ -211,20 +222,6 @@ func (r *Runtime) ListPods() ([]types.UID, error) {
 		}
 	}
 	return out, nil
-}
-
-// RemovePod forgets a pod's instances, as a runtime drops the state of a
-// pod the agent no longer knows.
-func (r *Runtime) RemovePod(ctx context.Context, uid types.UID) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id, in := range r.instances {
-		if in.podUID == uid {
-			delete(r.instances, id)
-		}
-	}
-	r.record("remove %s", uid)
-	return nil
 }
 
 // Reboot makes every instance vanish without an event, as a machine

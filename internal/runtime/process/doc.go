@@ -3,58 +3,68 @@
 // A container is its command, run with the spec's args, env and working
 // directory, in a process group of its own.
 //
-// # What an instance is
+// # Containers outlive the agent
 //
-// StartContainer forks and execs one instance and returns once it runs. A
-// watcher goroutine per instance then waits for the main process to end:
+// Each container instance runs under a shim of its own (package shim): this
+// very binary, re-executed in a session of its own, which starts the
+// container, holds it as its parent, writes its CRI log, serialises the
+// signals sent to it with its reaping, and records how it ended in the
+// instance's state directory, Root/pods/<podUID>/instances/<id>/. It does
+// not need the agent once the container runs: killing the agent, or sending
+// its process group a Ctrl-C, does not touch a container.
 //
-//	main process exits ──> FinishedAt read from the clock
-//	                  ──> SIGKILL to what is left of its process group
-//	                      (the leader is not reaped yet, so the group ID
-//	                      cannot have been reused)
-//	                  ──> stdout/stderr pipes drained into the CRI log
-//	                      (bounded: pipes held by escaped grandchildren are
-//	                      cut after a short wait)
-//	                  ──> leader reaped, exit code read
-//	                  ──> runtime.Event sent on Events()
+//	StartContainer ──> spec.json ──> shim started ──> container runs ──> returns
+//	                   (failure or ctx ended: the shim gives up, the directory goes)
+//	shim: main process exits ──> rest of its process group killed
+//	                         ──> pipes drained into the log, log fsynced
+//	                         ──> exit.json (atomic, durable) ──> shim exits
+//	Runtime: shim exited (pidfd) ──> exit.json read ──> log followed to its end
+//	                                 for Output ──> runtime.Event on Events()
 //
-// so everything an instance wrote is in its log before anyone learns that it
-// exited, and no orphan of a container outlives it. The watcher sends without
-// dropping: when the Events buffer is full it waits for the consumer (or for
-// Close). The watcher lives exactly as long as its process: Close stops the
-// runtime's own work (a watcher then drops its event instead of waiting) but
-// never a container, because stopping the agent and killing a pod are
-// different things.
+// So everything an instance wrote is in its log (and was handed to Output)
+// before anyone learns that it exited, and no orphan of a container
+// outlives it. A shim that dies itself (SIGKILL, OOM) is seen the same way:
+// with no exit.json, the runtime kills what is left of the container and
+// records exit code 137, ReasonStatusUnknown, as the kubelet does.
+//
+// Close stops the runtime's own work (watchers, log followers) but never a
+// container or a shim, because stopping the agent and killing a pod are
+// different things. New on the same root (in this process or a new one)
+// attaches to everything the earlier Runtime left: running instances are
+// watched again, exits that happened meanwhile are read from disk and
+// reported by ListContainers, not as events. ListPods lists the pods with
+// state left, for the agent to clean up those it does not know any more.
+// One Runtime at a time holds a root (a lock file).
 //
 // # Logs and output
 //
 // stdout and stderr go through package crilog into
-// Root/pods/<podUID>/logs/<container>/<attempt>.log, and every record is also
-// handed to Config.Output. The logs outlive the pod's cleanup.
+// Root/pods/<podUID>/logs/<container>/<attempt>.log. When Config.Output is
+// set, the runtime follows each instance's log and hands every line to it.
+// The logs outlive the pod's cleanup.
 //
 // # Volumes
 //
 // emptyDir volumes are directories under Root/pods/<podUID>/volumes (a tmpfs
 // for medium Memory); hostPath volumes are checked or created as their type
 // says, as the kubelet does. A container with volumeMounts runs in a private
-// mount namespace where each volume is bind-mounted at its mountPath. Go
-// cannot run code between fork and exec, so such a container is started as
-// this very binary (/proc/self/exe) in "init helper" mode: MaybeRunInit,
-// which main and TestMain call first, sees the helper's environment variable,
-// does the bind mounts and execs the real command, which so keeps the PID
-// podward started. The helper reports a failure before exec on a pipe, so
-// StartContainer still fails synchronously.
+// mount namespace where each volume is bind-mounted at its mountPath, by
+// the init helper of package launch.
 //
 // The trade-off of having no root filesystem: a mountPath that does not
 // exist on the host (say /config) must still exist as a mountpoint, and a
 // mount namespace does not isolate mkdir. So the runtime creates it (and any
 // missing parent) on the host, counts the pods that use it, and removes it
 // in CleanupPod once the last one is gone, only if it is empty and podward
-// created it. These counts live in memory: after an agent restart, created
-// mountpoints of pods that ran before are left behind. The bind mounts
-// themselves never show on the host. Private mount namespaces need root;
-// Check rejects pods with volumeMounts otherwise.
+// created it. The counts live in memory, and each instance's spec records
+// the paths its pod uses, so that a Runtime that attaches counts them again.
+// The bind mounts themselves never show on the host. Private mount
+// namespaces need root; Check rejects pods with volumeMounts otherwise.
 //
-// It imports the model, the runtime vocabulary, crilog and the Kubernetes API
-// types; only the agent's wiring imports it.
+// Exec runs its command as a child of the agent, not under a shim: a probe
+// or hook does not outlive the agent that waits for its result.
+//
+// It imports the model, the runtime vocabulary, crilog, its sub-packages
+// shim and launch, and the Kubernetes API types; only the agent's wiring
+// imports it.
 package process

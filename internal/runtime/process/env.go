@@ -135,13 +135,3 @@ func subscript(field, prefix string) (string, bool) {
 	}
 	return strings.CutSuffix(rest, "']")
 }
-
-// lookupEnv returns the value of name in env, a list of NAME=value.
-func lookupEnv(env []string, name string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-			return v
-		}
-	}
-	return ""
-}

@@ -6,11 +6,18 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/process/launch"
 )
+
+// drainTimeout bounds how long Exec waits for the command's output pipe to
+// close once its process group was killed: a grandchild that left the
+// group (setsid) may hold it open for ever.
+const drainTimeout = 2 * time.Second
 
 // execOutputLimit caps the output Exec returns; the rest is read and
 // dropped, so that the command never blocks on a full pipe.
@@ -27,7 +34,7 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	if r.closed() {
+	if r.isClosed() {
 		return nil, 0, errClosed
 	}
 	if len(cmd) == 0 {
@@ -41,7 +48,7 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 }
 
 func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string) ([]byte, int, error) {
-	spec, err := r.prepare(pod, ref, pod.Container(ref), argv)
+	spec, _, err := r.prepare(pod, ref, pod.Container(ref), argv)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -49,7 +56,7 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err != nil {
 		return nil, 0, err
 	}
-	proc, err := r.launch(ctx, spec, outW, outW)
+	proc, err := launch.Start(ctx, spec, outW, outW)
 	outW.Close()
 	if err != nil {
 		outR.Close()
@@ -69,7 +76,7 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 		defer close(killed)
 		_ = unix.Kill(-pid, unix.SIGKILL)
 	})
-	waitErr := waitExited(pid)
+	waitErr := launch.WaitExited(pid)
 	ctxKilled := !stop()
 	if ctxKilled {
 		// The kill may still be on its way: it must land before the reap
@@ -79,12 +86,13 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	// Like a container's, an exec's orphans die with it; the leader is not
 	// reaped yet.
 	_ = unix.Kill(-pid, unix.SIGKILL)
-	r.drain(r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name), []*os.File{outR}, copied)
+	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
+	launch.DrainPipes(r.clock, drainTimeout, log, []*os.File{outR}, copied)
 	_ = proc.Wait()
 	if waitErr != nil {
 		return out.bytes(), 0, waitErr
 	}
-	code := exitCode(proc.ProcessState)
+	code := launch.ExitCode(proc.ProcessState)
 	if ctxKilled {
 		return out.bytes(), code, ctx.Err()
 	}

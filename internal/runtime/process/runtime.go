@@ -1,74 +1,130 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
 // eventBuffer is how many exit events wait for the consumer before watchers
 // start to wait for it.
 const eventBuffer = 128
 
+// Exit reasons this runtime adds to runtime's, as the kubelet uses them.
+const (
+	// ReasonStartError: the instance never ran its command (exit code
+	// 128), because its shim died, or its agent went away, during the
+	// start.
+	ReasonStartError = shim.ReasonStartError
+	// ReasonStatusUnknown: the instance's shim died while the container
+	// ran, so its exit status is lost (exit code 137). The runtime killed
+	// what was left of the container.
+	ReasonStatusUnknown = shim.ReasonStatusUnknown
+)
+
 // errClosed is returned by StartContainer and Exec after Close.
 var errClosed = errors.New("process runtime is closed")
+
+// ErrRootInUse is returned by New when another Runtime, in this process or
+// another, holds the root.
+var ErrRootInUse = errors.New("process runtime root is in use by another runtime")
 
 // Config is what the process runtime needs from the agent.
 type Config struct {
 	// Root is the runtime's state directory: Root/pods/<podUID>/volumes/<name>
 	// for emptyDirs, Root/pods/<podUID>/logs/<container>/<attempt>.log for
-	// logs.
+	// logs, Root/pods/<podUID>/instances/<id> for each container instance's
+	// state (package shim). One Runtime at a time may use a root.
 	Root string
-	// Clock stamps start and finish times and log records. Default: the
-	// real clock.
+	// Clock stamps what the agent decides itself: the FinishedAt of an
+	// instance whose shim died, and Exec's timeouts. Default: the real
+	// clock. Start and finish times and log records are stamped by the
+	// shims, which have their own process and so the real clock.
 	Clock clock.Clock
 	// Logger gets the runtime's own messages. Default: discarded.
 	Logger *slog.Logger
-	// Output, when set, also receives every line a container writes (lines
-	// longer than 16 KiB in 16 KiB pieces), for `podward run`, which prints
-	// it prefixed by the container name. It is called from the runtime's
-	// copy goroutines, one per stream and instance, and must not block for
-	// long: the container's writes wait for it. line is only valid during
-	// the call.
+	// Output, when set, also receives every line a container writes (a
+	// line longer than 16 KiB in 16 KiB pieces), for `podward run`, which
+	// prints it prefixed by the container name. The runtime follows each
+	// instance's log for it: the lines of an instance this Runtime started
+	// from its first, those of an instance it attached to from when it
+	// attached. Every line of an instance is handed over before its exit
+	// event is sent. It is called from one goroutine per instance; while
+	// it blocks, that instance's exit event waits (the container does
+	// not). line is only valid during the call. For an instance the
+	// runtime attached to, pod has only its name, namespace and UID.
 	Output func(pod *model.Pod, container string, stream string, line []byte)
 }
 
-// Runtime runs containers as host processes. All its methods are safe for
-// concurrent use.
+// Runtime runs containers as host processes, each under a shim of its own
+// that outlives the Runtime. All its methods are safe for concurrent use.
 type Runtime struct {
 	root   string
 	clock  clock.Clock
 	log    *slog.Logger
 	output func(pod *model.Pod, container string, stream string, line []byte)
 	euid   func() int // os.Geteuid; tests pretend not to be root
+	lock   *os.File   // flock'ed: one Runtime per root
 
-	events    chan runtime.Event
-	done      chan struct{} // closed by Close
+	events chan runtime.Event
+	done   chan struct{} // closed by Close
+	// ctx ends with Close; watchers wait for their shims under it.
+	ctx       context.Context
+	cancel    context.CancelFunc
 	closeOnce sync.Once
+	watchers  sync.WaitGroup
 
 	mountpoints mountpoints
 
 	mu        sync.Mutex
+	closed    bool
 	instances map[string]*instance // by ID, until their pod is cleaned up
 }
 
-// New returns a runtime keeping its state under cfg.Root, which it creates.
+// New returns a runtime keeping its state under cfg.Root, which it creates,
+// and attaches to what an earlier Runtime on the same root left there (it
+// may have been in a process that died):
+//
+//   - an instance whose container runs is watched again: its exit will be
+//     reported on Events, its output (from now on) handed to Config.Output;
+//   - an instance that exited while no Runtime watched it is not reported
+//     on Events; ListContainers has its exit status;
+//   - an instance whose shim died without recording an exit gets one now:
+//     ReasonStartError (128) when its container never started, else
+//     ReasonStatusUnknown (137), after what is left of the container was
+//     killed; it too is only in ListContainers;
+//   - an instance directory without a spec (its agent died before it
+//     started a shim) is removed;
+//   - the mountpoints counted for the pods of all these instances are
+//     counted again, so that CleanupPod removes them.
+//
+// An agent that restarts should call ListPods and ListContainers before it
+// reads Events, and treat an exit event for an instance ListContainers
+// already showed as exited as a repetition. New fails with ErrRootInUse
+// while another Runtime holds the root.
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("process runtime: Config.Root is required")
@@ -80,14 +136,22 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
 		return nil, fmt.Errorf("process runtime root: %w", err)
 	}
+	lock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		root:        root,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
 		output:      cfg.Output,
 		euid:        os.Geteuid,
+		lock:        lock,
 		events:      make(chan runtime.Event, eventBuffer),
 		done:        make(chan struct{}),
+		ctx:         ctx,
+		cancel:      cancel,
 		mountpoints: mountpoints{created: make(map[string]*createdPath)},
 		instances:   make(map[string]*instance),
 	}
@@ -97,24 +161,66 @@ func New(cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	if err := r.attach(); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("process runtime: attach to %s: %w", root, err)
+	}
 	return r, nil
 }
 
-// Events reports every container instance's exit exactly once, after all
-// its output is in its log. The channel is buffered and never closed; no
-// event is dropped while the Runtime is open.
+// lockRoot takes the root's lock, which the kernel releases when the
+// process dies.
+func lockRoot(root string) (*os.File, error) {
+	path := filepath.Join(root, "runtime.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("process runtime root: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrRootInUse, root)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Events reports the exit of every container instance this Runtime
+// watches exactly once, after all its output is in its log (and was handed
+// to Config.Output). The channel is buffered and never closed; no event is
+// dropped while the Runtime is open. Exits that happened while no Runtime
+// watched are not reported here but by ListContainers.
 func (r *Runtime) Events() <-chan runtime.Event { return r.events }
 
-// Close stops the runtime's own work: watchers of instances that exit from
-// now on drop their event instead of waiting for a consumer, and
-// StartContainer and Exec fail. Close never stops a container. It is
-// idempotent.
+// Close stops the runtime's own work and waits for it to end: watchers
+// stop waiting for shims (exits from now on are for the next Runtime on
+// the root to find), the following of running instances' logs stops, and
+// StartContainer and Exec fail. An exit a watcher had already seen is
+// finished: its log is read to the end for Config.Output, and its event
+// is dropped unless the consumer takes it first. Close never stops a
+// container or a shim. It releases the root. It is idempotent.
 func (r *Runtime) Close() error {
-	r.closeOnce.Do(func() { close(r.done) })
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		close(r.done)
+		r.cancel()
+		r.watchers.Wait()
+		// Closing the file releases the lock.
+		r.lock.Close()
+	})
 	return nil
 }
 
-func (r *Runtime) closed() bool {
+func (r *Runtime) isClosed() bool {
 	select {
 	case <-r.done:
 		return true
@@ -129,12 +235,22 @@ func (r *Runtime) LogPath(podUID types.UID, container string, attempt int) strin
 	return filepath.Join(r.podDir(podUID), "logs", container, strconv.Itoa(attempt)+".log")
 }
 
+func (r *Runtime) podsDir() string { return filepath.Join(r.root, "pods") }
+
 func (r *Runtime) podDir(uid types.UID) string {
-	return filepath.Join(r.root, "pods", string(uid))
+	return filepath.Join(r.podsDir(), string(uid))
 }
 
 func (r *Runtime) volumeDir(uid types.UID, volume string) string {
 	return filepath.Join(r.podDir(uid), "volumes", volume)
+}
+
+func (r *Runtime) instancesDir(uid types.UID) string {
+	return filepath.Join(r.podDir(uid), "instances")
+}
+
+func (r *Runtime) instanceDir(uid types.UID, id string) string {
+	return filepath.Join(r.instancesDir(uid), id)
 }
 
 // checkUID makes sure a pod UID is usable as a directory name.
@@ -146,50 +262,75 @@ func checkUID(uid types.UID) error {
 	return nil
 }
 
-// instance is one started container instance.
+// instance is one started container instance, running or exited.
 type instance struct {
 	id        string
 	podUID    types.UID
 	container string
-	pgid      int // the main process's PID, leader of its group
+	attempt   int
+	pod       *model.Pod // for Output
+	dir       string     // its state directory
+	logPath   string
+	startedAt time.Time // zero if it never started
 
-	mu sync.Mutex
-	// reaped is set just before the main process is reaped: from then on
-	// its PID, and so the group ID, may belong to someone else.
-	reaped bool
+	mu   sync.Mutex
+	exit *runtime.ExitStatus // nil while it runs
 }
 
-// signalGroup sends sig to the instance's process group unless its leader
-// was reaped. A group that is gone is not an error.
-func (in *instance) signalGroup(sig syscall.Signal) error {
+// newInstance is the instance of spec in dir. pod is the instance's pod,
+// or nil to make a stand-in from the spec.
+func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Time) *instance {
+	if pod == nil {
+		pod = &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: spec.PodName, Namespace: spec.PodNamespace, UID: spec.PodUID,
+		}}}
+	}
+	return &instance{
+		id:        spec.ID,
+		podUID:    spec.PodUID,
+		container: spec.Container,
+		attempt:   spec.Attempt,
+		pod:       pod,
+		dir:       dir,
+		logPath:   spec.LogPath,
+		startedAt: startedAt,
+	}
+}
+
+func (in *instance) exitStatus() *runtime.ExitStatus {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.reaped {
-		return nil
-	}
-	if err := unix.Kill(-in.pgid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
-		return os.NewSyscallError("kill", err)
-	}
-	return nil
+	return in.exit
 }
 
-func (in *instance) markReaped() {
+func (in *instance) setExit(st runtime.ExitStatus) {
 	in.mu.Lock()
-	in.reaped = true
+	in.exit = &st
 	in.mu.Unlock()
 }
 
-func (in *instance) isReaped() bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.reaped
+func (in *instance) status() runtime.ContainerStatus {
+	st := runtime.ContainerStatus{
+		PodUID:    in.podUID,
+		Container: in.container,
+		Attempt:   in.attempt,
+		ID:        in.id,
+		StartedAt: in.startedAt,
+		LogPath:   in.logPath,
+	}
+	if exit := in.exitStatus(); exit != nil {
+		e := *exit
+		st.Exit = &e
+	}
+	return st
 }
 
-// Signal sends sig to every process of the instance's process group.
-// Signalling an instance that already exited does nothing and is not an
-// error. An ID the runtime does not know (or forgot when its pod was cleaned
-// up) is runtime.ErrNotFound. ctx is not used: sending a signal does not
-// block.
+// Signal sends sig to every process of the instance's process group,
+// through its shim, which never lets a signal reach a group whose ID was
+// reused. It returns once the shim has the request. Signalling an instance
+// that already exited does nothing and is not an error. An ID the runtime
+// does not know (or forgot when its pod was cleaned up) is
+// runtime.ErrNotFound. ctx is not used: sending a signal does not block.
 func (r *Runtime) Signal(_ context.Context, id string, sig syscall.Signal) error {
 	r.mu.Lock()
 	in := r.instances[id]
@@ -197,10 +338,71 @@ func (r *Runtime) Signal(_ context.Context, id string, sig syscall.Signal) error
 	if in == nil {
 		return fmt.Errorf("signal container %s: %w", id, runtime.ErrNotFound)
 	}
-	if err := in.signalGroup(sig); err != nil {
+	if in.exitStatus() != nil {
+		return nil
+	}
+	err := shim.Signal(in.dir, sig)
+	if err != nil && !errors.Is(err, shim.ErrExited) {
 		return fmt.Errorf("signal container %s (%s): %w", id, in.container, err)
 	}
 	return nil
+}
+
+// ListContainers returns every instance of the pod the runtime knows,
+// running or exited, until CleanupPod: those it started and those it found
+// when it attached. They are sorted by container name, then attempt, then
+// start time. StartedAt is zero for an instance that never started (exit
+// reason ReasonStartError). An instance's Exit is set once the runtime
+// knows it: found at attach time, or read when its shim exited, just
+// before its exit event is sent. The caller owns the result. ctx is not
+// used: the runtime answers from memory.
+func (r *Runtime) ListContainers(_ context.Context, podUID types.UID) ([]runtime.ContainerStatus, error) {
+	r.mu.Lock()
+	var list []runtime.ContainerStatus
+	for _, in := range r.instances {
+		if in.podUID == podUID {
+			list = append(list, in.status())
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(list, func(a, b runtime.ContainerStatus) int {
+		return cmp.Or(
+			cmp.Compare(a.Container, b.Container),
+			cmp.Compare(a.Attempt, b.Attempt),
+			a.StartedAt.Compare(b.StartedAt),
+			cmp.Compare(a.ID, b.ID),
+		)
+	})
+	return list, nil
+}
+
+// ListPods returns, sorted, the UIDs of the pods that have state under the
+// root other than logs (container instances or volumes): the pods
+// CleanupPod was not called for yet, including those of an agent that
+// died. The agent cleans up those it does not know any more.
+func (r *Runtime) ListPods() ([]types.UID, error) {
+	entries, err := os.ReadDir(r.podsDir())
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	var uids []types.UID
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		uid := types.UID(e.Name())
+		for _, sub := range []string{r.instancesDir(uid), filepath.Join(r.podDir(uid), "volumes")} {
+			_, err := os.Lstat(sub)
+			if err == nil {
+				uids = append(uids, uid)
+				break
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("list pods: %w", err)
+			}
+		}
+	}
+	return uids, nil
 }
 
 func newID() (string, error) {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/process/launch"
+	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
 // PreparePod creates the pod's directories and its volumes: a directory for
@@ -162,9 +164,11 @@ func isMountpoint(dir string) (bool, error) {
 	return st.Dev != parent.Dev, nil
 }
 
-// CleanupPod removes the pod's volumes (hostPaths are left alone) and the
-// mountpoints created for it that no other pod uses, and forgets its
-// container instances; it keeps the logs. It is idempotent. It must only be
+// CleanupPod removes the pod's volumes (hostPaths are left alone), the
+// mountpoints created for it that no other pod uses and the state
+// directories of its container instances, and forgets the instances; it
+// keeps the logs. It is idempotent, and works for a pod the runtime knows
+// only from disk (ListPods): only pod.UID is needed then. It must only be
 // called when no container of the pod runs; it fails without removing
 // anything when one of the pod's instances has not exited yet.
 func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
@@ -176,15 +180,17 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 	var running []string
 	r.mu.Lock()
-	for id, in := range r.instances {
-		if in.podUID != pod.UID {
-			continue
-		}
-		if !in.isReaped() {
+	for _, in := range r.instances {
+		if in.podUID == pod.UID && in.exitStatus() == nil {
 			running = append(running, in.container)
-			continue
 		}
-		delete(r.instances, id)
+	}
+	if len(running) == 0 {
+		for id, in := range r.instances {
+			if in.podUID == pod.UID {
+				delete(r.instances, id)
+			}
+		}
 	}
 	r.mu.Unlock()
 	if len(running) > 0 {
@@ -193,6 +199,9 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 
 	var errs []error
+	if err := os.RemoveAll(r.instancesDir(pod.UID)); err != nil {
+		errs = append(errs, err)
+	}
 	if err := removeVolumes(filepath.Join(r.podDir(pod.UID), "volumes")); err != nil {
 		errs = append(errs, err)
 	}
@@ -232,23 +241,18 @@ func removeVolumes(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// bindMount is one volume mount of a container, as the init helper does it.
-type bindMount struct {
-	Source   string `json:"source"`
-	Target   string `json:"target"`
-	ReadOnly bool   `json:"readOnly,omitempty"`
-}
-
 // containerMounts resolves the container's volumeMounts to bind mounts,
 // parents before children, creating missing subPath directories and the
 // mountpoints on the host. vars are the container's variables for
-// subPathExpr.
-func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[string]string) ([]bindMount, error) {
-	mounts := make([]bindMount, 0, len(c.VolumeMounts))
+// subPathExpr. It also returns the created mountpoints the pod now counts
+// as a user of.
+func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[string]string) ([]launch.Mount, []shim.Mountpoint, error) {
+	mounts := make([]launch.Mount, 0, len(c.VolumeMounts))
+	var created []shim.Mountpoint
 	for _, m := range c.VolumeMounts {
 		vol := findVolume(pod, m.Name)
 		if vol == nil {
-			return nil, fmt.Errorf("volume %q not found", m.Name)
+			return nil, nil, fmt.Errorf("volume %q not found", m.Name)
 		}
 		var src string
 		switch {
@@ -257,7 +261,7 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 		case vol.HostPath != nil:
 			src = vol.HostPath.Path
 		default:
-			return nil, fmt.Errorf("volume %q: unsupported type", vol.Name)
+			return nil, nil, fmt.Errorf("volume %q: unsupported type", vol.Name)
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
@@ -269,24 +273,26 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 		if sub != "" {
 			var err error
 			if src, err = subPathSource(src, sub); err != nil {
-				return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+				return nil, nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 			}
 		}
 		fi, err := os.Stat(src)
 		if err != nil {
-			return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+			return nil, nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 		}
 		target := filepath.Join("/", m.MountPath)
-		if err := r.mountpoints.ensure(pod.UID, target, fi.IsDir()); err != nil {
-			return nil, fmt.Errorf("volume mount %q: mountpoint: %w", m.MountPath, err)
+		used, err := r.mountpoints.ensure(pod.UID, target, fi.IsDir())
+		if err != nil {
+			return nil, nil, fmt.Errorf("volume mount %q: mountpoint: %w", m.MountPath, err)
 		}
-		mounts = append(mounts, bindMount{Source: src, Target: target, ReadOnly: m.ReadOnly})
+		created = append(created, used...)
+		mounts = append(mounts, launch.Mount{Source: src, Target: target, ReadOnly: m.ReadOnly})
 	}
 	// Parents first, so that a mount inside another one is not hidden by it.
-	slices.SortStableFunc(mounts, func(a, b bindMount) int {
+	slices.SortStableFunc(mounts, func(a, b launch.Mount) int {
 		return strings.Count(a.Target, "/") - strings.Count(b.Target, "/")
 	})
-	return mounts, nil
+	return mounts, created, nil
 }
 
 // subPathSource is the host path of sub inside the volume at root, created
@@ -317,7 +323,9 @@ func subPathSource(root, sub string) (string, error) {
 }
 
 // mountpoints counts the pods that use each path the runtime created on the
-// host to mount a volume on.
+// host to mount a volume on. The counts live in memory; each instance's
+// spec records the paths its pod uses, so that a runtime that attaches to
+// the instances of an earlier one counts them again (adopt).
 type mountpoints struct {
 	// mu is held across the mkdir and rmdir calls on the host so that a pod
 	// never counts on a path another pod's cleanup is removing. These are
@@ -334,16 +342,19 @@ type createdPath struct {
 
 // ensure makes target, and every missing parent, exist for pod uid: a
 // directory, or an empty file when dir is false. Paths that existed before
-// are not the runtime's and are never counted.
-func (m *mountpoints) ensure(uid types.UID, target string, dir bool) error {
+// are not the runtime's and are never counted. It returns the runtime's
+// paths on the way to target, which uid now counts as a user of.
+func (m *mountpoints) ensure(uid types.UID, target string, dir bool) ([]shim.Mountpoint, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var used []shim.Mountpoint
 	elems := strings.Split(strings.TrimPrefix(target, "/"), "/")
 	p := "/"
 	for i, elem := range elems {
 		p = filepath.Join(p, elem)
 		if c, ok := m.created[p]; ok {
 			c.users[uid] = struct{}{}
+			used = append(used, shim.Mountpoint{Path: p, Dir: c.dir})
 			continue
 		}
 		_, err := os.Lstat(p)
@@ -351,7 +362,7 @@ func (m *mountpoints) ensure(uid types.UID, target string, dir bool) error {
 			continue
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return used, err
 		}
 		isDir := dir || i < len(elems)-1
 		if isDir {
@@ -363,11 +374,30 @@ func (m *mountpoints) ensure(uid types.UID, target string, dir bool) error {
 			}
 		}
 		if err != nil {
-			return err
+			return used, err
 		}
 		m.created[p] = &createdPath{dir: isDir, users: map[types.UID]struct{}{uid: {}}}
+		used = append(used, shim.Mountpoint{Path: p, Dir: isDir})
 	}
-	return nil
+	return used, nil
+}
+
+// adopt counts pod uid again as a user of paths, which an earlier runtime
+// created for it, as an instance's spec recorded them. Paths that are gone
+// are skipped.
+func (m *mountpoints) adopt(uid types.UID, paths []shim.Mountpoint) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mp := range paths {
+		if c, ok := m.created[mp.Path]; ok {
+			c.users[uid] = struct{}{}
+			continue
+		}
+		if _, err := os.Lstat(mp.Path); err != nil {
+			continue
+		}
+		m.created[mp.Path] = &createdPath{dir: mp.Dir, users: map[types.UID]struct{}{uid: {}}}
+	}
 }
 
 // release drops pod uid's use of the created paths and removes those that no

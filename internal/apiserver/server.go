@@ -1,0 +1,196 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/model"
+)
+
+// Pods is the pod API of the agent.
+type Pods interface {
+	// Create admits and starts a new pod; the backend owns pod afterwards.
+	Create(pod *model.Pod) (*model.Pod, error)
+	// Apply creates the pod, replaces the pod of the same name when its
+	// spec changed, or does nothing.
+	Apply(pod *model.Pod) (*v1.Pod, agent.ApplyResult, error)
+	GetPod(ns, name string) (*v1.Pod, error)
+	// ListPods returns the pods of ns ("" for all namespaces).
+	ListPods(ns string) []*v1.Pod
+	DeletePod(ns, name string, grace *int64) (*v1.Pod, error)
+	// WatchPods sends ADDED for every existing pod of ns, then one event
+	// per change, until ctx ends; the channel is closed then.
+	WatchPods(ctx context.Context, ns string) <-chan agent.WatchEvent
+}
+
+// Logs finds container logs.
+type Logs interface {
+	// LogPath is the CRI log file of the current (or previous) instance of
+	// a container of ns/name; container may be empty for a pod with one
+	// regular container.
+	LogPath(ns, name, container string, previous bool) (string, error)
+}
+
+// Events lists and watches the recorded events.
+type Events interface {
+	ListEvents(ns, name string) []v1.Event
+	WatchEvents(ctx context.Context, ns string) <-chan v1.Event
+}
+
+// Backend is everything the server asks of the agent. *agent.Agent
+// implements it.
+type Backend interface {
+	Pods
+	Logs
+	Events
+}
+
+// maxBodyBytes bounds a request body (a manifest or DeleteOptions).
+const maxBodyBytes = 4 << 20
+
+// shutdownTimeout bounds how long Serve waits for requests in flight once
+// its ctx is done (streams end at once: their context is cancelled).
+const shutdownTimeout = 5 * time.Second
+
+// Server is the HTTP API in front of a Backend. It is an http.Handler; its
+// methods are safe for concurrent use.
+type Server struct {
+	b   Backend
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New returns a server for b that logs failed requests to log (nil: the
+// default logger).
+func New(b Backend, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{b: b, log: log, mux: http.NewServeMux()}
+	s.handle("/api/v1/pods", route{http.MethodGet: s.listPods})
+	s.handle("/api/v1/namespaces/{ns}/pods", route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
+	s.handle("/api/v1/namespaces/{ns}/pods/{name}", route{
+		http.MethodGet:    s.getPod,
+		http.MethodPatch:  s.applyPod,
+		http.MethodDelete: s.deletePod,
+	})
+	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
+	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
+	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
+	s.handle("/healthz", route{http.MethodGet: func(w http.ResponseWriter, _ *http.Request) error {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, err := w.Write([]byte("ok\n"))
+		return err
+	}})
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, errNotFoundPath)
+	})
+	return s
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Serve accepts connections on l until ctx is done or l fails. When ctx is
+// done it stops accepting, ends every watch and log stream (their request
+// contexts derive from ctx), waits a little for other requests to finish,
+// closes l and returns nil. It never touches the backend's lifecycle: the
+// caller stops the agent afterwards.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve API: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve API: %w", err)
+	}
+	return nil
+}
+
+// route maps methods to handlers. A handler returns an error instead of
+// writing it; fail converts and logs it.
+type route map[string]func(http.ResponseWriter, *http.Request) error
+
+func (s *Server) handle(pattern string, rt route) {
+	allowed := make([]string, 0, len(rt))
+	for m := range rt {
+		allowed = append(allowed, m)
+	}
+	slices.Sort(allowed)
+	allow := strings.Join(allowed, ", ")
+	s.mux.HandleFunc(pattern, func(rw http.ResponseWriter, r *http.Request) {
+		w := &responseWriter{ResponseWriter: rw}
+		h, ok := rt[r.Method]
+		if !ok {
+			w.Header().Set("Allow", allow)
+			s.fail(w, r, errMethodNotAllowed)
+			return
+		}
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// responseWriter remembers whether the response has started, so that an
+// error that comes after it is logged but not written.
+type responseWriter struct {
+	http.ResponseWriter
+	started bool
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	w.started = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	w.started = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeJSON writes obj with the given status code.
+func writeJSON(w http.ResponseWriter, code int, obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// podObject sets the kind and apiVersion a single pod is served with.
+func podObject(p *v1.Pod) *v1.Pod {
+	p.Kind, p.APIVersion = "Pod", "v1"
+	return p
+}

@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/client"
+)
+
+type eventsOptions struct {
+	forObject     string
+	watch         bool
+	output        string
+	allNamespaces bool
+	types         []string
+}
+
+func newEventsCommand(s Streams, api *apiOptions) *cobra.Command {
+	var o eventsOptions
+	cmd := &cobra.Command{
+		Use:   "events [--for pod/NAME] [-w]",
+		Short: "List the events of the pods, as kubectl events does",
+		Long: `Events prints the events the agent keeps for the namespace (every namespace with
+-A), or for one pod with --for pod/NAME, oldest first, in kubectl events' table:
+LAST SEEN TYPE REASON OBJECT MESSAGE. -o json|yaml prints an EventList. With -w
+the command goes on printing each new event until interrupted.`,
+		Example: `  podward events
+  podward events --for pod/web -w
+  podward events -A -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runEvents(cmd.Context(), s, api, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.forObject, "for", "", "only the events of this pod: pod/NAME")
+	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print each new event until interrupted")
+	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "the events of every namespace")
+	f.StringSliceVar(&o.types, "types", nil, "only events of these types: Normal, Warning")
+	return cmd
+}
+
+func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions) error {
+	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+		return usageError(err)
+	}
+	for _, t := range o.types {
+		if !strings.EqualFold(t, v1.EventTypeNormal) && !strings.EqualFold(t, v1.EventTypeWarning) {
+			return usageError(fmt.Errorf("valid --types are Normal or Warning, got %q", t))
+		}
+	}
+	opts := client.ListOptions{}
+	if o.forObject != "" {
+		kind, name, ok := strings.Cut(o.forObject, "/")
+		if !ok || name == "" {
+			return usageError(fmt.Errorf("--for must be pod/NAME, got %q", o.forObject))
+		}
+		if !isPodResource(kind) {
+			return usageError(unknownResource(kind))
+		}
+		opts.FieldSelector = "involvedObject.kind=Pod,involvedObject.name=" + name
+	}
+	ns := api.namespace
+	if o.allNamespaces {
+		ns = ""
+	}
+	c := api.client()
+	defer c.Close()
+
+	// Subscribe first, then list: no event falls between the two, and the
+	// ones the watch repeats are skipped.
+	var w *client.Watch[v1.Event]
+	var err error
+	if o.watch {
+		if w, err = c.WatchEvents(ctx, ns, opts); err != nil {
+			return report(s, err)
+		}
+		defer w.Close()
+	}
+	list, err := c.ListEvents(ctx, ns, opts)
+	if err != nil {
+		return report(s, err)
+	}
+	items := make([]v1.Event, 0, len(list.Items))
+	for _, e := range list.Items {
+		if o.wants(&e) {
+			items = append(items, e)
+		}
+	}
+	sortEvents(items)
+
+	pr := &eventPrinter{out: s.Out, format: o.output, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
+	switch {
+	case o.output != outputTable && !o.watch:
+		list.Items = items
+		list.Kind, list.APIVersion = "EventList", "v1"
+		for i := range list.Items {
+			withEventKind(&list.Items[i])
+		}
+		if o.output == outputJSON {
+			return printJSON(s.Out, list)
+		}
+		return printYAML(s.Out, list)
+	case len(items) == 0 && o.output == outputTable:
+		if ns == "" {
+			fmt.Fprintln(s.Err, "No events found.")
+		} else {
+			fmt.Fprintf(s.Err, "No events found in %s namespace.\n", ns)
+		}
+	default:
+		for i := range items {
+			if err := pr.print(&items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if w == nil {
+		return nil
+	}
+
+	seen := map[string]bool{}
+	for i := range items {
+		seen[eventKey(&items[i])] = true
+	}
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return report(s, err)
+		}
+		e := ev.Object
+		if k := eventKey(e); seen[k] || !o.wants(e) {
+			continue
+		}
+		if err := pr.print(e); err != nil {
+			return err
+		}
+	}
+}
+
+func (o eventsOptions) wants(e *v1.Event) bool {
+	if len(o.types) == 0 {
+		return true
+	}
+	for _, t := range o.types {
+		if strings.EqualFold(t, e.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventKey identifies an event across a list and a watch.
+func eventKey(e *v1.Event) string {
+	return strings.Join([]string{e.Namespace, e.Name, string(e.InvolvedObject.UID), e.InvolvedObject.FieldPath, e.Reason, e.Message, e.LastTimestamp.UTC().Format(time.RFC3339Nano)}, "\x00")
+}
+
+// eventPrinter prints events one at a time: table rows (the header before
+// the first) or objects.
+type eventPrinter struct {
+	out           io.Writer
+	format        string
+	allNamespaces bool
+	table         *table
+	header        bool
+	printed       int
+}
+
+func (pr *eventPrinter) print(e *v1.Event) error {
+	switch pr.format {
+	case outputJSON:
+		return printJSON(pr.out, withEventKind(e))
+	case outputYAML:
+		if pr.printed > 0 {
+			if _, err := io.WriteString(pr.out, "---\n"); err != nil {
+				return err
+			}
+		}
+		pr.printed++
+		return printYAML(pr.out, withEventKind(e))
+	}
+	if !pr.header {
+		pr.table.row(eventColumns(pr.allNamespaces)...)
+		pr.header = true
+	}
+	pr.table.row(eventRow(e, time.Now(), pr.allNamespaces)...)
+	return pr.table.flush()
+}

@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/client"
+)
+
+type getOptions struct {
+	output        string
+	watch         bool
+	allNamespaces bool
+}
+
+func newGetCommand(s Streams, api *apiOptions) *cobra.Command {
+	var o getOptions
+	cmd := &cobra.Command{
+		Use:   "get pods [NAME...]",
+		Short: "List pods, as kubectl get pods does",
+		Long: `Get prints the pods of the namespace (all of them with -A, or the ones named) in
+kubectl's table: NAME READY STATUS RESTARTS AGE (-o wide adds IP, NODE, NOMINATED
+NODE and READINESS GATES). READY counts regular containers and sidecars; STATUS is
+computed as kubectl computes it (Init:1/2, PodInitializing, Running, Completed,
+Error, CrashLoopBackOff, Terminating, ...). -o json|yaml prints the objects, -o
+name prints pod/NAME. With -w the command goes on printing a row (or an object)
+for every change until interrupted.`,
+		Example: `  podward get pods
+  podward get pods -A -o wide
+  podward get pod web -o yaml
+  podward get pods -w`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGet(cmd.Context(), s, api, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
+	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
+	return cmd
+}
+
+func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args []string) error {
+	names, err := parsePodArgs(args)
+	if err != nil {
+		return usageError(err)
+	}
+	if err := checkOutput(o.output, outputTable, outputWide, outputJSON, outputYAML, outputName); err != nil {
+		return usageError(err)
+	}
+	if o.watch && len(names) > 1 {
+		return usageError(fmt.Errorf("watch is only supported on individual resources and resource collections, but %d resources were found", len(names)))
+	}
+	ns := api.namespace
+	if o.allNamespaces {
+		ns = ""
+	}
+	c := api.client()
+	defer c.Close()
+
+	// Watch before listing, so that no change between the two is missed;
+	// the watch's first events repeat the list and are skipped.
+	var w *client.Watch[v1.Pod]
+	if o.watch {
+		opts := client.ListOptions{}
+		if len(names) == 1 {
+			opts.FieldSelector = "metadata.name=" + names[0]
+		}
+		if w, err = c.WatchPods(ctx, ns, opts); err != nil {
+			return report(s, err)
+		}
+		defer w.Close()
+	}
+
+	var pods []*v1.Pod
+	var failures []error
+	if len(names) == 0 {
+		list, err := c.ListPods(ctx, ns, client.ListOptions{})
+		if err != nil {
+			return report(s, err)
+		}
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+	} else {
+		for _, name := range names {
+			p, err := c.GetPod(ctx, ns, name)
+			if err != nil {
+				var noAgent *client.NoAgentError
+				if errors.As(err, &noAgent) {
+					return report(s, err)
+				}
+				failures = append(failures, err)
+				continue
+			}
+			pods = append(pods, p)
+		}
+	}
+
+	pr := &podPrinter{out: s.Out, format: o.output, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
+	if len(pods) == 0 && len(names) == 0 && (o.output == outputTable || o.output == outputWide || o.output == outputName) {
+		if ns == "" {
+			fmt.Fprintln(s.Err, "No resources found")
+		} else {
+			fmt.Fprintf(s.Err, "No resources found in %s namespace.\n", ns)
+		}
+	} else if len(pods) > 0 || len(names) == 0 {
+		if err := pr.printList(pods, len(names) == 1 && len(pods) == 1); err != nil {
+			return err
+		}
+	}
+	for _, err := range failures {
+		fmt.Fprintln(s.Err, errorText(err))
+	}
+	if len(failures) > 0 {
+		return &ExitError{Code: ExitFailed}
+	}
+	if w == nil {
+		return nil
+	}
+
+	seen := map[types.UID]string{}
+	for _, p := range pods {
+		seen[p.UID] = p.ResourceVersion
+	}
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return report(s, err)
+		}
+		p := ev.Object
+		if rv, ok := seen[p.UID]; ok && ev.Type == client.Added && rv == p.ResourceVersion {
+			continue
+		}
+		seen[p.UID] = p.ResourceVersion
+		if err := pr.printOne(p); err != nil {
+			return err
+		}
+	}
+}
+
+// podPrinter prints pods in one of get's formats; a table's header is
+// printed once, before the first row.
+type podPrinter struct {
+	out           io.Writer
+	format        string
+	allNamespaces bool
+	table         *table
+	header        bool
+	printed       int
+}
+
+// printList prints the pods of a get: one object when single, else a List.
+func (pr *podPrinter) printList(pods []*v1.Pod, single bool) error {
+	switch pr.format {
+	case outputJSON, outputYAML:
+		var obj any
+		if single {
+			obj = withPodKind(pods[0])
+		} else {
+			items := make([]any, 0, len(pods))
+			for _, p := range pods {
+				items = append(items, withPodKind(p))
+			}
+			obj = newList(items)
+		}
+		pr.printed++
+		if pr.format == outputJSON {
+			return printJSON(pr.out, obj)
+		}
+		return printYAML(pr.out, obj)
+	}
+	for _, p := range pods {
+		pr.addRow(p)
+	}
+	return pr.flush()
+}
+
+// printOne prints a pod that changed, while watching.
+func (pr *podPrinter) printOne(p *v1.Pod) error {
+	switch pr.format {
+	case outputJSON:
+		return printJSON(pr.out, withPodKind(p))
+	case outputYAML:
+		if pr.printed > 0 {
+			if _, err := io.WriteString(pr.out, "---\n"); err != nil {
+				return err
+			}
+		}
+		pr.printed++
+		return printYAML(pr.out, withPodKind(p))
+	}
+	pr.addRow(p)
+	return pr.flush()
+}
+
+func (pr *podPrinter) addRow(p *v1.Pod) {
+	if pr.format == outputName {
+		pr.table.row("pod/" + p.Name)
+		return
+	}
+	wide := pr.format == outputWide
+	if !pr.header {
+		pr.table.row(podColumns(wide, pr.allNamespaces)...)
+		pr.header = true
+	}
+	pr.table.row(podRow(p, time.Now(), wide, pr.allNamespaces)...)
+}
+
+func (pr *podPrinter) flush() error { return pr.table.flush() }

@@ -1,0 +1,371 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// Output formats of get and events, as kubectl names them.
+const (
+	outputTable = ""
+	outputWide  = "wide"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+	outputName  = "name"
+)
+
+func checkOutput(format string, allowed ...string) error {
+	for _, a := range allowed {
+		if format == a {
+			return nil
+		}
+	}
+	var names []string
+	for _, a := range allowed {
+		if a != "" {
+			names = append(names, a)
+		}
+	}
+	sort.Strings(names)
+	return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", format, strings.Join(names, ","))
+}
+
+// table prints rows in aligned columns the way kubectl's tab writer does:
+// a column is as wide as its widest cell plus 3 spaces (at least 6), the
+// last cell of a row is not padded, and widths only grow from one flush to
+// the next, so that rows printed later while watching stay aligned.
+type table struct {
+	w      io.Writer
+	widths []int
+	rows   [][]string
+}
+
+const (
+	tableMinWidth = 6
+	tablePadding  = 3
+)
+
+func newTable(w io.Writer) *table { return &table{w: w} }
+
+// row queues a row; flush prints it.
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+// flush prints the queued rows.
+func (t *table) flush() error {
+	for _, r := range t.rows {
+		for i, c := range r[:max(len(r)-1, 0)] {
+			if i >= len(t.widths) {
+				t.widths = append(t.widths, tableMinWidth)
+			}
+			t.widths[i] = max(t.widths[i], utf8.RuneCountInString(c)+tablePadding)
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c)))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	t.rows = t.rows[:0]
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+// since is how long ago t was, as kubectl prints ages: "<unknown>" for no
+// time, else duration.HumanDuration ("5s", "3m2s", "4h", "12d", "2y").
+func since(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// podColumns are the headers of the pod table.
+func podColumns(wide, allNamespaces bool) []string {
+	cols := []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}
+	if wide {
+		cols = append(cols, "IP", "NODE", "NOMINATED NODE", "READINESS GATES")
+	}
+	if allNamespaces {
+		cols = append([]string{"NAMESPACE"}, cols...)
+	}
+	return cols
+}
+
+// podRow is a pod's row, computed as kubectl's pod printer does:
+//   - READY counts ready regular containers and started, ready sidecars
+//     (restartable init containers) over regular containers plus sidecars;
+//   - STATUS is the phase, or the reason of the first init container that
+//     is not done (Init:N/M, Init:Error, Init:CrashLoopBackOff, ...), or of
+//     the last regular container that is waiting or terminated
+//     (CrashLoopBackOff, Completed, Error, ContainerCreating, ...), back to
+//     Running while one still runs and the pod is Ready (NotReady
+//     otherwise), and Terminating once a deletion started;
+//   - RESTARTS sums the restarts, with "(5m ago)" for the last one.
+func podRow(p *v1.Pod, now time.Time, wide, allNamespaces bool) []string {
+	restarts, sidecarRestarts := 0, 0
+	total := len(p.Spec.Containers)
+	ready := 0
+	var lastRestart, lastSidecarRestart metav1.Time
+
+	reason := string(p.Status.Phase)
+	if p.Status.Reason != "" {
+		reason = p.Status.Reason
+	}
+
+	inits := map[string]*v1.Container{}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		inits[c.Name] = c
+		if model.IsSidecar(c) {
+			total++
+		}
+	}
+
+	later := func(last *metav1.Time, cs v1.ContainerStatus) {
+		if t := cs.LastTerminationState.Terminated; t != nil && last.Before(&t.FinishedAt) {
+			*last = t.FinishedAt
+		}
+	}
+
+	initializing := false
+	for i, cs := range p.Status.InitContainerStatuses {
+		restarts += int(cs.RestartCount)
+		later(&lastRestart, cs)
+		sidecar := inits[cs.Name] != nil && model.IsSidecar(inits[cs.Name])
+		if sidecar {
+			sidecarRestarts += int(cs.RestartCount)
+			later(&lastSidecarRestart, cs)
+		}
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			continue
+		case sidecar && cs.Started != nil && *cs.Started:
+			if cs.Ready {
+				ready++
+			}
+			continue
+		case cs.State.Terminated != nil:
+			switch t := cs.State.Terminated; {
+			case t.Reason != "":
+				reason = "Init:" + t.Reason
+			case t.Signal != 0:
+				reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
+			default:
+				reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
+			}
+			initializing = true
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
+			reason = "Init:" + cs.State.Waiting.Reason
+			initializing = true
+		default:
+			reason = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
+			initializing = true
+		}
+		break
+	}
+
+	if !initializing || conditionTrue(p, v1.PodInitialized) {
+		restarts = sidecarRestarts
+		lastRestart = lastSidecarRestart
+		hasRunning := false
+		for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
+			cs := p.Status.ContainerStatuses[i]
+			restarts += int(cs.RestartCount)
+			later(&lastRestart, cs)
+			switch {
+			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+				reason = cs.State.Waiting.Reason
+			case cs.State.Terminated != nil && cs.State.Terminated.Reason != "":
+				reason = cs.State.Terminated.Reason
+			case cs.State.Terminated != nil && cs.State.Terminated.Signal != 0:
+				reason = fmt.Sprintf("Signal:%d", cs.State.Terminated.Signal)
+			case cs.State.Terminated != nil:
+				reason = fmt.Sprintf("ExitCode:%d", cs.State.Terminated.ExitCode)
+			case cs.Ready && cs.State.Running != nil:
+				hasRunning = true
+				ready++
+			}
+		}
+		if reason == "Completed" && hasRunning {
+			reason = "NotReady"
+			if conditionTrue(p, v1.PodReady) {
+				reason = "Running"
+			}
+		}
+	}
+
+	if p.DeletionTimestamp != nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+		reason = "Terminating"
+	}
+
+	restartsCell := strconv.Itoa(restarts)
+	if restarts != 0 && !lastRestart.IsZero() {
+		restartsCell = fmt.Sprintf("%d (%s ago)", restarts, since(lastRestart, now))
+	}
+	row := []string{p.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, since(p.CreationTimestamp, now)}
+	if wide {
+		ip := p.Status.PodIP
+		if len(p.Status.PodIPs) > 0 {
+			ip = p.Status.PodIPs[0].IP
+		}
+		row = append(row, orNone(ip), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), readinessGates(p))
+	}
+	if allNamespaces {
+		row = append([]string{p.Namespace}, row...)
+	}
+	return row
+}
+
+func readinessGates(p *v1.Pod) string {
+	if len(p.Spec.ReadinessGates) == 0 {
+		return "<none>"
+	}
+	n := 0
+	for _, g := range p.Spec.ReadinessGates {
+		if conditionTrue(p, g.ConditionType) {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d/%d", n, len(p.Spec.ReadinessGates))
+}
+
+func conditionTrue(p *v1.Pod, t v1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// eventColumns are the headers of `podward events`, kubectl events' own.
+func eventColumns(allNamespaces bool) []string {
+	cols := []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}
+	if allNamespaces {
+		cols = append([]string{"NAMESPACE"}, cols...)
+	}
+	return cols
+}
+
+// eventRow is an event's row as kubectl events prints it.
+func eventRow(e *v1.Event, now time.Time, allNamespaces bool) []string {
+	row := []string{eventInterval(e, now), e.Type, e.Reason, e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, strings.TrimSpace(e.Message)}
+	if allNamespaces {
+		row = append([]string{e.Namespace}, row...)
+	}
+	return row
+}
+
+// eventInterval is "5s", or "5s (x3 over 2m)" for a repeated event.
+func eventInterval(e *v1.Event, now time.Time) string {
+	first := since(e.FirstTimestamp, now)
+	if !e.EventTime.IsZero() {
+		first = duration.HumanDuration(now.Sub(e.EventTime.Time))
+	}
+	switch {
+	case e.Series != nil:
+		return fmt.Sprintf("%s (x%d over %s)", duration.HumanDuration(now.Sub(e.Series.LastObservedTime.Time)), e.Series.Count, first)
+	case e.Count > 1:
+		return fmt.Sprintf("%s (x%d over %s)", since(e.LastTimestamp, now), e.Count, first)
+	default:
+		return first
+	}
+}
+
+// sortEvents orders events by when they were last seen, oldest first, as
+// kubectl does.
+func sortEvents(items []v1.Event) {
+	sort.SliceStable(items, func(i, j int) bool {
+		return eventTime(&items[i]).Before(eventTime(&items[j]))
+	})
+}
+
+func eventTime(e *v1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	return e.EventTime.Time
+}
+
+// printJSON prints obj as kubectl -o json does: keys sorted, indented by
+// four spaces.
+func printJSON(w io.Writer, obj any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(generic, "", "    ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(out, '\n'))
+	return err
+}
+
+// printYAML prints obj as kubectl -o yaml does.
+func printYAML(w io.Writer, obj any) error {
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// listObject is what kubectl prints for several objects with -o json|yaml.
+type listObject struct {
+	APIVersion string            `json:"apiVersion"`
+	Items      []any             `json:"items"`
+	Kind       string            `json:"kind"`
+	Metadata   map[string]string `json:"metadata"`
+}
+
+func newList(items []any) *listObject {
+	if items == nil {
+		items = []any{}
+	}
+	return &listObject{APIVersion: "v1", Kind: "List", Items: items, Metadata: map[string]string{"resourceVersion": ""}}
+}
+
+// withPodKind sets the kind and apiVersion kubectl shows on each pod.
+func withPodKind(p *v1.Pod) *v1.Pod {
+	p.Kind, p.APIVersion = "Pod", "v1"
+	return p
+}
+
+func withEventKind(e *v1.Event) *v1.Event {
+	e.Kind, e.APIVersion = "Event", "v1"
+	return e
+}

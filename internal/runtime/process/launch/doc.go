@@ -1,0 +1,20 @@
+// Package launch starts a process in a container's context for the process
+// runtime: the container's argv, environment and working directory, in a
+// process group of its own, and, when the container has volume mounts, in a
+// private mount namespace where each volume is bind-mounted at its
+// mountPath.
+//
+// Go cannot run code between fork and exec, so a process with mounts is
+// started as this very binary (/proc/self/exe) in "init helper" mode:
+// MaybeRunHelper, which the binary's main calls first (through
+// process.MaybeRunInit), sees the helper's environment variable, does the
+// bind mounts and execs the real command, which so keeps the PID that Start
+// returned. The helper reports a failure before exec on a pipe, so Start
+// still fails synchronously.
+//
+// Both sides of a container use it: the agent for Exec, and the
+// per-container shim (package shim) for the container itself.
+//
+// It imports only the standard library, golang.org/x/sys/unix and
+// k8s.io/utils/clock.
+package launch

@@ -1,0 +1,109 @@
+package launch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// HelperEnv carries the init helper's instructions, as JSON, from Start to
+// MaybeRunHelper. The helper removes it before it execs the command.
+const HelperEnv = "_PODWARD_PROCESS_INIT"
+
+// helperStatusFD is where the helper finds the pipe on which it reports a
+// failure before exec; a successful exec closes it without a word.
+const helperStatusFD = 3
+
+// helperSpec is what the init helper does: mount, change directory, exec.
+type helperSpec struct {
+	Mounts []Mount  `json:"mounts"`
+	Dir    string   `json:"dir"`
+	Argv   []string `json:"argv"`
+}
+
+// MaybeRunHelper turns the process into the init helper when Start started
+// it as one, and returns at once otherwise. The binary's main must call it
+// first, before any other work: the helper does a container's bind mounts
+// in its private mount namespace and then execs the container's command,
+// or reports why it could not and exits with 127.
+func MaybeRunHelper() {
+	raw, ok := os.LookupEnv(HelperEnv)
+	if !ok {
+		return
+	}
+	err := runHelper(raw)
+	if err == nil {
+		err = errors.New("init helper: exec returned")
+	}
+	status := os.NewFile(helperStatusFD, "init-status")
+	if _, werr := fmt.Fprint(status, err.Error()); werr != nil {
+		fmt.Fprintln(os.Stderr, err.Error())
+	}
+	os.Exit(127)
+}
+
+// runHelper returns only when it could not exec the command.
+func runHelper(raw string) error {
+	if err := os.Unsetenv(HelperEnv); err != nil {
+		return err
+	}
+	// The container must not inherit the status pipe; exec closing it tells
+	// Start that the command runs.
+	unix.CloseOnExec(helperStatusFD)
+	var spec helperSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return fmt.Errorf("init helper: %w", err)
+	}
+	if len(spec.Argv) == 0 {
+		return errors.New("init helper: no command")
+	}
+	for _, m := range spec.Mounts {
+		if err := bind(m); err != nil {
+			return err
+		}
+	}
+	if err := os.Chdir(spec.Dir); err != nil {
+		return err
+	}
+	env := os.Environ()
+	path, err := LookPath(spec.Argv[0], LookupEnv(env, "PATH"), spec.Dir)
+	if err != nil {
+		return err
+	}
+	if err := unix.Exec(path, spec.Argv, env); err != nil {
+		return &fs.PathError{Op: "exec", Path: path, Err: err}
+	}
+	return nil
+}
+
+// bind mounts m.Source on m.Target, read-only when asked. The namespace's
+// mounts are private (Go made / private when it unshared it), so nothing of
+// this shows on the host.
+func bind(m Mount) error {
+	if err := unix.Mount(m.Source, m.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind mount %s on %s: %w", m.Source, m.Target, err)
+	}
+	if !m.ReadOnly {
+		return nil
+	}
+	// A bind mount's flags can only be changed by a remount, which must keep
+	// the flags the source's mount locks.
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.Target, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", m.Target, err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	for _, f := range []uintptr{unix.MS_NOSUID, unix.MS_NODEV, unix.MS_NOEXEC} {
+		if uintptr(st.Flags)&f != 0 {
+			flags |= f
+		}
+	}
+	if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", m.Target, err)
+	}
+	return nil
+}

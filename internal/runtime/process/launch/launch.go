@@ -1,0 +1,216 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
+)
+
+// longAgo is a deadline that has always passed: setting it wakes a read.
+var longAgo = time.Unix(1, 0)
+
+// Mount is one volume mount of a container, as the init helper does it.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// Spec is a process to start in a container's context.
+type Spec struct {
+	Argv []string `json:"argv"`
+	// Env is the whole environment, as NAME=value; PATH in it is where
+	// Argv[0] is looked up.
+	Env []string `json:"env"`
+	Dir string   `json:"dir"`
+	// Mounts, when any, are bind-mounted in a private mount namespace,
+	// parents before children.
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// Start starts spec in a process group of its own with the given stdout and
+// stderr, and returns once the process runs its command (or failed to). A
+// process with mounts goes through the init helper; ctx ending while the
+// helper works kills it. The caller owns the returned Cmd and must Wait for
+// it.
+func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("no command")
+	}
+	if len(spec.Mounts) == 0 {
+		path, err := LookPath(spec.Argv[0], LookupEnv(spec.Env, "PATH"), spec.Dir)
+		if err != nil {
+			return nil, err
+		}
+		cmd := &exec.Cmd{
+			Path:        path,
+			Args:        spec.Argv,
+			Env:         spec.Env,
+			Dir:         spec.Dir,
+			Stdout:      stdout,
+			Stderr:      stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return cmd, nil
+	}
+
+	raw, err := json.Marshal(helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv})
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer statusR.Close()
+	cmd := &exec.Cmd{
+		// This very binary, even if it was replaced on disk since.
+		Path:       "/proc/self/exe",
+		Args:       []string{"podward-init"},
+		Env:        append(spec.Env[:len(spec.Env):len(spec.Env)], HelperEnv+"="+string(raw)),
+		Dir:        "/", // the helper changes to spec.Dir after mounting
+		Stdout:     stdout,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{statusW}, // helperStatusFD
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:      true,
+			Unshareflags: syscall.CLONE_NEWNS,
+		},
+	}
+	err = cmd.Start()
+	statusW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start init helper: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = statusR.SetReadDeadline(longAgo) })
+	msg, err := io.ReadAll(statusR)
+	stop()
+	if err == nil && len(msg) == 0 {
+		return cmd, nil
+	}
+	// The helper failed, or we gave up on it: it must not go on.
+	_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+	_ = cmd.Wait()
+	switch {
+	case len(msg) > 0:
+		return nil, errors.New(string(msg))
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		return nil, fmt.Errorf("wait for the init helper: %w", err)
+	}
+}
+
+// LookPath finds the executable of a command the way a container runtime
+// does: a name with a slash is a path (relative to dir), any other name is
+// looked up in the container's PATH, not the agent's.
+func LookPath(file, pathEnv, dir string) (string, error) {
+	if strings.Contains(file, "/") {
+		p := file
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("command %q: %w", file, err)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, file)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q: executable file not found in $PATH", file)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fs.ErrPermission
+	}
+	return nil
+}
+
+// LookupEnv returns the value of name in env, a list of NAME=value.
+func LookupEnv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// WaitExited blocks until the child process pid exited, without reaping
+// it: until the caller reaps it, its PID, and so its process group ID,
+// cannot be reused.
+func WaitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			if err != nil {
+				return os.NewSyscallError("waitid", err)
+			}
+			return nil
+		}
+	}
+}
+
+// ExitCode is a reaped process's exit code as container runtimes report
+// it: 128+signal for a signal.
+func ExitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// DrainPipes waits for the goroutines copying pipes to finish, one value on
+// copied each, cutting the pipes once timeout passed on clk (a grandchild
+// that left the process group may hold them open for ever), and then closes
+// the pipes.
+func DrainPipes(clk clock.Clock, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
+	timer := clk.NewTimer(timeout)
+	defer timer.Stop()
+	for remaining := len(pipes); remaining > 0; {
+		select {
+		case <-copied:
+			remaining--
+		case <-timer.C():
+			log.Warn("output pipes still open after the process group was killed; closing them", "timeout", timeout)
+			for _, p := range pipes {
+				_ = p.SetReadDeadline(longAgo)
+			}
+		}
+	}
+	for _, p := range pipes {
+		p.Close()
+	}
+}

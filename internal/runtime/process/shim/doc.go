@@ -1,0 +1,55 @@
+// Package shim is the process runtime's per-container supervisor: a small
+// process, this very binary re-executed, that starts one container
+// instance, holds it as its parent, writes its log and records how it
+// ended, so that the container outlives the agent that asked for it. It
+// also owns the instance directory, the on-disk contract between the shim
+// and any agent that comes later.
+//
+// # The instance directory
+//
+//	spec.json       what to run (Spec); written by the agent before the shim starts
+//	control         a FIFO; the shim reads signal numbers from it (Signal)
+//	shim.json       the shim's identity (Ident), written by the shim first
+//	shim.log        the shim's own stderr
+//	container.json  the container's main process (Started), once it runs
+//	exit.json       how it ended (Exit), written last, durably
+//
+// Every file but the FIFO and shim.log is written whole or not at all (a
+// temporary file renamed into place); exit.json is also fsynced, as is the
+// directory after the rename, so that an exit is never lost once the shim
+// exited. Identities are (PID, start time, boot ID), which a reused PID
+// cannot match.
+//
+// # An instance's life
+//
+//	agent  Create ──> spec.json, control
+//	agent  Start ──> fork/exec the shim: its own session (setsid), stdin
+//	       and stdout /dev/null, stderr shim.log, a socket as fd 3
+//	shim   shim.json ──> open the log, launch the container (package launch)
+//	         │ failed ──> exit.json {128 StartError} ──> report the error ──> exit
+//	         └ runs ──> container.json ──> report {pid, startedAt}
+//	agent  reads the report; its ctx still alive? ──> "go" : close (abort)
+//	shim   "go" ──> running        EOF ──> kill the group, exit.json {128 StartError}
+//	shim   running: stdout/stderr ──> the CRI log; "control" and the signals
+//	       the shim itself gets (TERM, INT, HUP, QUIT, USR1, USR2) ──>
+//	       kill(-pgid) while the main process is not reaped
+//	shim   main process exits (waited for without reaping) ──> FinishedAt
+//	       ──> SIGKILL to what is left of its process group
+//	       ──> pipes drained into the log (cut after 2s) ──> log fsynced, closed
+//	       ──> main process reaped ──> exit.json ──> the shim exits
+//
+// So everything an instance wrote is in its log before exit.json exists,
+// and exit.json exists before the shim exits: an agent that sees the shim
+// gone (Proc.Wait) and no exit.json knows the shim died (SIGKILL, OOM) and
+// the container's status is lost. The shim never writes to anything the
+// agent holds after its report, and does not depend on the agent in any
+// way once it got "go". Signals go through the shim, which serialises them
+// with the reap: a signal can never reach a process group whose ID was
+// reused.
+//
+// MaybeRun, which the binary's main calls first (through
+// process.MaybeRunInit), is the shim's entry point.
+//
+// It imports the runtime vocabulary, crilog, package launch and the
+// Kubernetes types; the agent side of it is used only by package process.
+package shim

@@ -1,0 +1,315 @@
+package shim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/crilog"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/process/launch"
+)
+
+// Env names the instance directory when the binary runs as a shim.
+const Env = "_PODWARD_PROCESS_SHIM"
+
+// statusFD is the shim's end of the socket on which it reports to Start.
+const statusFD = 3
+
+// drainTimeout bounds how long the shim waits for a container's pipes to
+// close once its process group was killed: a grandchild that left the
+// group (setsid) may hold them open for ever.
+const drainTimeout = 2 * time.Second
+
+// goAhead is what Start answers to a successful report for the shim to go on;
+// anything else, or nothing, makes it give up.
+const goAhead = 'g'
+
+// forwarded are the signals the shim passes on to the container's process
+// group instead of dying of them.
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// report is the shim's one message to Start.
+type report struct {
+	Started *Started `json:"started,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// MaybeRun turns the process into a shim when Start started it as one, and
+// returns at once otherwise. The binary's main must call it first, before
+// any other work. The shim supervises its instance until the container
+// exited and exit.json is written, then exits.
+func MaybeRun() {
+	dir, ok := os.LookupEnv(Env)
+	if !ok {
+		return
+	}
+	// Before anything else: from now on these signals are the container's.
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, forwarded...)
+	// The container must not inherit the socket to the agent.
+	unix.CloseOnExec(statusFD)
+	s := &supervisor{
+		dir:    dir,
+		clock:  clock.RealClock{},
+		log:    slog.New(slog.NewTextHandler(os.Stderr, nil)).With("dir", dir),
+		status: os.NewFile(statusFD, "shim-status"),
+	}
+	if err := s.run(sigs); err != nil {
+		s.log.Error("shim failed", "err", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// supervisor is the shim's state: one container instance.
+type supervisor struct {
+	dir    string
+	clock  clock.Clock // the real one: the shim has its own process
+	log    *slog.Logger
+	status *os.File
+
+	spec *Spec
+	cmd  *exec.Cmd
+	pgid int
+
+	mu sync.Mutex
+	// reaped is set just before the main process is reaped: from then on
+	// its PID, and so the group ID, may belong to someone else.
+	reaped bool
+}
+
+func (s *supervisor) run(sigs <-chan os.Signal) error {
+	self, err := IdentOf(os.Getpid())
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(s.dir, ShimFile, self, false); err != nil {
+		return fmt.Errorf("write %s: %w", ShimFile, err)
+	}
+	var spec Spec
+	if err := readJSON(s.dir, SpecFile, &spec); err != nil {
+		return s.startFailed(err)
+	}
+	s.spec = &spec
+	s.log = s.log.With("pod", spec.PodNamespace+"/"+spec.PodName, "podUID", spec.PodUID, "container", spec.Container, "id", spec.ID)
+
+	logFile, pipes, err := s.openFiles()
+	if err != nil {
+		return s.startFailed(err)
+	}
+	control, err := os.OpenFile(filepath.Join(s.dir, ControlFile), os.O_RDWR, 0)
+	if err != nil {
+		return s.startFailed(err)
+	}
+	// stdout, stderr: read ends, then write ends.
+	cmd, err := launch.Start(context.Background(), spec.Process, pipes[2], pipes[3])
+	// The child has its copies; ours would keep the pipes open for ever.
+	pipes[2].Close()
+	pipes[3].Close()
+	if err != nil {
+		logFile.Close()
+		pipes[0].Close()
+		pipes[1].Close()
+		return s.startFailed(err)
+	}
+	s.cmd, s.pgid = cmd, cmd.Process.Pid
+	started := Started{StartedAt: s.clock.Now()}
+
+	sink := crilog.NewSink(logFile, s.clock, nil)
+	copied := make(chan struct{}, 2)
+	go copyStream(pipes[0], crilog.NewWriter(sink, crilog.Stdout), s.log, copied)
+	go copyStream(pipes[1], crilog.NewWriter(sink, crilog.Stderr), s.log, copied)
+	go func() {
+		for sig := range sigs {
+			s.signal(sig.(syscall.Signal))
+		}
+	}()
+	go func() {
+		if err := readControl(control, s.log, s.signal); err != nil {
+			s.log.Error("control FIFO", "err", err)
+		}
+	}()
+
+	var abort error
+	if started.Process, err = IdentOf(s.pgid); err != nil {
+		abort = err
+	} else if err := writeJSON(s.dir, ContainerFile, started, false); err != nil {
+		abort = fmt.Errorf("write %s: %w", ContainerFile, err)
+	} else if err := s.handshake(report{Started: &started}); err != nil {
+		abort = fmt.Errorf("start aborted: %w", err)
+	}
+	if abort != nil {
+		s.log.Warn("giving up on the container", "err", abort)
+		s.signal(unix.SIGKILL)
+	} else {
+		s.log.Debug("container started", "pid", s.pgid)
+	}
+	exit := s.finish(logFile, pipes[:2], copied)
+	if abort != nil {
+		exit = &Exit{ExitCode: 128, Reason: ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
+	}
+	if err := WriteExit(s.dir, exit); err != nil {
+		return fmt.Errorf("write %s: %w", ExitFile, err)
+	}
+	s.log.Debug("container exited", "exitCode", exit.ExitCode, "reason", exit.Reason)
+	return nil
+}
+
+// openFiles opens the container's log for appending and makes its stdout
+// and stderr pipes: read ends, then write ends.
+func (s *supervisor) openFiles() (*os.File, []*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(s.spec.LogPath), 0o750); err != nil {
+		return nil, nil, err
+	}
+	logFile, err := os.OpenFile(s.spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, nil, err
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, nil, err
+	}
+	return logFile, []*os.File{stdoutR, stderrR, stdoutW, stderrW}, nil
+}
+
+// startFailed records and reports that the container could not start.
+func (s *supervisor) startFailed(cause error) error {
+	exit := &Exit{ExitCode: 128, Reason: ReasonStartError, Message: cause.Error(), FinishedAt: s.clock.Now()}
+	if err := WriteExit(s.dir, exit); err != nil {
+		s.log.Error("write exit", "err", err)
+	}
+	if err := s.handshake(report{Error: cause.Error()}); err != nil {
+		s.log.Warn("report the start failure", "err", err)
+	}
+	return nil
+}
+
+// handshake sends r to Start and, for a successful start, waits for its
+// answer. It returns nil only when Start said to go on. The socket is
+// closed after it: the shim never writes to anything the agent holds once
+// it started.
+func (s *supervisor) handshake(r report) error {
+	defer s.status.Close()
+	msg, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	// A closed socket is EPIPE here, not a signal: Go ignores SIGPIPE for
+	// descriptors other than stdout and stderr.
+	if _, err := s.status.Write(append(msg, '\n')); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if r.Error != "" {
+		return nil
+	}
+	var answer [1]byte
+	n, err := s.status.Read(answer[:])
+	if n == 1 && answer[0] == goAhead {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("answer %q", answer[:n])
+	}
+	return fmt.Errorf("the agent did not confirm the start: %w", err)
+}
+
+// signal sends sig to the container's process group unless its leader was
+// reaped. A group that is gone is not an error.
+func (s *supervisor) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reaped {
+		return
+	}
+	if err := unix.Kill(-s.pgid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		s.log.Warn("signal the container's process group", "signal", sig, "err", err)
+	}
+}
+
+// finish waits for the container's main process to exit and finishes the
+// instance as the package documentation says, up to exit.json, which it
+// returns for the caller to write.
+func (s *supervisor) finish(logFile *os.File, pipes []*os.File, copied <-chan struct{}) *Exit {
+	if err := launch.WaitExited(s.pgid); err != nil {
+		s.log.Error("wait for the container", "err", err)
+	}
+	finishedAt := s.clock.Now()
+	// Orphans die with their container. The leader is a zombie until it is
+	// reaped below, so its group ID is still the container's.
+	s.signal(unix.SIGKILL)
+	launch.DrainPipes(s.clock, drainTimeout, s.log, pipes, copied)
+	if err := logFile.Sync(); err != nil {
+		s.log.Warn("sync the container log", "err", err)
+	}
+	if err := logFile.Close(); err != nil {
+		s.log.Warn("close the container log", "err", err)
+	}
+	s.mu.Lock()
+	s.reaped = true
+	s.mu.Unlock()
+	werr := s.cmd.Wait()
+	return exitOf(s.cmd.ProcessState, werr, finishedAt)
+}
+
+// exitOf turns a reaped process's state into an Exit.
+func exitOf(ps *os.ProcessState, waitErr error, finishedAt time.Time) *Exit {
+	e := &Exit{FinishedAt: finishedAt}
+	if ps == nil {
+		e.ExitCode = 128
+		e.Reason = runtime.ReasonError
+		e.Message = fmt.Sprintf("wait for the process: %v", waitErr)
+		return e
+	}
+	e.ExitCode = int32(launch.ExitCode(ps))
+	e.Reason = runtime.ReasonCompleted
+	if e.ExitCode != 0 {
+		e.Reason = runtime.ReasonError
+	}
+	return e
+}
+
+// copyStream copies a container's stream into its log until the pipe
+// closes. A failing log does not stop the copy: the container must never
+// block on a full pipe.
+func copyStream(src *os.File, w *crilog.Writer, log *slog.Logger, done chan<- struct{}) {
+	defer func() { done <- struct{}{} }()
+	buf := make([]byte, 32*1024)
+	var werr error
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && werr == nil {
+			if _, werr = w.Write(buf[:n]); werr != nil {
+				log.Warn("cannot write container log; discarding its output", "err", werr)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if werr == nil {
+		if err := w.Close(); err != nil {
+			log.Warn("cannot write container log", "err", err)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/crilog"
+	"github.com/podward/podward/internal/runtime/process/launch"
+)
+
+func TestMain(m *testing.M) {
+	launch.MaybeRunHelper()
+	MaybeRun()
+	// The shims are this binary, with the race detector when the tests
+	// have it: without this, each would wait a second before it exits.
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	goleak.VerifyTestMain(m)
+}
+
+const waitLimit = 30 * time.Second
+
+// newInstance makes an instance directory for script.
+func newInstance(t *testing.T, script string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "instance")
+	spec := &Spec{
+		ID:        "test",
+		PodUID:    "uid",
+		Container: "main",
+		Process:   launch.Spec{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"},
+		LogPath:   filepath.Join(t.TempDir(), "0.log"),
+	}
+	if err := Create(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// waitGone waits for p to exit and reaps it.
+func waitGone(t *testing.T, p *Proc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		t.Fatalf("process %d did not exit: %v", p.Ident().Pid, err)
+	}
+	p.Reap()
+}
+
+// waitLog follows the CRI log at path until a line is want.
+func waitLog(t *testing.T, path, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	found := errors.New("found")
+	err := crilog.ReadLog(ctx, path, crilog.ReadOptions{Follow: true, Tail: crilog.AllLines}, func(l crilog.Line) error {
+		if string(l.Content) == want {
+			return found
+		}
+		return nil
+	})
+	if !errors.Is(err, found) {
+		t.Fatalf("no line %q in %s: %v", want, path, err)
+	}
+}
+
+func TestStartAndExit(t *testing.T) {
+	dir := newInstance(t, "echo hello; exit 3")
+	p, started, err := Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if started.Process.Pid <= 0 || started.StartedAt.IsZero() {
+		t.Errorf("started %+v", started)
+	}
+	waitGone(t, p)
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Exit == nil || st.Exit.ExitCode != 3 || st.Exit.FinishedAt.Before(started.StartedAt) {
+		t.Errorf("exit %+v", st.Exit)
+	}
+	if st.Shim == nil || st.Shim.Pid != p.Ident().Pid || *st.Container != started {
+		t.Errorf("state %+v, want shim %d and container %+v", st, p.Ident().Pid, started)
+	}
+	if err := Signal(dir, syscall.SIGTERM); !errors.Is(err, ErrExited) {
+		t.Errorf("Signal after the exit = %v, want ErrExited", err)
+	}
+	data, err := os.ReadFile(st.Spec.LogPath)
+	if err != nil || !strings.HasSuffix(string(data), " stdout F hello\n") {
+		t.Errorf("log %q, %v", data, err)
+	}
+}
+
+func TestStartFailureIsReported(t *testing.T) {
+	dir := newInstance(t, "")
+	spec, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Spec.Process.Argv = []string{"podward-no-such-command"}
+	if err := writeJSON(dir, SpecFile, spec.Spec, false); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Start(context.Background(), dir)
+	if err == nil || !strings.Contains(err.Error(), "executable file not found") {
+		t.Fatalf("Start = %v, want executable file not found", err)
+	}
+	// Start waited for the shim: its record is complete.
+	if exit, err := LoadExit(dir); err != nil || exit == nil || exit.Reason != ReasonStartError || exit.ExitCode != 128 {
+		t.Errorf("exit %+v, %v; want 128 %s", exit, err, ReasonStartError)
+	}
+}
+
+func TestShimGivesUpWithoutGoAhead(t *testing.T) {
+	dir := newInstance(t, "exec sleep 100")
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+	p, err := startShim(dir, theirs)
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rep, err := readReport(context.Background(), ours)
+	// An agent that gives up, or dies, here.
+	ours.Close()
+	if err != nil || rep.Started == nil {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	waitGone(t, p)
+	exit, err := LoadExit(dir)
+	if err != nil || exit == nil || exit.Reason != ReasonStartError || !strings.Contains(exit.Message, "did not confirm") {
+		t.Errorf("exit %+v, %v; want a start error", exit, err)
+	}
+	// The container was killed, and reaped by the shim.
+	if _, err := OpenProc(rep.Started.Process); !errors.Is(err, ErrGone) {
+		t.Errorf("OpenProc(container) = %v, want ErrGone", err)
+	}
+}
+
+func TestSignalGoesThroughTheShim(t *testing.T) {
+	dir := newInstance(t, "trap 'exit 42' USR1; echo ready; sleep 100 & wait")
+	p, _, err := Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, st.Spec.LogPath, "ready")
+	if err := Signal(dir, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, p)
+	if exit, err := LoadExit(dir); err != nil || exit == nil || exit.ExitCode != 42 {
+		t.Errorf("exit %+v, %v; want 42", exit, err)
+	}
+}
+
+func TestOpenProc(t *testing.T) {
+	self, err := IdentOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenProc(self)
+	if err != nil {
+		t.Fatalf("OpenProc(self) = %v", err)
+	}
+	if p.Exited() {
+		t.Error("this process has exited, says its handle")
+	}
+	p.Close()
+	for name, id := range map[string]Ident{
+		"reused PID":   {Pid: self.Pid, StartTime: self.StartTime + 1, BootID: self.BootID},
+		"earlier boot": {Pid: self.Pid, StartTime: self.StartTime, BootID: "other"},
+		"no PID":       {BootID: self.BootID},
+	} {
+		if _, err := OpenProc(id); !errors.Is(err, ErrGone) {
+			t.Errorf("%s: OpenProc = %v, want ErrGone", name, err)
+		}
+	}
+}
+
+func TestStartTimeWithOddCommandName(t *testing.T) {
+	// A command name with spaces and parentheses must not shift the fields.
+	exe := filepath.Join(t.TempDir(), "a ) b (")
+	if err := os.Symlink("/bin/sleep", exe); err != nil {
+		t.Fatal(err)
+	}
+	dir := newInstance(t, "")
+	spec, _ := Load(dir)
+	spec.Spec.Process.Argv = []string{exe, "100"}
+	if err := writeJSON(dir, SpecFile, spec.Spec, false); err != nil {
+		t.Fatal(err)
+	}
+	p, started, err := Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := OpenProc(started.Process)
+	if err != nil {
+		t.Errorf("OpenProc(container %+v) = %v", started.Process, err)
+	} else {
+		c.Close()
+	}
+	if err := Signal(dir, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, p)
+	if exit, _ := LoadExit(dir); exit == nil || exit.ExitCode != 137 {
+		t.Errorf("exit %+v, want 137", exit)
+	}
+}

@@ -1,0 +1,168 @@
+package shim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/runtime/process/launch"
+)
+
+// abortTimeout bounds how long Start waits for a shim it told to give up
+// (or that reported a failure) to exit before it kills it.
+const abortTimeout = 10 * time.Second
+
+// reportLimit bounds the shim's report.
+const reportLimit = 64 * 1024
+
+// Start starts the shim of the instance directory dir, which Create made,
+// and returns once the container runs its command, with a handle on the
+// shim, which the caller must Close, and the container's start. The shim
+// is a child of this process in a session of its own: it survives the
+// agent and does not get its terminal's signals. When Proc.Wait says the
+// shim exited, call Proc.Reap, or it stays a zombie while this process
+// lives.
+//
+// Start fails when the container could not start (with the reason the
+// shim gave) or when ctx ended first (with ctx.Err()). Either way nothing
+// of the instance runs any more when Start returns, and the caller may
+// remove dir.
+func Start(ctx context.Context, dir string) (*Proc, Started, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Started{}, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, Started{}, os.NewSyscallError("socketpair", err)
+	}
+	// Non-blocking, so that ctx can interrupt a read through a deadline.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, Started{}, os.NewSyscallError("fcntl", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "shim-status")
+	defer ours.Close()
+	theirs := os.NewFile(uintptr(fds[1]), "shim-status")
+	p, err := startShim(dir, theirs)
+	theirs.Close()
+	if err != nil {
+		return nil, Started{}, err
+	}
+
+	rep, err := readReport(ctx, ours)
+	if err == nil && rep.Error == "" && ctx.Err() == nil {
+		// A shim that died since its report cannot read this; the caller
+		// learns it the way it learns any other death of a shim.
+		_, _ = ours.Write([]byte{goAhead})
+		return p, *rep.Started, nil
+	}
+	// The shim gives up as soon as it sees the socket closed.
+	ours.Close()
+	p.waitGone()
+	p.Close()
+	switch {
+	case err == nil && rep.Error != "":
+		return nil, Started{}, errors.New(rep.Error)
+	case ctx.Err() != nil:
+		return nil, Started{}, ctx.Err()
+	default:
+		return nil, Started{}, fmt.Errorf("shim (its log: %s): %w", filepath.Join(dir, ShimLogFile), err)
+	}
+}
+
+// startShim forks and execs this binary as the shim of dir, with status
+// as its fd 3.
+func startShim(dir string, status *os.File) (*Proc, error) {
+	shimLog, err := os.OpenFile(filepath.Join(dir, ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer shimLog.Close()
+	cmd := &exec.Cmd{
+		// This very binary, even if it was replaced on disk since.
+		Path: "/proc/self/exe",
+		Args: []string{"podward-shim", dir},
+		Env:  shimEnv(dir),
+		Dir:  "/",
+		// Stdin and stdout are /dev/null: the shim writes to nothing
+		// the agent holds.
+		Stderr:     shimLog,
+		ExtraFiles: []*os.File{status}, // statusFD
+		// A session of its own: no controlling terminal, so neither the
+		// terminal's signals nor its hangup reach it or the container.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start shim: %w", err)
+	}
+	// Not waited for yet, so the PID is still the shim's.
+	p, err := openChild(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	// The shim is reaped through p; the Cmd's own handle is not needed.
+	_ = cmd.Process.Release()
+	return p, nil
+}
+
+// shimEnv is the shim's environment: the agent's (the container does not
+// get it: its environment is in its spec), and where its instance is.
+func shimEnv(dir string) []string {
+	env := []string{Env + "=" + dir}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, Env+"=") && !strings.HasPrefix(kv, launch.HelperEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// readReport reads the shim's report, until ctx ends.
+func readReport(ctx context.Context, status *os.File) (report, error) {
+	var rep report
+	stop := context.AfterFunc(ctx, func() { _ = status.SetReadDeadline(longAgo) })
+	defer stop()
+	line, err := bufio.NewReader(io.LimitReader(status, reportLimit)).ReadBytes('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return rep, errors.New("the shim exited without reporting")
+		}
+		return rep, fmt.Errorf("read the shim's report: %w", err)
+	}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		return rep, fmt.Errorf("the shim's report: %w", err)
+	}
+	if rep.Error == "" && rep.Started == nil {
+		return rep, errors.New("the shim's report is empty")
+	}
+	return rep, nil
+}
+
+// waitGone waits, for at most abortTimeout, for a shim that is giving up
+// to exit, kills it after that, and reaps it.
+func (p *Proc) waitGone() {
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		// Stuck: what it started may outlive it, but it must not go on.
+		_ = p.Signal(syscall.SIGKILL)
+		ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+		defer cancel()
+		_ = p.Wait(ctx)
+	}
+	p.Reap()
+}

@@ -1,0 +1,219 @@
+package shim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/process/launch"
+)
+
+// The files of an instance directory.
+const (
+	SpecFile      = "spec.json"
+	ControlFile   = "control"
+	ShimFile      = "shim.json"
+	ShimLogFile   = "shim.log"
+	ContainerFile = "container.json"
+	ExitFile      = "exit.json"
+)
+
+// Exit reasons the shim and the runtime add to runtime's, as the kubelet
+// uses them.
+const (
+	// ReasonStartError: the container never ran its command (exit code 128).
+	ReasonStartError = "StartError"
+	// ReasonStatusUnknown: the shim died while the container ran, so its
+	// exit status is lost (exit code 137, as the kubelet reports it).
+	ReasonStatusUnknown = "ContainerStatusUnknown"
+)
+
+// ErrCorrupt is wrapped by Load's error when spec.json is not a spec: a
+// file the machine's crash cut, say (only exit.json is fsynced).
+var ErrCorrupt = errors.New("corrupt instance state")
+
+// Spec is what an instance runs, written once by the agent.
+type Spec struct {
+	ID           string    `json:"id"`
+	PodUID       types.UID `json:"podUID"`
+	PodName      string    `json:"podName"`
+	PodNamespace string    `json:"podNamespace"`
+	Container    string    `json:"container"`
+	Attempt      int       `json:"attempt"`
+	// Process is the container's command, environment, directory and
+	// mounts.
+	Process launch.Spec `json:"process"`
+	// LogPath is the CRI log the shim appends to.
+	LogPath string `json:"logPath"`
+	// Mountpoints are the host paths the runtime created for the pod's
+	// volume mounts and counts the pod as a user of; the shim does not use
+	// them.
+	Mountpoints []Mountpoint `json:"mountpoints,omitempty"`
+}
+
+// Mountpoint is a path the runtime created on the host to mount a volume on.
+type Mountpoint struct {
+	Path string `json:"path"`
+	Dir  bool   `json:"dir"` // else an empty file
+}
+
+// Started is the container's main process, the leader of its process group.
+type Started struct {
+	Process   Ident     `json:"process"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// Exit is how an instance ended.
+type Exit struct {
+	// ExitCode is 128+signal when a signal killed the process.
+	ExitCode   int32     `json:"exitCode"`
+	Reason     string    `json:"reason"`
+	Message    string    `json:"message,omitempty"`
+	FinishedAt time.Time `json:"finishedAt"`
+}
+
+// Status is e as the runtime reports it.
+func (e *Exit) Status() runtime.ExitStatus {
+	return runtime.ExitStatus{ExitCode: e.ExitCode, Reason: e.Reason, Message: e.Message, FinishedAt: e.FinishedAt}
+}
+
+// State is what an instance directory says, read at one moment. Files not
+// written yet are nil.
+type State struct {
+	Spec      *Spec
+	Shim      *Ident
+	Container *Started
+	Exit      *Exit
+}
+
+// Create makes the instance directory dir (its parent must exist) with its
+// spec and control FIFO. spec.json is fsynced: an instance directory
+// without it never had a shim and may be removed.
+func Create(dir string, spec *Spec) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, ControlFile), 0o600); err != nil {
+		return &fs.PathError{Op: "mkfifo", Path: filepath.Join(dir, ControlFile), Err: err}
+	}
+	return writeJSON(dir, SpecFile, spec, true)
+}
+
+// Load reads the instance directory dir. A missing spec.json is an error
+// wrapping fs.ErrNotExist, one that cannot be decoded an error wrapping
+// ErrCorrupt. The other files are optional: one that is missing, or that
+// cannot be decoded (which only a crash of the machine can cause, and then
+// nothing it names runs any more), is left nil.
+func Load(dir string) (State, error) {
+	var st State
+	var spec Spec
+	if err := readJSON(dir, SpecFile, &spec); err != nil {
+		return st, err
+	}
+	st.Spec = &spec
+	var shim Ident
+	if ok, err := readOptional(dir, ShimFile, &shim); err != nil {
+		return st, err
+	} else if ok {
+		st.Shim = &shim
+	}
+	var started Started
+	if ok, err := readOptional(dir, ContainerFile, &started); err != nil {
+		return st, err
+	} else if ok {
+		st.Container = &started
+	}
+	exit, err := LoadExit(dir)
+	if err != nil {
+		return st, err
+	}
+	st.Exit = exit
+	return st, nil
+}
+
+// LoadExit reads exit.json of the instance directory dir: nil while the
+// instance has not exited.
+func LoadExit(dir string) (*Exit, error) {
+	var exit Exit
+	ok, err := readOptional(dir, ExitFile, &exit)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &exit, nil
+}
+
+// WriteExit records e as the instance's end, durably. The agent uses it
+// for an instance whose shim died without writing one.
+func WriteExit(dir string, e *Exit) error {
+	return writeJSON(dir, ExitFile, e, true)
+}
+
+func readOptional(dir, name string, v any) (bool, error) {
+	err := readJSON(dir, name, v)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrCorrupt) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func readJSON(dir, name string, v any) error {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, filepath.Join(dir, name), err)
+	}
+	return nil
+}
+
+// writeJSON replaces dir/name with v's JSON, atomically: readers see the
+// old file or the new one, never a part. durable also fsyncs the file
+// before and the directory after the rename.
+func writeJSON(dir, name string, v any, durable bool) (err error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		return err
+	}
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	if !durable {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,427 @@
+package e2e
+
+import (
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// orderPod has two sidecars around a plain init container, two regular
+// containers and two defer containers. Each long-running container appends
+// "start X" when it starts and "stop X" on SIGTERM; each defer container
+// appends "defer X"; all to one file in a hostPath volume.
+//
+// A sidecar counts as started once its process runs, so the container after
+// it could write its line before the sidecar's bash got to its own. To keep
+// the file's order the order in which podward started things, the container
+// after a sidecar waits (a bounded second) for the sidecar's line; if podward
+// started it first, the wait runs out and the order in the file shows it. The
+// test also checks the order of podward's events, which has no such race.
+//
+// d1 sleeps before writing, so that d1 and d2 run in parallel would show.
+const orderPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: order
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [
+        {"name": "d1", "image": "bash", "command": ["/bin/bash", "-c", "sleep 0.3; echo defer d1 >> {{.Mnt}}/order"],
+         "volumeMounts": [{"name": "shared", "mountPath": "{{.Mnt}}"}]},
+        {"name": "d2", "image": "bash", "command": ["/bin/bash", "-c", "echo defer d2 >> {{.Mnt}}/order"],
+         "volumeMounts": [{"name": "shared", "mountPath": "{{.Mnt}}"}]}
+      ]
+spec:
+  terminationGracePeriodSeconds: 30
+  initContainers:
+  - name: s1
+    image: bash
+    restartPolicy: Always
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo stop s1 >> {{.Mnt}}/order; exit 0' TERM; echo start s1 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
+    volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
+  - name: init
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["for i in $(seq 50); do grep -qx 'start s1' {{.Mnt}}/order && break; sleep 0.02; done; echo init >> {{.Mnt}}/order"]
+    volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
+  - name: s2
+    image: bash
+    restartPolicy: Always
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo stop s2 >> {{.Mnt}}/order; exit 0' TERM; echo start s2 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
+    volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
+  containers:
+  - name: m1
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo stop m1 >> {{.Mnt}}/order; exit 0' TERM; for i in $(seq 50); do grep -qx 'start s2' {{.Mnt}}/order && break; sleep 0.02; done; echo start m1 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
+    volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
+  - name: m2
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo stop m2 >> {{.Mnt}}/order; exit 0' TERM; for i in $(seq 50); do grep -qx 'start s2' {{.Mnt}}/order && break; sleep 0.02; done; echo start m2 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
+    volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
+  volumes:
+  - name: shared
+    hostPath: {path: "{{.Shared}}", type: Directory}
+`
+
+func TestStartAndStopOrder(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	dir := t.TempDir()
+	// The mountPath exists on the host but stays empty there: the file
+	// lands in the hostPath directory only if the volume was mounted.
+	shared, mnt := filepath.Join(dir, "shared"), filepath.Join(dir, "mnt")
+	mkdirs(t, shared, mnt)
+	manifest := writeManifest(t, dir, orderPod, map[string]string{"Mnt": mnt, "Shared": shared})
+
+	r := run(t, "-f", manifest, "--timeout", "2s")
+	r.assertCode(t, 0)
+
+	got := fileLines(t, filepath.Join(shared, "order"))
+	t.Logf("order file:\n%q", got)
+	want := [][]string{
+		{"start s1"}, {"init"}, {"start s2"},
+		{"start m1", "start m2"}, // in either order
+		{"defer d1"}, {"defer d2"},
+		{"stop m1", "stop m2"},
+		{"stop s2"}, {"stop s1"},
+	}
+	rest := got
+	for _, group := range want {
+		if len(rest) < len(group) {
+			t.Fatalf("order file ends before %q:\n%q", group, got)
+		}
+		head := slices.Clone(rest[:len(group)])
+		slices.Sort(head)
+		if !slices.Equal(head, group) {
+			t.Fatalf("order file has %q where %q belongs:\n%q", rest[:len(group)], group, got)
+		}
+		rest = rest[len(group):]
+	}
+	if len(rest) > 0 {
+		t.Fatalf("order file has extra lines %q:\n%q", rest, got)
+	}
+
+	// The same order in podward's events.
+	startedS1 := contains("Started spec.initContainers{s1}")
+	createdInit := contains("Created spec.initContainers{init}")
+	startedS2 := contains("Started spec.initContainers{s2}")
+	createdM1 := contains("Created spec.containers{m1}")
+	createdM2 := contains("Created spec.containers{m2}")
+	timeout := contains("podward: timeout")
+	deferStartedD1 := contains("DeferStarted spec.deferContainers{d1}")
+	deferDoneD1 := contains("DeferCompleted spec.deferContainers{d1}")
+	deferStartedD2 := contains("DeferStarted spec.deferContainers{d2}")
+	deferDoneD2 := contains("DeferCompleted spec.deferContainers{d2}")
+	killingM1 := contains("Killing spec.containers{m1}")
+	killingM2 := contains("Killing spec.containers{m2}")
+	killingS2 := contains("Killing spec.initContainers{s2}")
+	killingS1 := contains("Killing spec.initContainers{s1}")
+	r.assertBefore(t,
+		[2]matcher{startedS1, createdInit},
+		[2]matcher{createdInit, startedS2},
+		[2]matcher{startedS2, createdM1},
+		[2]matcher{startedS2, createdM2},
+		[2]matcher{createdM1, timeout},
+		[2]matcher{createdM2, timeout},
+		[2]matcher{timeout, deferStartedD1},
+		[2]matcher{deferDoneD1, deferStartedD2},
+		[2]matcher{deferDoneD2, killingM1},
+		[2]matcher{deferDoneD2, killingM2},
+		[2]matcher{killingM1, killingS2},
+		[2]matcher{killingM2, killingS2},
+		[2]matcher{killingS2, killingS1},
+		[2]matcher{killingS1, contains("podward: pod/order Succeeded")},
+	)
+}
+
+// earlyEndPod has a 60 s grace period and a defer container that takes
+// about a second; its container exits 0 on SIGTERM.
+const earlyEndPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: early-end
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [{"name": "flush", "image": "bash", "command": ["/bin/bash", "-c", "echo flushing; sleep 1; echo flushed"]}]
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo bye; exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
+`
+
+// TestDeferEndsTerminationEarly: the grace period is an upper bound; the
+// pod is done as soon as its defer containers are, and then its containers
+// exit on SIGTERM. The run is ended with SIGTERM, like a service manager
+// would.
+func TestDeferEndsTerminationEarly(t *testing.T) {
+	t.Parallel()
+	manifest := writeManifest(t, t.TempDir(), earlyEndPod, nil)
+	p := startPodward(t, "-f", manifest)
+	p.waitLine(t, output("app", "serving"), lineTimeout)
+	p.signal(t, syscall.SIGTERM)
+	sent := time.Now()
+	r := p.wait(t, exitTimeout)
+	elapsed := r.exited.Sub(sent)
+	t.Logf("terminated %v after SIGTERM (grace period 60s)", elapsed.Round(time.Millisecond))
+
+	r.assertCode(t, 0)
+	if elapsed > 20*time.Second {
+		t.Errorf("termination took %v: it should end once the defer container is done, long before the 60s grace period", elapsed)
+	}
+	r.assertBefore(t,
+		[2]matcher{contains("podward: interrupted: terminating gracefully"), contains("DeferStarted spec.deferContainers{flush}")},
+		[2]matcher{output("flush", "flushed"), contains("DeferCompleted spec.deferContainers{flush}")},
+		[2]matcher{contains("DeferCompleted spec.deferContainers{flush}"), contains("Killing spec.containers{app}")},
+		[2]matcher{output("app", "bye"), contains("podward: pod/early-end Succeeded")},
+	)
+	if n := r.count(contains("GracePeriodExceeded")); n > 0 {
+		t.Errorf("unexpected GracePeriodExceeded; stdout:\n%s", r.stdout)
+	}
+}
+
+// retryPod's defer container fails on its first two attempts and succeeds
+// on the third; it counts its attempts in an emptyDir, which lives as long
+// as the pod.
+const retryPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: retry
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [{
+        "name": "flaky",
+        "image": "bash",
+        "command": ["/bin/bash", "-c"],
+        "args": ["n=$(cat {{.Mnt}}/attempts 2>/dev/null || echo 0); n=$((n+1)); echo $n > {{.Mnt}}/attempts; echo attempt $n; [ $n -ge 3 ]"],
+        "volumeMounts": [{"name": "state", "mountPath": "{{.Mnt}}"}]
+      }]
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
+  volumes:
+  - name: state
+    emptyDir: {}
+`
+
+func TestDeferRetriedWithBackoff(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "mnt")
+	mkdirs(t, mnt)
+	manifest := writeManifest(t, dir, retryPod, map[string]string{"Mnt": mnt})
+	p := startPodward(t, "-f", manifest, "--backoff-base", "1s")
+	p.waitLine(t, output("app", "serving"), lineTimeout)
+	p.signal(t, syscall.SIGINT)
+	sent := time.Now()
+	r := p.wait(t, exitTimeout)
+	elapsed := r.exited.Sub(sent)
+	t.Logf("terminated %v after SIGINT (grace period 60s)", elapsed.Round(time.Millisecond))
+
+	r.assertCode(t, 0)
+	if elapsed > 20*time.Second {
+		t.Errorf("termination took %v, want it to end long before the 60s grace period", elapsed)
+	}
+
+	// Three attempts: fail, fail, succeed, each reported.
+	var attempts []line
+	for _, l := range r.lines {
+		if re(`DeferStarted spec\.deferContainers\{flaky\}|DeferFailed spec\.deferContainers\{flaky\}|DeferCompleted spec\.deferContainers\{flaky\}`).MatchString(l.text) {
+			attempts = append(attempts, l)
+		}
+	}
+	wantSeq := []string{"DeferStarted", "DeferFailed", "DeferStarted", "DeferFailed", "DeferStarted", "DeferCompleted"}
+	var gotSeq []string
+	for _, l := range attempts {
+		gotSeq = append(gotSeq, re(`Defer\w+`).FindString(l.text))
+	}
+	if !slices.Equal(gotSeq, wantSeq) {
+		t.Fatalf("defer events %q, want %q; stdout:\n%s", gotSeq, wantSeq, r.stdout)
+	}
+	for i := 1; i <= 3; i++ {
+		r.mustFind(t, output("flaky", "attempt "+strconv.Itoa(i)))
+	}
+	// The first retry is immediate, the second waits --backoff-base.
+	if d := attempts[2].at.Sub(attempts[1].at); d >= 900*time.Millisecond {
+		t.Errorf("first retry came %v after the failure, want it immediately", d)
+	}
+	if d := attempts[4].at.Sub(attempts[3].at); d < 900*time.Millisecond {
+		t.Errorf("second retry came %v after the failure, want the 1s backoff", d)
+	}
+	r.assertBefore(t,
+		[2]matcher{contains("DeferCompleted spec.deferContainers{flaky}"), contains("Killing spec.containers{app}")},
+	)
+}
+
+// hangPod's defer container never finishes; it writes its PID so that the
+// test can check it was killed.
+const hangPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hang
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [{"name": "stuck", "image": "bash", "command": ["/bin/bash", "-c", "echo $BASHPID > {{.Dir}}/stuck.pid; echo stuck; exec sleep 1000"]}]
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
+`
+
+func TestDeferKilledAtDeadline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, hangPod, map[string]string{"Dir": dir})
+	const timeout = time.Second
+	p := startPodward(t, "-f", manifest, "--timeout", timeout.String(), "--grace-period", "3")
+	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
+	pid := readPID(t, filepath.Join(dir, "stuck.pid"))
+	r := p.wait(t, exitTimeout)
+	// Termination began at least the timeout after podward started, so
+	// this is never less than how long it took.
+	elapsed := r.exited.Sub(p.started) - timeout
+	t.Logf("terminated %v after the timeout (grace period 3s)", elapsed.Round(time.Millisecond))
+
+	r.assertCode(t, 1)
+	if elapsed < 3*time.Second || elapsed > 15*time.Second {
+		t.Errorf("termination took %v, want about the 3s grace period", elapsed)
+	}
+	r.mustFind(t, re(`Warning GracePeriodExceeded pod/hang .*defer containers that did not complete: stuck$`))
+	r.mustFind(t, contains("podward: pod/hang Failed"))
+	if r.count(contains("DeferCompleted")) > 0 {
+		t.Errorf("a defer container that was killed is reported as completed; stdout:\n%s", r.stdout)
+	}
+	if processRuns(pid, "sleep 1000") {
+		t.Errorf("the defer container's process %d still runs after podward exited", pid)
+	}
+}
+
+// TestSecondInterruptKills is Ctrl-C, then Ctrl-C again while a defer
+// container hangs: the second one kills at once instead of waiting out the
+// 60 s grace period.
+func TestSecondInterruptKills(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, hangPod, map[string]string{"Dir": dir})
+	p := startPodward(t, "-f", manifest)
+	p.waitLine(t, output("app", "serving"), lineTimeout)
+	p.signal(t, syscall.SIGINT)
+	p.waitLine(t, contains("DeferStarted spec.deferContainers{stuck}"), lineTimeout)
+	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
+	pid := readPID(t, filepath.Join(dir, "stuck.pid"))
+	p.signal(t, syscall.SIGINT)
+	sent := time.Now()
+	r := p.wait(t, exitTimeout)
+	elapsed := r.exited.Sub(sent)
+	t.Logf("exited %v after the second SIGINT (grace period 60s)", elapsed.Round(time.Millisecond))
+
+	r.assertCode(t, 1)
+	if elapsed > 10*time.Second {
+		t.Errorf("exit took %v after the second interrupt, want it at once", elapsed)
+	}
+	r.mustFind(t, contains("podward: interrupted again: killing with grace period 0"))
+	r.mustFind(t, re(`Warning GracePeriodExceeded pod/hang .*defer containers that did not complete: stuck$`))
+	if processRuns(pid, "sleep 1000") {
+		t.Errorf("the defer container's process %d still runs after podward exited", pid)
+	}
+}
+
+// slowInitPod is interrupted while its init container runs: neither the
+// regular container nor the defer container may ever start.
+const slowInitPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: slow-init
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [{"name": "flush", "image": "bash", "command": ["/bin/bash", "-c", "touch {{.Dir}}/flush.ran"]}]
+spec:
+  terminationGracePeriodSeconds: 60
+  initContainers:
+  - name: migrate
+    image: bash
+    command: ["/bin/bash", "-c", "echo $BASHPID > {{.Dir}}/migrate.pid; echo migrating; exec sleep 1000"]
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c", "touch {{.Dir}}/app.ran; exec sleep 1000"]
+`
+
+func TestInterruptDuringInit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, slowInitPod, map[string]string{"Dir": dir})
+	p := startPodward(t, "-f", manifest)
+	p.waitLine(t, output("migrate", "migrating"), lineTimeout)
+	pid := readPID(t, filepath.Join(dir, "migrate.pid"))
+	p.signal(t, syscall.SIGINT)
+	r := p.wait(t, exitTimeout)
+	if processRuns(pid, "sleep 1000") {
+		t.Errorf("the init container's process %d still runs after podward exited", pid)
+	}
+
+	r.assertCode(t, 1)
+	r.mustFind(t, contains("Normal DeferSkipped pod/slow-init"))
+	r.mustFind(t, contains("podward: pod/slow-init Failed"))
+	for _, m := range []matcher{contains("Started spec.containers{"), contains("DeferStarted"), contains("Created spec.containers{"), contains("Created spec.deferContainers{")} {
+		if i := r.index(m); i >= 0 {
+			t.Errorf("line %q: nothing may start after an interrupt during init; stdout:\n%s", r.lines[i].text, r.stdout)
+		}
+	}
+	for _, f := range []string{"app.ran", "flush.ran"} {
+		if fileExists(filepath.Join(dir, f)) {
+			t.Errorf("%s exists: a container ran after an interrupt during init", f)
+		}
+	}
+}
+
+// TestKilledDeferNotAnnouncedAsRetried: once the grace period is over, a
+// defer container that was killed is not retried, and podward must not say
+// it will be.
+func TestKilledDeferNotAnnouncedAsRetried(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, hangPod, map[string]string{"Dir": dir})
+	p := startPodward(t, "-f", manifest, "--grace-period", "1")
+	p.waitLine(t, output("app", "serving"), lineTimeout)
+	p.signal(t, syscall.SIGINT)
+	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
+	r := p.wait(t, exitTimeout)
+
+	r.assertCode(t, 1)
+	exceeded := r.index(contains("GracePeriodExceeded"))
+	if exceeded < 0 {
+		t.Fatalf("no GracePeriodExceeded; stdout:\n%s", r.stdout)
+	}
+	if n := r.count(contains("DeferStarted spec.deferContainers{stuck}")); n != 1 {
+		t.Errorf("the defer container started %d times, want once; stdout:\n%s", n, r.stdout)
+	}
+	for _, l := range r.lines[exceeded:] {
+		if strings.Contains(l.text, "retried") {
+			t.Errorf("after the grace period was exceeded: %q, but nothing is retried; stdout:\n%s", l.text, r.stdout)
+		}
+	}
+}
