@@ -122,6 +122,14 @@ func TestApplyGetDescribeDelete(t *testing.T) {
 	if !regexp.MustCompile(`^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE\n\d+s +Normal +Scheduled +Pod/web +Successfully assigned default/web to localhost\n`).MatchString(r.out) {
 		t.Fatalf("events:\n%s", r)
 	}
+	// Every row of a listed table has its MESSAGE in the header's column.
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	col := strings.Index(lines[0], "MESSAGE")
+	for _, l := range lines[1:] {
+		if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Fatalf("events table is not aligned at column %d:\n%s", col, r.out)
+		}
+	}
 	var events v1.EventList
 	if err := json.Unmarshal([]byte(e.ok("events", "-o", "json").out), &events); err != nil || events.Kind != "EventList" || len(events.Items) < 5 {
 		t.Fatalf("events -o json: %v %+v", err, events.TypeMeta)

@@ -115,6 +115,14 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 		} else {
 			fmt.Fprintf(s.Err, "No events found in %s namespace.\n", ns)
 		}
+	case o.output == outputTable:
+		// One flush for the whole list, so that its columns align.
+		for i := range items {
+			pr.add(&items[i])
+		}
+		if err := pr.table.flush(); err != nil {
+			return err
+		}
 	default:
 		for i := range items {
 			if err := pr.print(&items[i]); err != nil {
@@ -189,10 +197,15 @@ func (pr *eventPrinter) print(e *v1.Event) error {
 		pr.printed++
 		return printYAML(pr.out, withEventKind(e))
 	}
+	pr.add(e)
+	return pr.table.flush()
+}
+
+// add queues a table row (after the header, the first time).
+func (pr *eventPrinter) add(e *v1.Event) {
 	if !pr.header {
 		pr.table.row(eventColumns(pr.allNamespaces)...)
 		pr.header = true
 	}
 	pr.table.row(eventRow(e, time.Now(), pr.allNamespaces)...)
-	return pr.table.flush()
 }
