@@ -334,6 +334,15 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason string) error {
 		return err
 	}
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: e.pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: reason}})
+	a.mu.Lock()
+	_, still := a.pods[uid]
+	a.mu.Unlock()
+	if !still {
+		// A concurrent delete removed the pod meanwhile: the kill above
+		// made a worker for a pod that is gone; drop it.
+		a.workers.Forget(uid)
+		return nil
+	}
 	// A pod that had already terminated (it completed) changes no more:
 	// check for removal now.
 	a.podChanged(uid)

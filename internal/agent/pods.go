@@ -213,29 +213,33 @@ type WatchEvent struct {
 }
 
 // WatchPods sends an ADDED event for every pod of ns ("" for all) that
-// exists now, then one event per change, until ctx ends. The channel is
-// closed then.
+// exists when it is called, then one event per change, until ctx ends. The
+// channel is closed then. The first look is taken before WatchPods
+// returns, so a pod removed right after the call is seen as DELETED.
 func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 	out := make(chan WatchEvent)
+	type item struct {
+		uid types.UID
+		rv  uint64
+	}
+	look := func() ([]item, <-chan struct{}) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		var now []item
+		for uid, e := range a.pods {
+			if ns == "" || e.pod.Namespace == ns {
+				now = append(now, item{uid, e.rv})
+			}
+		}
+		return now, a.changed
+	}
+	now, changed := look()
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(out)
 		sent := map[types.UID]uint64{}
 		for {
-			a.mu.Lock()
-			changed := a.changed
-			type item struct {
-				uid types.UID
-				rv  uint64
-			}
-			var now []item
-			for uid, e := range a.pods {
-				if ns == "" || e.pod.Namespace == ns {
-					now = append(now, item{uid, e.rv})
-				}
-			}
-			a.mu.Unlock()
 			present := map[types.UID]bool{}
 			for _, it := range now {
 				present[it.uid] = true
@@ -276,6 +280,7 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 			case <-a.ctx.Done():
 				return
 			}
+			now, changed = look()
 		}
 	}()
 	return out
