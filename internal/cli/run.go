@@ -123,9 +123,27 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 
 	// Admit every pod before starting any: bad input starts nothing.
 	var bad []string
-	for _, p := range pods {
+	seen := map[string]int{}
+	for i, p := range pods {
+		prefix := fmt.Sprintf("pod %q: ", p.Name)
+		if len(pods) > 1 {
+			prefix = fmt.Sprintf("document %d: pod %q: ", i+1, p.Name)
+		}
+		msg := ""
 		if err := a.Admit(withDefaults(p)); err != nil {
-			bad = append(bad, fmt.Sprintf("pod %q: %s", p.Name, strings.TrimPrefix(err.Error(), agent.ErrInvalid.Error()+": ")))
+			msg = strings.TrimPrefix(err.Error(), agent.ErrInvalid.Error()+": ")
+		}
+		if first, dup := seen[p.Key()]; dup {
+			msg = strings.TrimPrefix(msg+"\n", "\n") + fmt.Sprintf("metadata.name: Duplicate value: %q (document %d has it too)", p.Name, first)
+		} else {
+			seen[p.Key()] = i + 1
+		}
+		// Every line names its pod, so that errors of several pods can be
+		// told apart.
+		for _, line := range strings.Split(msg, "\n") {
+			if line != "" {
+				bad = append(bad, prefix+line)
+			}
 		}
 	}
 	if len(bad) > 0 {

@@ -240,25 +240,32 @@ func (in Input) obs(name string) Observed {
 	return o
 }
 
-// restart starts the exited container once its backoff has passed, and
-// otherwise records the wait. maxDelay caps the delay when positive; a
-// restart due at or after notAfter (when set) is not planned at all.
-func (p *Plan) restart(in Input, ref model.ContainerRef, o Observed, maxDelay time.Duration, notAfter time.Time) {
-	steps := in.Config.steps(o)
-	delay := in.Config.Delay(steps)
+// RetryAt is when an exited container may start again under crash-loop
+// backoff (maxDelay caps the delay when positive).
+func (c Config) RetryAt(o Observed, maxDelay time.Duration) time.Time {
+	delay := c.Delay(c.steps(o))
 	if maxDelay > 0 && delay > maxDelay {
 		delay = maxDelay
 	}
-	at := o.FinishedAt.Add(delay)
+	return o.FinishedAt.Add(delay)
+}
+
+// restart starts the exited container once its backoff has passed, and
+// otherwise records the wait. maxDelay caps the delay when positive; a
+// restart due at or after notAfter (when set) is not planned at all, and
+// restart reports false.
+func (p *Plan) restart(in Input, ref model.ContainerRef, o Observed, maxDelay time.Duration, notAfter time.Time) bool {
+	at := in.Config.RetryAt(o, maxDelay)
 	if !notAfter.IsZero() && !at.Before(notAfter) {
-		return
+		return false
 	}
 	if !in.Now.Before(at) {
-		p.Actions = append(p.Actions, Action{Kind: Start, Container: ref, BackoffSteps: steps + 1})
-		return
+		p.Actions = append(p.Actions, Action{Kind: Start, Container: ref, BackoffSteps: in.Config.steps(o) + 1})
+		return true
 	}
 	p.Backoffs = append(p.Backoffs, Backoff{Container: ref, Until: at})
 	p.wake(at)
+	return true
 }
 
 // ShouldRestart applies a restart policy to an exit code, as the kubelet
@@ -382,7 +389,9 @@ func planTerminating(in Input) Plan {
 	}
 
 	// Step 3: defer containers, one after another, while everything else
-	// keeps running.
+	// keeps running. A failed one whose next retry would come too late is
+	// given up: waiting for the deadline would only delay the stop.
+	abandoned := false
 	if t.RunDefer {
 		for _, ref := range refs {
 			if ref.Role != model.RoleDefer {
@@ -392,18 +401,21 @@ func planTerminating(in Input) Plan {
 			if o.State == Exited && o.ExitCode == 0 {
 				continue
 			}
-			switch o.State {
-			case Waiting:
+			if o.State == Exited && !p.restart(in, ref, o, 0, t.Deadline) {
+				abandoned = true
+				break
+			}
+			if o.State == Waiting {
 				p.Actions = append(p.Actions, Action{Kind: Start, Container: ref})
-			case Exited:
-				p.restart(in, ref, o, 0, t.Deadline)
 			}
 			restartSidecars()
 			return p
 		}
 	}
 
-	prompt := t.RunDefer
+	// Once the defer containers completed, they were the graceful shutdown:
+	// the rest stops promptly. Without them, the grace period applies.
+	prompt := t.RunDefer && !abandoned
 	stop := func(ref model.ContainerRef, o Observed, preStop bool, reason string) {
 		if o.StopRequestedAt.IsZero() {
 			killAt := t.Deadline

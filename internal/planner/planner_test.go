@@ -288,12 +288,12 @@ func TestNext(t *testing.T) {
 			now:  2 * time.Second,
 			want: []string{"Backoff d1 until=22s", "WakeAt 22s"},
 		},
-		"terminate: defer backoff never passes the deadline": {
-			pod:  pod("Always", "main:m", "defer:d1"),
+		"terminate: a defer retry that would pass the deadline is given up; the rest stops gracefully": {
+			pod:  pod("Always", "main:m", "defer:d1", "defer:d2"),
 			obs:  obs{"m": running(0), "d1": exited(1, 50*time.Second).steps(2)},
 			term: term(true),
 			now:  50 * time.Second,
-			want: []string{"WakeAt 1m0s"},
+			want: []string{"Stop m preStop=false killAt=1m0s reason=Terminating", "WakeAt 1m0s"},
 		},
 		"terminate: a main container that exits during defer is not restarted": {
 			pod:  pod("Always", "main:m", "defer:d1"),

@@ -369,6 +369,8 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 			pw.eventf(c.ref.FieldPath(), events.Normal, "DeferCompleted", "Defer container %s completed", c.ref.Name)
 		} else if killed || (pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline)) {
 			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, ev.Exit.ExitCode)
+		} else if pw.term != nil && !pw.w.cfg.Planner.RetryAt(c.obs, 0).Before(pw.term.Deadline) {
+			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s failed with exit code %d; no retry fits in the grace period left, the pod stops now", c.ref.Name, ev.Exit.ExitCode)
 		} else {
 			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s failed with exit code %d; it is retried", c.ref.Name, ev.Exit.ExitCode)
 		}

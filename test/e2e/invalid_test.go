@@ -112,9 +112,7 @@ var invalidCases = map[string]struct {
 		`pod "bad": spec.containers[0].name: Duplicate value: "app"`,
 	}},
 	"duplicate-pod-name": {want: []string{
-		// Only the name: the message has no document number and no field
-		// path ("pod already exists: pods \"worker\"").
-		`"worker"`,
+		`document 2: pod "worker": metadata.name: Duplicate value: "worker" (document 1 has it too)`,
 	}},
 }
 

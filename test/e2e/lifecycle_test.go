@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -272,7 +273,8 @@ func TestDeferRetriedWithBackoff(t *testing.T) {
 }
 
 // hangPod's defer container never finishes; it writes its PID so that the
-// test can check it was killed.
+// test can check it was killed. ($BASHPID, not $$: like Kubernetes, podward
+// turns $$ in a command into $.)
 const hangPod = `
 apiVersion: v1
 kind: Pod
@@ -398,30 +400,75 @@ func TestInterruptDuringInit(t *testing.T) {
 	}
 }
 
-// TestKilledDeferNotAnnouncedAsRetried: once the grace period is over, a
-// defer container that was killed is not retried, and podward must not say
-// it will be.
-func TestKilledDeferNotAnnouncedAsRetried(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	manifest := writeManifest(t, dir, hangPod, map[string]string{"Dir": dir})
-	p := startPodward(t, "-f", manifest, "--grace-period", "1")
-	p.waitLine(t, output("app", "serving"), lineTimeout)
-	p.signal(t, syscall.SIGINT)
-	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
-	r := p.wait(t, exitTimeout)
+// failingDeferPod's defer container always fails, at once.
+const failingDeferPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: always-fails
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [{"name": "stuck", "image": "bash", "command": ["/bin/bash", "-c", "echo stuck; exit 1"]}]
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
+`
 
-	r.assertCode(t, 1)
-	exceeded := r.index(contains("GracePeriodExceeded"))
-	if exceeded < 0 {
-		t.Fatalf("no GracePeriodExceeded; stdout:\n%s", r.stdout)
+// TestDeferRetryAnnouncedOnlyWhenItHappens: a DeferFailed event that says
+// the container "is retried" must be followed by that retry. A defer
+// container killed at the deadline is not retried, nor is one whose next
+// retry would come after the deadline.
+func TestDeferRetryAnnouncedOnlyWhenItHappens(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		manifest string
+		args     []string
+		code     int
+		want     *regexp.Regexp
+	}{
+		"killed at the deadline": {
+			manifest: hangPod,
+			args:     []string{"--grace-period", "1"},
+			code:     1,
+			want:     re(`GracePeriodExceeded pod/\S+ .*defer containers that did not complete: stuck$`),
+		},
+		"next retry after the deadline": {
+			// Fails, is retried at once, fails again: the next retry
+			// would wait 10 s, past the 2 s deadline. podward gives the
+			// defer container up and stops the app gracefully at once
+			// (it exits 0 on SIGTERM) instead of idling to the deadline.
+			manifest: failingDeferPod,
+			args:     []string{"--grace-period", "2", "--backoff-base", "10s"},
+			code:     0,
+			want:     re(`DeferFailed spec.deferContainers\{stuck\} .*no retry fits in the grace period left`),
+		},
 	}
-	if n := r.count(contains("DeferStarted spec.deferContainers{stuck}")); n != 1 {
-		t.Errorf("the defer container started %d times, want once; stdout:\n%s", n, r.stdout)
-	}
-	for _, l := range r.lines[exceeded:] {
-		if strings.Contains(l.text, "retried") {
-			t.Errorf("after the grace period was exceeded: %q, but nothing is retried; stdout:\n%s", l.text, r.stdout)
-		}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			manifest := writeManifest(t, dir, tc.manifest, map[string]string{"Dir": dir})
+			p := startPodward(t, append([]string{"-f", manifest}, tc.args...)...)
+			p.waitLine(t, output("app", "serving"), lineTimeout)
+			p.signal(t, syscall.SIGINT)
+			r := p.wait(t, exitTimeout)
+
+			r.assertCode(t, tc.code)
+			r.mustFind(t, tc.want)
+			for i, l := range r.lines {
+				if !strings.Contains(l.text, "DeferFailed") || !strings.Contains(l.text, "retried") {
+					continue
+				}
+				if !slices.ContainsFunc(r.lines[i+1:], func(l line) bool {
+					return strings.Contains(l.text, "DeferStarted spec.deferContainers{stuck}")
+				}) {
+					t.Errorf("%q, but the defer container never started again; stdout:\n%s", l.text, r.stdout)
+				}
+			}
+		})
 	}
 }

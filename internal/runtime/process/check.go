@@ -69,7 +69,8 @@ func fieldPath(ref model.ContainerRef) string {
 	case model.RoleInit, model.RoleSidecar:
 		return fmt.Sprintf("spec.initContainers[%d]", ref.Index)
 	case model.RoleDefer:
-		return fmt.Sprintf("spec.deferContainers[%d]", ref.Index)
+		// Where the user wrote it, as validation names it.
+		return fmt.Sprintf("metadata.annotations[%s][%d]", model.DeferContainersAnnotation, ref.Index)
 	default:
 		return fmt.Sprintf("spec.containers[%d]", ref.Index)
 	}
