@@ -93,8 +93,10 @@ type entry struct {
 	// replacement is created once this pod is removed (apply of a changed
 	// spec).
 	replacement *model.Pod
-	// deletion is the stored deletionTimestamp, once one was persisted.
-	deletion *metav1.Time
+	// deletion is the deletionTimestamp asked for (and stored), with its
+	// grace period; the worker's own, exact one wins once it has it.
+	deletion      *metav1.Time
+	deletionGrace int64
 }
 
 // maxFinal bounds how many removed pods' last statuses are kept.
@@ -356,6 +358,11 @@ func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 		a.mu.Lock()
 		if e, ok := a.pods[uid]; ok {
 			p.ResourceVersion = strconv.FormatUint(e.rv, 10)
+			if p.DeletionTimestamp == nil && e.deletion != nil {
+				// Deleted, but the worker has not taken the kill yet.
+				ts, g := *e.deletion, e.deletionGrace
+				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &g
+			}
 		}
 		a.mu.Unlock()
 		return p, phase, nil

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
@@ -78,29 +79,45 @@ func (a *Agent) persistPod(p *model.Pod) error {
 	return nil
 }
 
-// persistDeletion records a delete request before the kill is handed to
-// the worker: after a crash, the deletion (and its deadline) survives.
+// persistDeletion records a delete request (in the store when there is
+// one) before the kill is handed to the worker: after a crash, the deletion
+// and its deadline survive. A later request may only bring it forward.
 func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
-	if a.cfg.Store == nil {
-		return nil
-	}
 	g := p.GracePeriodSeconds()
 	if grace != nil {
 		g = *grace
 	}
-	c := &model.Pod{Pod: p.Pod.DeepCopy(), Defer: p.Defer}
-	if c.DeletionTimestamp != nil && c.DeletionGracePeriodSeconds != nil && *c.DeletionGracePeriodSeconds <= g {
-		return nil // an earlier, shorter request stands
+	if g < 0 {
+		g = 0
 	}
-	ts := metav1.NewTime(a.cfg.Clock.Now().Add(time.Duration(g) * time.Second))
+	// Stored timestamps have whole seconds: round the deadline up, so that
+	// a deadline read back after a crash is never earlier than the real one.
+	deadline := a.cfg.Clock.Now().Add(time.Duration(g) * time.Second)
+	if t := deadline.Truncate(time.Second); !t.Equal(deadline) {
+		deadline = t.Add(time.Second)
+	}
+	a.mu.Lock()
+	prev := a.pods[p.UID]
+	var earlier *metav1.Time
+	if prev != nil {
+		earlier = prev.deletion
+	}
+	a.mu.Unlock()
+	if earlier != nil && !deadline.Before(earlier.Time) {
+		return nil // an earlier deadline stands: a deletion only shortens
+	}
+	c := &model.Pod{Pod: p.Pod.DeepCopy(), Defer: p.Defer}
+	ts := metav1.NewTime(deadline)
 	c.DeletionTimestamp = &ts
 	c.DeletionGracePeriodSeconds = &g
-	if err := a.cfg.Store.PutPod(c); err != nil {
-		return fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
+	if a.cfg.Store != nil {
+		if err := a.cfg.Store.PutPod(c); err != nil {
+			return fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
+		}
 	}
 	a.mu.Lock()
 	if e, ok := a.pods[p.UID]; ok {
-		e.deletion = c.DeletionTimestamp
+		e.deletion, e.deletionGrace = c.DeletionTimestamp, g
 	}
 	a.mu.Unlock()
 	return nil
@@ -238,7 +255,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 		return a.restore(p, cp, deletion)
 	}
 	a.mu.Lock()
-	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, replacement: a.loadReplacement(p.UID)}
+	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0), replacement: a.loadReplacement(p.UID)}
 	a.mu.Unlock()
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: p})
 	if deletion != nil {
@@ -252,10 +269,16 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 // kill shortens, never lengthens, so re-issuing is harmless).
 func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
 	a.mu.Lock()
-	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, replacement: a.loadReplacement(p.UID)}
+	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0), replacement: a.loadReplacement(p.UID)}
 	a.mu.Unlock()
 	if err := a.workers.Restore(p, cp); err != nil {
 		return err
+	}
+	// A worker that was terminating has the exact deadline in its
+	// checkpoint; the stored deletionTimestamp has whole seconds only, so
+	// re-issuing the kill from it could bring the deadline forward.
+	if ph, err := podworker.CheckpointPhase(cp); err == nil && ph != podworker.Syncing {
+		return nil
 	}
 	if deletion != nil {
 		a.workers.UpdatePod(podworker.UpdateOptions{Pod: p, Kill: &podworker.KillOptions{GracePeriodSeconds: remaining(deletion.Time, a.cfg.Clock.Now()), Reason: "Deleted"}})
@@ -264,7 +287,8 @@ func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
 }
 
 func checkpointTerminated(cp []byte) bool {
-	return strings.Contains(string(cp), fmt.Sprintf(`"phase":%d`, int(podworker.Terminated)))
+	ph, err := podworker.CheckpointPhase(cp)
+	return err == nil && ph == podworker.Terminated
 }
 
 // remaining is the grace period left until deadline, rounded up, never

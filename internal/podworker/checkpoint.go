@@ -234,3 +234,14 @@ func (w *Workers) Restore(pod *model.Pod, data []byte) error {
 	pw.ring()
 	return nil
 }
+
+// CheckpointPhase reads the phase a checkpoint was saved in.
+func CheckpointPhase(data []byte) (Phase, error) {
+	var cp struct {
+		Phase Phase `json:"phase"`
+	}
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return 0, fmt.Errorf("decode checkpoint: %w", err)
+	}
+	return cp.Phase, nil
+}

@@ -549,7 +549,7 @@ func TestCheck(t *testing.T) {
 				p.Defer = []v1.Container{{Name: "upload"}}
 				return p
 			},
-			wantErr: "spec.deferContainers[0].command: Required value",
+			wantErr: "metadata.annotations[pod.alpha.kubernetes.io/defer-containers][0].command: Required value",
 		},
 		"configMap volume": {
 			pod: func(t *testing.T) *model.Pod {

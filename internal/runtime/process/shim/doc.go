@@ -28,8 +28,9 @@
 //	shim   shim.json ──> open the log, launch the container (package launch)
 //	         │ failed ──> exit.json {128 StartError} ──> report the error ──> exit
 //	         └ runs ──> container.json ──> report {pid, startedAt}
-//	agent  reads the report; its ctx still alive? ──> "go" : close (abort)
-//	shim   "go" ──> running        EOF ──> kill the group, exit.json {128 StartError}
+//	agent  reads the report; its ctx still alive? ──> "go" : "abort"
+//	shim   "go" ──> running        "abort" ──> kill the group, exit.json {128 StartError}
+//	       EOF (the agent died) ──> running: the next agent adopts it
 //	shim   running: stdout/stderr ──> the CRI log; "control" and the signals
 //	       the shim itself gets (TERM, INT, HUP, QUIT, USR1, USR2) ──>
 //	       kill(-pgid) while the main process is not reaped

@@ -33,9 +33,15 @@ const statusFD = 3
 // group (setsid) may hold them open for ever.
 const drainTimeout = 2 * time.Second
 
-// goAhead is what Start answers to a successful report for the shim to go on;
-// anything else, or nothing, makes it give up.
-const goAhead = 'g'
+// goAhead and abortStart are what Start answers to a successful report:
+// go on, or give up (the agent no longer wants the container). When the
+// answer never comes because the agent died, the shim goes on: the
+// container runs, its instance is on disk, and the next agent adopts it —
+// killing it would lose a container that already ran.
+const (
+	goAhead    = 'g'
+	abortStart = 'a'
+)
 
 // forwarded are the signals the shim passes on to the container's process
 // group instead of dying of them.
@@ -225,13 +231,16 @@ func (s *supervisor) handshake(r report) error {
 	}
 	var answer [1]byte
 	n, err := s.status.Read(answer[:])
-	if n == 1 && answer[0] == goAhead {
+	switch {
+	case n == 1 && answer[0] == goAhead:
 		return nil
+	case n == 1 && answer[0] == abortStart:
+		return errors.New("the agent cancelled the start")
+	case n == 1:
+		return fmt.Errorf("the agent answered %q to the start", answer[:n])
 	}
-	if err == nil {
-		err = fmt.Errorf("answer %q", answer[:n])
-	}
-	return fmt.Errorf("the agent did not confirm the start: %w", err)
+	s.log.Warn("the agent vanished before confirming the start; the container goes on for the next agent to adopt", "err", err)
+	return nil
 }
 
 // signal sends sig to the container's process group unless its leader was

@@ -123,8 +123,11 @@ func TestStartFailureIsReported(t *testing.T) {
 	}
 }
 
-func TestShimGivesUpWithoutGoAhead(t *testing.T) {
-	dir := newInstance(t, "exec sleep 100")
+// startReported starts a shim by hand and reads its report, leaving the
+// answer to the test.
+func startReported(t *testing.T, script string) (string, *Proc, *os.File, report) {
+	t.Helper()
+	dir := newInstance(t, script)
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -136,21 +139,50 @@ func TestShimGivesUpWithoutGoAhead(t *testing.T) {
 		ours.Close()
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
 	rep, err := readReport(context.Background(), ours)
-	// An agent that gives up, or dies, here.
-	ours.Close()
 	if err != nil || rep.Started == nil {
+		ours.Close()
 		t.Fatalf("report %+v, %v", rep, err)
 	}
+	return dir, p, ours, rep
+}
+
+func TestShimGivesUpWhenTheAgentCancels(t *testing.T) {
+	dir, p, ours, rep := startReported(t, "exec sleep 100")
+	_, _ = ours.Write([]byte{abortStart})
+	ours.Close()
 	waitGone(t, p)
 	exit, err := LoadExit(dir)
-	if err != nil || exit == nil || exit.Reason != ReasonStartError || !strings.Contains(exit.Message, "did not confirm") {
+	if err != nil || exit == nil || exit.Reason != ReasonStartError || !strings.Contains(exit.Message, "cancelled") {
 		t.Errorf("exit %+v, %v; want a start error", exit, err)
 	}
 	// The container was killed, and reaped by the shim.
 	if _, err := OpenProc(rep.Started.Process); !errors.Is(err, ErrGone) {
 		t.Errorf("OpenProc(container) = %v, want ErrGone", err)
+	}
+}
+
+func TestShimKeepsTheContainerWhenTheAgentVanishes(t *testing.T) {
+	// The agent dies between the shim's report and its answer: the
+	// container already runs and must go on, for the next agent to adopt.
+	dir, p, ours, rep := startReported(t, "trap 'exit 7' USR1; echo ready; sleep 100 & wait")
+	ours.Close()
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, st.Spec.LogPath, "ready")
+	if _, err := OpenProc(rep.Started.Process); err != nil {
+		t.Fatalf("the container is gone after the agent vanished: %v", err)
+	}
+	if err := Signal(dir, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, p)
+	exit, err := LoadExit(dir)
+	if err != nil || exit == nil || exit.ExitCode != 7 {
+		t.Errorf("exit %+v, %v; want the container's own exit code 7", exit, err)
 	}
 }
 

@@ -68,7 +68,9 @@ func Start(ctx context.Context, dir string) (*Proc, Started, error) {
 		_, _ = ours.Write([]byte{goAhead})
 		return p, *rep.Started, nil
 	}
-	// The shim gives up as soon as it sees the socket closed.
+	// The shim gives up when told to; a shim that already failed does not
+	// read this.
+	_, _ = ours.Write([]byte{abortStart})
 	ours.Close()
 	p.waitGone()
 	p.Close()
