@@ -99,7 +99,8 @@ type entry struct {
 	deletionGrace int64
 }
 
-// maxFinal bounds how many removed pods' last statuses are kept.
+// maxFinal bounds how many removed pods' last statuses (and events) are
+// kept.
 const maxFinal = 256
 
 // New starts an agent whose goroutines live until ctx is done. Ending ctx
@@ -270,7 +271,7 @@ func (a *Agent) podChanged(uid types.UID) {
 // reap removes a terminated, deleted pod once its worker has finished its
 // cleanup, then creates its replacement if an apply asked for one.
 func (a *Agent) reap(uid types.UID) {
-	done := a.workers.Done(uid)
+	done := a.workers.Terminated(uid)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -292,7 +293,11 @@ func (a *Agent) reap(uid types.UID) {
 			a.final[uid] = last
 			a.finalOrder = append(a.finalOrder, uid)
 			if len(a.finalOrder) > maxFinal {
-				delete(a.final, a.finalOrder[0])
+				// The events of a pod removed long ago go with it, so
+				// that memory does not grow with pod churn.
+				old := a.finalOrder[0]
+				delete(a.final, old)
+				a.recorder.Forget(old)
 				a.finalOrder = a.finalOrder[1:]
 			}
 		}
@@ -375,11 +380,12 @@ func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 	return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, uid)
 }
 
-// WaitTerminated waits until the pod is terminated and its worker is done
-// with it (content removed), or ctx ends.
+// WaitTerminated waits until the pod is terminated — nothing of it runs —
+// or ctx ends. The removal of its content goes on in the background and is
+// not waited for.
 func (a *Agent) WaitTerminated(ctx context.Context, uid types.UID) error {
-	done := a.workers.Done(uid)
-	if done == nil {
+	term := a.workers.Terminated(uid)
+	if term == nil {
 		a.mu.Lock()
 		_, gone := a.final[uid]
 		a.mu.Unlock()
@@ -389,15 +395,7 @@ func (a *Agent) WaitTerminated(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}
 	select {
-	case <-done:
-		if !a.workers.IsPodKnownTerminated(uid) {
-			a.mu.Lock()
-			_, gone := a.final[uid]
-			a.mu.Unlock()
-			if !gone {
-				return fmt.Errorf("agent stopped before pod %s terminated", uid)
-			}
-		}
+	case <-term:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

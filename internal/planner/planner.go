@@ -212,8 +212,9 @@ type Plan struct {
 	// Done (terminating) says nothing runs and nothing will start: the pod
 	// is terminated.
 	Done bool
-	// DeferIncomplete (terminating, deadline passed) names the defer
-	// containers that did not complete.
+	// DeferIncomplete (terminating) names the defer containers that did
+	// not complete, once they are given up: the deadline passed, or the
+	// next retry of a failed one would come too late.
 	DeferIncomplete []string
 }
 
@@ -368,11 +369,7 @@ func planTerminating(in Input) Plan {
 		}
 		p.Done = !running
 		if t.RunDefer {
-			for _, ref := range refs {
-				if o := in.obs(ref.Name); ref.Role == model.RoleDefer && !(o.State == Exited && o.ExitCode == 0) {
-					p.DeferIncomplete = append(p.DeferIncomplete, ref.Name)
-				}
-			}
+			p.DeferIncomplete = incompleteDefers(in, refs)
 		}
 		return p
 	}
@@ -403,6 +400,7 @@ func planTerminating(in Input) Plan {
 			}
 			if o.State == Exited && !p.restart(in, ref, o, 0, t.Deadline) {
 				abandoned = true
+				p.DeferIncomplete = incompleteDefers(in, refs)
 				break
 			}
 			if o.State == Waiting {
@@ -447,18 +445,23 @@ func planTerminating(in Input) Plan {
 	// With defer containers their preStop hooks do not run: the defer
 	// containers replace them.
 	hasDefer := len(pod.Defer) > 0
-	busy := false
+	busy, mainRuns := false, false
 	for _, ref := range refs {
 		if ref.Role != model.RoleMain && ref.Role != model.RoleInit {
 			continue
 		}
 		if o := in.obs(ref.Name); o.State == Running {
 			busy = true
+			mainRuns = mainRuns || ref.Role == model.RoleMain
 			stop(ref, o, ref.Role == model.RoleMain && !hasDefer, reason)
 		}
 	}
 	if busy {
-		restartSidecars()
+		// Only regular (or defer) containers may depend on a sidecar:
+		// while an init container is being stopped, nothing new starts.
+		if mainRuns {
+			restartSidecars()
+		}
 		return p
 	}
 
@@ -476,6 +479,17 @@ func planTerminating(in Input) Plan {
 	p.Done = true
 	p.WakeAt = time.Time{}
 	return p
+}
+
+// incompleteDefers names the defer containers that have not exited 0.
+func incompleteDefers(in Input, refs []model.ContainerRef) []string {
+	var out []string
+	for _, ref := range refs {
+		if o := in.obs(ref.Name); ref.Role == model.RoleDefer && !(o.State == Exited && o.ExitCode == 0) {
+			out = append(out, ref.Name)
+		}
+	}
+	return out
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -293,7 +293,7 @@ func TestNext(t *testing.T) {
 			obs:  obs{"m": running(0), "d1": exited(1, 50*time.Second).steps(2)},
 			term: term(true),
 			now:  50 * time.Second,
-			want: []string{"Stop m preStop=false killAt=1m0s reason=Terminating", "WakeAt 1m0s"},
+			want: []string{"Stop m preStop=false killAt=1m0s reason=Terminating", "WakeAt 1m0s", "DeferIncomplete d1,d2"},
 		},
 		"terminate: a main container that exits during defer is not restarted": {
 			pod:  pod("Always", "main:m", "defer:d1"),
@@ -383,6 +383,20 @@ func TestNext(t *testing.T) {
 			term: term(true),
 			now:  5 * time.Second,
 			want: []string{"Stop s1 preStop=true killAt=7s reason=DeferContainersCompleted", "WakeAt 1m0s"},
+		},
+		"terminate: a sidecar that dies while an init container is stopped is not restarted": {
+			pod:  pod("Always", "sidecar:s1", "init:a", "main:m", "defer:d"),
+			obs:  obs{"s1": exited(1, 5*time.Second), "a": running(time.Second).stopping(4 * time.Second)},
+			term: term(false),
+			now:  5 * time.Second,
+			want: []string{"WakeAt 1m0s"},
+		},
+		"terminate: a sidecar restart never passes the deadline": {
+			pod:  pod("Always", "sidecar:s1", "main:m", "defer:d"),
+			obs:  obs{"s1": exited(1, 59500*time.Millisecond).steps(1), "m": running(0), "d": running(50 * time.Second)},
+			term: term(true),
+			now:  59500 * time.Millisecond,
+			want: []string{"WakeAt 1m0s"},
 		},
 		"terminate: a sidecar that dies while regular containers stop is restarted": {
 			pod:  pod("Always", "sidecar:s1", "main:m"),

@@ -82,27 +82,27 @@ func (pw *podWorker) checkpoint() checkpoint {
 	return cp
 }
 
-// save writes the checkpoint when it changed since the last save. A failed
-// save is logged and retried at the next one: refusing to act would stop
-// the pod for a disk hiccup.
-func (pw *podWorker) save() {
+// save writes the checkpoint when it changed since the last save. Before
+// an action (writeAhead) a failure holds the action back; elsewhere it is
+// logged and the next save writes the state again.
+func (pw *podWorker) save() error {
 	cpr := pw.w.cfg.Checkpointer
 	if cpr == nil {
-		return
+		return nil
 	}
 	data, err := json.Marshal(pw.checkpoint())
 	if err != nil {
-		pw.log.Error("encode checkpoint", "err", err)
-		return
+		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	if string(data) == string(pw.saved) {
-		return
+		return nil
 	}
 	if err := cpr.SaveCheckpoint(pw.uid, data); err != nil {
 		pw.log.Error("save checkpoint", "err", err)
-		return
+		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	pw.saved = data
+	return nil
 }
 
 // restore loads a checkpoint into a new worker; the runtime's instances
@@ -119,6 +119,9 @@ func (pw *podWorker) restore(data []byte) error {
 		return fmt.Errorf("checkpoint phase %d is not valid", cp.Phase)
 	}
 	pw.phase = cp.Phase
+	if pw.phase == Terminated {
+		close(pw.terminated)
+	}
 	pw.startTime = cp.StartTime
 	pw.prepared = cp.Prepared
 	pw.deleted = cp.Deleted
@@ -209,6 +212,12 @@ func (pw *podWorker) recover(ctx context.Context) error {
 		if latest.Exit != nil && c.obs.State == planner.Running {
 			pw.observeExit(runtime.Event{PodUID: pw.uid, Container: c.ref.Name, ID: latest.ID, Exit: *latest.Exit})
 		}
+		if c.obs.State == planner.Running && !c.obs.Started {
+			// Its postStart hook was running when the agent stopped; its
+			// outcome is lost with the agent. Like the kubelet, which
+			// never runs a hook twice, count the container as started.
+			c.obs.Started, c.obs.StartedOnce = true, true
+		}
 	}
 	return nil
 }
@@ -228,6 +237,7 @@ func (w *Workers) Restore(pod *model.Pod, data []byte) error {
 		return fmt.Errorf("restore pod %s: %w", pod.Key(), err)
 	}
 	pw.published = pw.snapshot(w.cfg.Clock.Now())
+	pw.publishedPhase = pw.phase
 	w.pods[pod.UID] = pw
 	w.wg.Add(1)
 	go pw.run(w.ctx)

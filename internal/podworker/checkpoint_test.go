@@ -207,3 +207,45 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteAheadFailureHoldsTheStartBack(t *testing.T) {
+	r := newRestartable(t)
+	r.cps.mu.Lock()
+	r.cps.failWhen = `"pending"`
+	r.cps.mu.Unlock()
+	p := testPod("r6", v1.RestartPolicyAlways, "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitFor("a failed write-ahead", func() bool { r.cps.mu.Lock(); defer r.cps.mu.Unlock(); return r.cps.failed > 0 })
+	if slices.Contains(r.rt.Calls(), "start app") {
+		t.Fatal("a container started although its write-ahead record failed")
+	}
+	r.cps.mu.Lock()
+	r.cps.failWhen = ""
+	r.cps.mu.Unlock()
+	r.step(time.Second) // the retry
+	r.waitCall("start app")
+}
+
+func TestAgentStopDuringPreStopLeavesTheContainer(t *testing.T) {
+	r := newRestartable(t)
+	entered := make(chan struct{})
+	r.rt.ExecHook = func(ctx context.Context, _ model.ContainerRef, _ []string) ([]byte, int, error) {
+		close(entered)
+		<-ctx.Done() // a long preStop hook, cut by the agent stopping
+		return nil, 137, ctx.Err()
+	}
+	p := testPod("r7", v1.RestartPolicyAlways, "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start app")
+	r.kill(p, nil)
+	<-entered
+	r.stop()
+	for _, c := range r.rt.Calls() {
+		if strings.HasPrefix(c, "signal app") {
+			t.Fatalf("stopping the agent signalled the container: %q", r.rt.Calls())
+		}
+	}
+	if got := r.rt.Running(p.UID); len(got) != 1 {
+		t.Fatalf("running after the agent stopped: %v", got)
+	}
+}

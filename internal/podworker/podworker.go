@@ -30,17 +30,24 @@ type podWorker struct {
 	uid    types.UID
 	notify chan struct{} // 1-slot: "there is something new"
 	done   chan struct{} // closed when run returns
-	log    *slog.Logger
+	// terminated is closed when the pod is terminated, before its content
+	// is removed: a delete waits for this, never for the clean-up.
+	terminated chan struct{}
+	log        *slog.Logger
 
 	mu            sync.Mutex
 	pendingPod    *model.Pod
 	pendingKill   *KillOptions
 	killRequested bool
 	exits         []runtime.Event
+	hooks         []hookResult
 	setupCtx      context.Context
 	setupCancel   context.CancelFunc
 	phase         Phase
 	published     *v1.Pod
+	// publishedPhase is the phase published is of: PodStatus answers
+	// with both, so that they always agree.
+	publishedPhase Phase
 
 	// owned by run
 	pod        *model.Pod
@@ -60,6 +67,9 @@ type podWorker struct {
 	// recovering: restored from a checkpoint, not yet reconciled with the
 	// runtime.
 	recovering bool
+	// deferGivenUp: the event saying the defer containers were given up
+	// before the deadline was emitted.
+	deferGivenUp bool
 	// saved is the last checkpoint written.
 	saved []byte
 }
@@ -77,6 +87,8 @@ type ctr struct {
 	backoffAnnounced time.Time
 	// pending is a start in flight, checkpointed before it happens.
 	pending *pendingStart
+	// hookCancel cuts off the running postStart hook.
+	hookCancel context.CancelFunc
 }
 
 func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
@@ -86,6 +98,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		uid:         pod.UID,
 		notify:      make(chan struct{}, 1),
 		done:        make(chan struct{}),
+		terminated:  make(chan struct{}),
 		log:         w.log.With("pod", pod.Key(), "podUID", pod.UID),
 		setupCtx:    ctx,
 		setupCancel: cancel,
@@ -100,6 +113,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		pw.byName[ref.Name] = c
 	}
 	pw.published = pw.snapshot(w.cfg.Clock.Now())
+	pw.publishedPhase = pw.phase
 	return pw
 }
 
@@ -213,6 +227,8 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	pw.pendingKill = nil
 	exits := pw.exits
 	pw.exits = nil
+	hooks := pw.hooks
+	pw.hooks = nil
 	setupCtx := pw.setupCtx
 	pw.mu.Unlock()
 
@@ -230,6 +246,9 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	}
 	for _, ev := range exits {
 		pw.observeExit(ev)
+	}
+	for _, r := range hooks {
+		pw.observeHook(ctx, r)
 	}
 	if kill != nil {
 		pw.applyKill(kill, now)
@@ -259,8 +278,13 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	for round := 0; round < maxRoundsPerStep; round++ {
 		plan := planner.Next(pw.input(now))
 		pw.noteBackoffs(plan)
-		if plan.DeferIncomplete != nil || hasKillFor(plan, planner.ReasonGracePeriodExceeded) {
+		deadlinePassed := pw.term != nil && !now.Before(pw.term.Deadline)
+		switch {
+		case deadlinePassed && (hasKillFor(plan, planner.ReasonGracePeriodExceeded) || plan.DeferIncomplete != nil):
 			pw.reportGracePeriodExceeded(plan)
+		case !deadlinePassed && plan.DeferIncomplete != nil && !pw.deferGivenUp:
+			pw.deferGivenUp = true
+			pw.eventf("", events.Warning, "DeferFailed", "Giving up on the defer containers: no retry fits in the grace period left; did not complete: %s", strings.Join(plan.DeferIncomplete, ", "))
 		}
 		switch {
 		case pw.Phase() == Syncing && plan.Completed:
@@ -271,10 +295,18 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 		case pw.Phase() == Terminating && plan.Done:
 			pw.setPhase(Terminated)
 			pw.save()
+			// Whoever waits for the termination reads the final status.
+			pw.publish()
+			close(pw.terminated)
 			pw.log.Info("pod terminated", "phase", planner.Phase(pw.pod, pw.observed(), true))
 			return time.Time{}
 		}
-		pw.writeAhead(plan.Actions)
+		if err := pw.writeAhead(plan.Actions); err != nil {
+			// Acting without the record would break recovery: try
+			// again shortly.
+			pw.log.Error("write-ahead checkpoint failed; the actions wait", "err", err)
+			return now.Add(time.Second)
+		}
 		acted := false
 		for _, a := range plan.Actions {
 			if pw.execute(ctx, setupCtx, a) {
@@ -356,6 +388,10 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 		return // an instance we no longer track
 	}
 	killed := c.obs.Killed
+	if c.hookCancel != nil {
+		c.hookCancel()
+		c.hookCancel = nil
+	}
 	c.obs.State = planner.Exited
 	c.obs.FinishedAt = ev.Exit.FinishedAt
 	c.obs.ExitCode = ev.Exit.ExitCode
@@ -380,7 +416,7 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 // writeAhead records, and checkpoints, what the actions are about to do,
 // so that an agent that dies half-way neither repeats a stop nor loses a
 // start.
-func (pw *podWorker) writeAhead(actions []planner.Action) {
+func (pw *podWorker) writeAhead(actions []planner.Action) error {
 	now := pw.w.cfg.Clock.Now()
 	for _, a := range actions {
 		c := pw.byName[a.Container.Name]
@@ -397,7 +433,22 @@ func (pw *podWorker) writeAhead(actions []planner.Action) {
 			c.obs.Killed = true
 		}
 	}
-	pw.save()
+	if err := pw.save(); err != nil {
+		// Undo the marks: the actions did not happen.
+		for _, a := range actions {
+			c := pw.byName[a.Container.Name]
+			switch a.Kind {
+			case planner.Start:
+				c.pending = nil
+			case planner.Stop:
+				c.obs.StopRequestedAt = time.Time{}
+			case planner.Kill:
+				c.obs.Killed = false
+			}
+		}
+		return err
+	}
+	return nil
 }
 
 // execute carries out one action and reports whether the pod's state
@@ -469,10 +520,14 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 	}
 	c.id = inst.ID
 	c.obs.StartedAt = inst.StartedAt
-	// The container counts as started as soon as its process runs; the
-	// postStart hook and the startupProbe will gate this (issue 4).
-	c.obs.Started = true
-	c.obs.StartedOnce = true
+	// The container counts as started once its process runs and its
+	// postStart hook has finished (the startupProbe will gate this too).
+	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
+		pw.startPostStart(ctx, c, spec.Lifecycle.PostStart)
+	} else {
+		c.obs.Started = true
+		c.obs.StartedOnce = true
+	}
 	pw.eventf(c.ref.FieldPath(), events.Normal, "Created", "Created container %s", c.ref.Name)
 	if c.ref.Role == model.RoleDefer {
 		pw.eventf(c.ref.FieldPath(), events.Normal, "DeferStarted", "Started defer container %s (%d of %d)", c.ref.Name, c.ref.Index+1, len(pw.pod.Defer))
@@ -502,7 +557,13 @@ func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
 	go func() {
 		defer pw.w.wg.Done()
 		if hook != nil {
-			if err := pw.runHook(ctx, pod, ref, hook, killAt); err != nil {
+			err := pw.runHook(ctx, pod, ref, spec, hook, killAt)
+			if ctx.Err() != nil {
+				// The agent is stopping, not the pod: the container
+				// keeps running and the next agent goes on from here.
+				return
+			}
+			if err != nil {
 				pw.eventFor(pod, ref.FieldPath(), events.Warning, "FailedPreStopHook", "PreStop hook for container %s failed: %v", ref.Name, err)
 			}
 		}
@@ -510,36 +571,6 @@ func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
 			pw.log.Error("stop container", "container", ref.Name, "err", err)
 		}
 	}()
-}
-
-// runHook runs a lifecycle handler, cut off at deadline.
-func (pw *podWorker) runHook(ctx context.Context, pod *model.Pod, ref model.ContainerRef, h *v1.LifecycleHandler, deadline time.Time) error {
-	clk := pw.w.cfg.Clock
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	t := clk.AfterFunc(deadline.Sub(clk.Now()), cancel)
-	defer t.Stop()
-	switch {
-	case h.Exec != nil:
-		out, code, err := pw.w.cfg.Runtime.Exec(hctx, pod, ref, h.Exec.Command)
-		if err != nil {
-			return err
-		}
-		if code != 0 {
-			return fmt.Errorf("command %q exited with %d: %s", strings.Join(h.Exec.Command, " "), code, strings.TrimSpace(string(out)))
-		}
-		return nil
-	case h.Sleep != nil:
-		st := clk.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
-		defer st.Stop()
-		select {
-		case <-st.C():
-		case <-hctx.Done():
-		}
-		return nil
-	default:
-		return fmt.Errorf("handler not supported yet")
-	}
 }
 
 // stopSignal is the container's lifecycle.stopSignal, else SIGTERM.
@@ -614,6 +645,7 @@ func (pw *podWorker) publish() {
 	snap := pw.snapshot(pw.w.cfg.Clock.Now())
 	pw.mu.Lock()
 	pw.published = snap
+	pw.publishedPhase = pw.phase
 	pw.mu.Unlock()
 	if f := pw.w.cfg.OnChange; f != nil {
 		f(pw.uid)

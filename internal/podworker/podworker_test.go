@@ -522,3 +522,125 @@ func countEvents(list []events.Event, reason string) int {
 	}
 	return n
 }
+
+func TestQueriesInEachPhase(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("q1", v1.RestartPolicyAlways, "main:app", "defer:d")
+	type answers struct{ requested, terminating, couldRun, removable, terminated bool }
+	ask := func() answers {
+		return answers{
+			h.w.IsPodTerminationRequested(p.UID), h.w.ShouldPodContainersBeTerminating(p.UID),
+			h.w.CouldHaveRunningContainers(p.UID), h.w.ShouldPodContentBeRemoved(p.UID), h.w.IsPodKnownTerminated(p.UID),
+		}
+	}
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitCall("start app")
+	if got, want := ask(), (answers{couldRun: true}); got != want {
+		t.Errorf("syncing: %+v, want %+v", got, want)
+	}
+	h.kill(p, nil)
+	h.waitCall("start d")
+	if got, want := ask(), (answers{requested: true, terminating: true, couldRun: true}); got != want {
+		t.Errorf("terminating: %+v, want %+v", got, want)
+	}
+	h.rt.Exit(p.UID, "d", 0)
+	h.waitPhase(p.UID, Terminated)
+	if got, want := ask(), (answers{requested: true, terminating: true, removable: true, terminated: true}); got != want {
+		t.Errorf("terminated: %+v, want %+v", got, want)
+	}
+}
+
+func TestSlowCleanupDoesNotHoldUpTermination(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	h.rt.CleanupHook = func(ctx context.Context) {
+		select { // removing a huge emptyDir
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	defer close(release)
+	p := testPod("c1", v1.RestartPolicyAlways, "main:app")
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitCall("start app")
+	h.kill(p, nil)
+	select {
+	case <-h.w.Terminated(p.UID):
+	case <-time.After(waitTimeout):
+		t.Fatal("the pod is not reported terminated while its clean-up runs")
+	}
+	select {
+	case <-h.w.Done(p.UID):
+		t.Fatal("the worker finished before its clean-up did")
+	default:
+	}
+}
+
+func withPostStart(p *model.Pod, container string, cmd ...string) {
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; c.Name == container {
+			if c.Lifecycle == nil {
+				c.Lifecycle = &v1.Lifecycle{}
+			}
+			c.Lifecycle.PostStart = &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: cmd}}
+		}
+	}
+	for i := range p.Spec.Containers {
+		if c := &p.Spec.Containers[i]; c.Name == container {
+			if c.Lifecycle == nil {
+				c.Lifecycle = &v1.Lifecycle{}
+			}
+			c.Lifecycle.PostStart = &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: cmd}}
+		}
+	}
+}
+
+func TestSidecarPostStartGatesTheNextInitContainer(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	h.rt.ExecHook = func(ctx context.Context, ref model.ContainerRef, cmd []string) ([]byte, int, error) {
+		if ref.Name == "proxy" && cmd[0] == "warm-up" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil, 0, nil
+	}
+	p := testPod("ps1", v1.RestartPolicyAlways, "sidecar:proxy", "init:setup", "main:app")
+	withPostStart(p, "proxy", "warm-up")
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitCall("exec proxy [warm-up]")
+	pod, _, _ := h.w.PodStatus(p.UID)
+	if st := pod.Status.InitContainerStatuses[0]; st.Started == nil || *st.Started || st.Ready {
+		t.Fatalf("a sidecar whose postStart runs is started=%v ready=%v", st.Started, st.Ready)
+	}
+	if slices.Contains(h.rt.Calls(), "start setup") {
+		t.Fatalf("the next init container started before the sidecar's postStart finished: %q", h.rt.Calls())
+	}
+	close(release)
+	h.waitCall("start setup")
+}
+
+func TestPostStartFailureKillsTheContainer(t *testing.T) {
+	h := newHarness(t)
+	h.rt.ExecHook = func(ctx context.Context, ref model.ContainerRef, cmd []string) ([]byte, int, error) {
+		if cmd[0] == "register" {
+			return []byte("registry unreachable"), 1, nil
+		}
+		return nil, 0, nil
+	}
+	p := testPod("ps2", v1.RestartPolicyNever, "main:app")
+	withPostStart(p, "app", "register")
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	e := h.waitEvent(p.UID, "FailedPostStartHook")
+	if !strings.Contains(e.Message, "registry unreachable") {
+		t.Errorf("event message %q does not carry the hook's output", e.Message)
+	}
+	h.waitCall("signal app killed")
+	h.waitPhase(p.UID, Terminated)
+	pod, _, _ := h.w.PodStatus(p.UID)
+	if pod.Status.Phase != v1.PodFailed || count(h.rt.Calls(), "start app") != 1 {
+		t.Fatalf("phase %s, calls %q: want Failed with no restart (restartPolicy Never)", pod.Status.Phase, h.rt.Calls())
+	}
+}

@@ -250,7 +250,18 @@ func (w *Workers) PodStatus(uid types.UID) (*v1.Pod, Phase, bool) {
 	}
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	return pw.published.DeepCopy(), pw.phase, true
+	return pw.published.DeepCopy(), pw.publishedPhase, true
+}
+
+// Terminated returns a channel closed once the pod is terminated (nothing
+// of it runs; its content may still be being removed), or nil for an
+// unknown pod.
+func (w *Workers) Terminated(uid types.UID) <-chan struct{} {
+	pw := w.get(uid)
+	if pw == nil {
+		return nil
+	}
+	return pw.terminated
 }
 
 // Done returns a channel closed when the pod's goroutine has returned, or

@@ -29,6 +29,12 @@ type Runtime struct {
 	StartHook func(ctx context.Context, ref model.ContainerRef) error
 	// CheckErr is what Check returns.
 	CheckErr error
+	// CleanupHook, when set, runs inside CleanupPod first (e.g. to block
+	// like a slow removal of a big volume).
+	CleanupHook func(ctx context.Context)
+	// ExecHook, when set, runs inside Exec (e.g. to block like a slow hook)
+	// and gives its result.
+	ExecHook func(ctx context.Context, ref model.ContainerRef, cmd []string) ([]byte, int, error)
 
 	mu        sync.Mutex
 	calls     []string
@@ -182,17 +188,24 @@ func (r *Runtime) ListContainers(ctx context.Context, uid types.UID) ([]runtime.
 	return out, nil
 }
 
-// Exec records the hook command and succeeds.
+// Exec records the hook command and succeeds, or runs ExecHook.
 func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.record("exec %s %v", ref.Name, cmd)
+	hook := r.ExecHook
+	r.mu.Unlock()
+	if hook != nil {
+		return hook(ctx, ref, cmd)
+	}
 	return nil, 0, nil
 }
 
 // CleanupPod forgets the pod's instances and records the call; like a real
 // runtime it refuses while one of them runs.
 func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
+	if r.CleanupHook != nil {
+		r.CleanupHook(ctx)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, in := range r.instances {

@@ -224,6 +224,12 @@ func (s *supervisor) handshake(r report) error {
 	// A closed socket is EPIPE here, not a signal: Go ignores SIGPIPE for
 	// descriptors other than stdout and stderr.
 	if _, err := s.status.Write(append(msg, '\n')); err != nil {
+		if r.Error == "" {
+			// The agent died before it read the report: as for a
+			// missing answer below, the container goes on.
+			s.log.Warn("the agent vanished before reading the start report; the container goes on for the next agent to adopt", "err", err)
+			return nil
+		}
 		return fmt.Errorf("report: %w", err)
 	}
 	if r.Error != "" {

@@ -1,0 +1,166 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+)
+
+// hookResult is how a postStart hook ended, for the pod's goroutine.
+type hookResult struct {
+	container string
+	id        string // the instance the hook ran for
+	err       error
+}
+
+// startPostStart runs the container's postStart hook in the background.
+// Until it has finished the container does not count as started (a
+// sidecar holds back the next init container); its result comes back to
+// the pod's goroutine as a hookResult. The hook is cut off when the
+// instance stops or the agent stops.
+func (pw *podWorker) startPostStart(ctx context.Context, c *ctr, h *v1.LifecycleHandler) {
+	hctx, cancel := context.WithCancel(ctx)
+	c.hookCancel = cancel
+	pod, ref, id, spec := pw.pod, c.ref, c.id, pw.pod.Container(c.ref)
+	pw.w.wg.Add(1)
+	go func() {
+		defer pw.w.wg.Done()
+		defer cancel()
+		err := pw.runHook(hctx, pod, ref, spec, h, time.Time{})
+		if ctx.Err() != nil {
+			return // the agent stops: the next one runs the hook again
+		}
+		pw.mu.Lock()
+		pw.hooks = append(pw.hooks, hookResult{container: ref.Name, id: id, err: err})
+		pw.mu.Unlock()
+		pw.ring()
+	}()
+}
+
+// observeHook applies a postStart result: the container is started, or —
+// on failure — killed, and its restart policy applies.
+func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
+	c := pw.byName[r.container]
+	if c == nil || c.id != r.id || c.obs.State != planner.Running {
+		return
+	}
+	c.hookCancel = nil
+	if r.err == nil {
+		c.obs.Started = true
+		c.obs.StartedOnce = true
+		return
+	}
+	pw.eventf(c.ref.FieldPath(), events.Warning, "FailedPostStartHook", "PostStart hook for container %s failed: %v", c.ref.Name, r.err)
+	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Killing container %s: its postStart hook failed", c.ref.Name)
+	c.obs.Killed = true
+	if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil {
+		pw.log.Error("kill container after its postStart hook failed", "container", c.ref.Name, "err", err)
+	}
+}
+
+// runHook runs a lifecycle handler in the container's context, cut off at
+// deadline when it is set.
+func (pw *podWorker) runHook(ctx context.Context, pod *model.Pod, ref model.ContainerRef, spec *v1.Container, h *v1.LifecycleHandler, deadline time.Time) error {
+	clk := pw.w.cfg.Clock
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !deadline.IsZero() {
+		t := clk.AfterFunc(deadline.Sub(clk.Now()), cancel)
+		defer t.Stop()
+	}
+	switch {
+	case h.Exec != nil:
+		out, code, err := pw.w.cfg.Runtime.Exec(hctx, pod, ref, h.Exec.Command)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return fmt.Errorf("command %q exited with %d: %s", strings.Join(h.Exec.Command, " "), code, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case h.Sleep != nil:
+		// Needs no binary in the container: the agent waits.
+		st := clk.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
+		defer st.Stop()
+		select {
+		case <-st.C():
+		case <-hctx.Done():
+		}
+		return nil
+	case h.HTTPGet != nil:
+		return httpGet(hctx, spec, h.HTTPGet)
+	default:
+		return fmt.Errorf("handler not supported: set exec, httpGet or sleep")
+	}
+}
+
+// httpGet runs an httpGet handler: 2xx and 3xx answers are a success, as
+// for the kubelet. Containers share the host network, so the default host
+// is 127.0.0.1.
+func httpGet(ctx context.Context, spec *v1.Container, g *v1.HTTPGetAction) error {
+	port, err := resolvePort(g.Port, spec)
+	if err != nil {
+		return err
+	}
+	host := g.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("http GET %s: %w", url, err)
+	}
+	req.Header.Set("User-Agent", "podward")
+	for _, h := range g.HTTPHeaders {
+		req.Header.Add(h.Name, h.Value)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("http GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return fmt.Errorf("http GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// resolvePort turns a port number or the name of one of the container's
+// ports into a number.
+func resolvePort(p intstr.IntOrString, spec *v1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	if spec != nil {
+		for _, cp := range spec.Ports {
+			if cp.Name == p.StrVal {
+				return int(cp.ContainerPort), nil
+			}
+		}
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("port %q is not a port of the container", p.StrVal)
+}
