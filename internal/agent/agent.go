@@ -289,6 +289,9 @@ func (a *Agent) reap(uid types.UID) {
 		a.mu.Lock()
 		e := a.pods[uid]
 		delete(a.pods, uid)
+		// Under the lock (agent, then workers: the order used everywhere),
+		// so that no one sees the pod gone but its worker still there.
+		a.workers.Forget(uid)
 		if last != nil {
 			a.final[uid] = last
 			a.finalOrder = append(a.finalOrder, uid)
@@ -308,7 +311,6 @@ func (a *Agent) reap(uid types.UID) {
 			a.addLocked(next)
 		}
 		a.mu.Unlock()
-		a.workers.Forget(uid)
 		a.notify()
 		if next != nil {
 			if err := a.launch(next); err != nil {

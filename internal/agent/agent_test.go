@@ -16,8 +16,10 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/podworker"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
+	"github.com/podward/podward/internal/runtime/process"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -92,6 +94,9 @@ func TestCreateDeleteWait(t *testing.T) {
 	if _, err := a.GetPod("default", "web"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a deleted, terminated pod is still served: %v", err)
 	}
+	if a.Workers().Terminated(pod.UID) != nil {
+		t.Fatal("the worker of a removed pod is kept")
+	}
 	got, _, err := a.Get(pod.UID)
 	if err != nil || got.DeletionTimestamp == nil {
 		t.Fatalf("terminated pod: %v %+v", err, got)
@@ -123,3 +128,12 @@ func TestCreateRejectsInvalidAndUnsupported(t *testing.T) {
 		t.Fatalf("a rejected pod touched the runtime: %q", rt.Calls())
 	}
 }
+
+// Both runtimes are what the agent and the pod workers need.
+var (
+	_ Runtime          = (*fake.Runtime)(nil)
+	_ Runtime          = (*process.Runtime)(nil)
+	_ podworker.Lister = (*fake.Runtime)(nil)
+	_ podworker.Lister = (*process.Runtime)(nil)
+	_ podLister        = (*process.Runtime)(nil)
+)

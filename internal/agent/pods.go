@@ -340,10 +340,10 @@ func involved(e events.Event) v1.ObjectReference {
 	return v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: e.Namespace, Name: e.Pod, UID: e.PodUID, FieldPath: e.FieldPath}
 }
 
-// ManifestError reports a static manifest that cannot be used: an event
-// about the node, and a log line. Pods of other files are not affected.
+// ManifestError reports a static manifest that cannot be used as an event
+// about the node. Pods of other files are not affected.
 func (a *Agent) ManifestError(file string, err error) {
-	a.log.Warn("bad static pod manifest", "file", file, "err", err)
+	// The source has logged it already: record the event only.
 	a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, "FailedManifest", "Static pod manifest %s: %v", file, err)
 }
 

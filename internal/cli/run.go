@@ -92,6 +92,14 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 		}
 	}
 
+	// Signals are taken over before anything starts, so that an interrupt
+	// at any moment ends the pods gracefully instead of leaving their
+	// containers running without an agent. SIGHUP (the terminal went away)
+	// counts as an interrupt.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	root := o.root
 	if root == "" {
 		dir, err := os.MkdirTemp("", "podward-run-")
@@ -184,9 +192,6 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 		uids = append(uids, created.UID)
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	var timeout <-chan time.Time
 	if o.timeout > 0 {
 		t := time.NewTimer(o.timeout)
@@ -227,6 +232,22 @@ wait:
 		}
 	}
 
+	stopAgent()
+	a.Wait()
+	// Every event recorded is printed before the outcome: stop the printer,
+	// then print what it had not reached yet (Next returns queued events
+	// even with a done context).
+	stopPrinting()
+	printed.Wait()
+	for {
+		e, err := watcher.Next(printCtx)
+		if err != nil {
+			break
+		}
+		pr.event(e)
+	}
+	watcher.Stop()
+
 	code := ExitSucceeded
 	for _, uid := range uids {
 		pod, _, err := a.Get(uid)
@@ -238,19 +259,6 @@ wait:
 			code = ExitFailed
 		}
 	}
-	stopAgent()
-	a.Wait()
-	// Drain what was recorded before the agent stopped, then stop printing.
-	drainCtx, cancelDrain := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	for {
-		e, err := watcher.Next(drainCtx)
-		if err != nil {
-			break
-		}
-		pr.event(e)
-	}
-	cancelDrain()
-	watcher.Stop()
 	if code != ExitSucceeded {
 		return &ExitError{Code: code}
 	}

@@ -59,6 +59,9 @@ type Observed struct {
 	// StopRequestedAt is when the stop sequence (preStop, stop signal) of
 	// the running instance began; zero if it did not.
 	StopRequestedAt time.Time
+	// SignalledAt is when the stop signal was sent, after the preStop
+	// hook; zero until then.
+	SignalledAt time.Time
 	// Killed is true once SIGKILL was sent to the running instance.
 	Killed bool
 }
@@ -416,19 +419,19 @@ func planTerminating(in Input) Plan {
 	prompt := t.RunDefer && !abandoned
 	stop := func(ref model.ContainerRef, o Observed, preStop bool, reason string) {
 		if o.StopRequestedAt.IsZero() {
-			killAt := t.Deadline
-			if prompt {
-				killAt = earliest(in.Now.Add(in.Config.PromptKill), t.Deadline)
-			}
-			p.Actions = append(p.Actions, Action{Kind: Stop, Container: ref, PreStop: preStop, KillAt: killAt, Reason: reason})
+			// KillAt bounds the preStop hook: the deadline.
+			p.Actions = append(p.Actions, Action{Kind: Stop, Container: ref, PreStop: preStop, KillAt: t.Deadline, Reason: reason})
 			return
 		}
 		if o.Killed {
 			return
 		}
+		// A prompt stop gives the container PromptKill after its stop
+		// signal; a preStop hook before the signal is bounded by the
+		// deadline only.
 		killAt := t.Deadline
-		if prompt {
-			killAt = earliest(o.StopRequestedAt.Add(in.Config.PromptKill), t.Deadline)
+		if prompt && !o.SignalledAt.IsZero() {
+			killAt = earliest(o.SignalledAt.Add(in.Config.PromptKill), t.Deadline)
 		}
 		if !in.Now.Before(killAt) {
 			p.Actions = append(p.Actions, Action{Kind: Kill, Container: ref, Reason: reason})

@@ -53,9 +53,15 @@ func exited(code int32, finished time.Duration) Observed {
 
 func (o Observed) steps(n int) Observed                  { o.BackoffSteps = n; return o }
 func (o Observed) stopping(since time.Duration) Observed { o.StopRequestedAt = at(since); return o }
-func (o Observed) killed() Observed                      { o.Killed = true; return o }
-func (o Observed) notStarted() Observed                  { o.Started = false; o.StartedOnce = false; return o }
-func (o Observed) ranFrom(d time.Duration) Observed      { o.StartedAt = at(d); return o }
+
+// signalled: the stop sequence began and the stop signal went out then.
+func (o Observed) signalled(since time.Duration) Observed {
+	o.StopRequestedAt, o.SignalledAt = at(since), at(since)
+	return o
+}
+func (o Observed) killed() Observed                 { o.Killed = true; return o }
+func (o Observed) notStarted() Observed             { o.Started = false; o.StartedOnce = false; return o }
+func (o Observed) ranFrom(d time.Duration) Observed { o.StartedAt = at(d); return o }
 
 // describe renders a plan as short strings so that table rows stay readable.
 func describe(p Plan) []string {
@@ -315,27 +321,34 @@ func TestNext(t *testing.T) {
 			obs:  obs{"s": running(0), "m": running(0), "d1": exited(0, 4*time.Second)},
 			term: term(true),
 			now:  4 * time.Second,
-			want: []string{"Stop m preStop=false killAt=6s reason=DeferContainersCompleted", "WakeAt 1m0s"},
+			want: []string{"Stop m preStop=false killAt=1m0s reason=DeferContainersCompleted", "WakeAt 1m0s"},
 		},
 		"terminate: prompt kill 2 s after the stop signal": {
 			pod:  pod("Always", "main:m", "defer:d1"),
-			obs:  obs{"m": running(0).stopping(4 * time.Second), "d1": exited(0, 4*time.Second)},
+			obs:  obs{"m": running(0).signalled(4 * time.Second), "d1": exited(0, 4*time.Second)},
 			term: term(true),
 			now:  6 * time.Second,
 			want: []string{"Kill m reason=DeferContainersCompleted", "WakeAt 1m0s"},
 		},
 		"terminate: prompt kill waits its 2 s": {
 			pod:  pod("Always", "main:m", "defer:d1"),
-			obs:  obs{"m": running(0).stopping(4 * time.Second), "d1": exited(0, 4*time.Second)},
+			obs:  obs{"m": running(0).signalled(4 * time.Second), "d1": exited(0, 4*time.Second)},
 			term: term(true),
 			now:  5 * time.Second,
 			want: []string{"WakeAt 6s"},
 		},
 		"terminate: prompt kill never after the deadline": {
 			pod:  pod("Always", "main:m", "defer:d1"),
-			obs:  obs{"m": running(0).stopping(59 * time.Second), "d1": exited(0, 59*time.Second)},
+			obs:  obs{"m": running(0).signalled(59 * time.Second), "d1": exited(0, 59*time.Second)},
 			term: term(true),
 			now:  59 * time.Second,
+			want: []string{"WakeAt 1m0s"},
+		},
+		"terminate: a sidecar's preStop in a prompt stop is bounded by the deadline, not the 2 s": {
+			pod:  pod("Always", "sidecar:s1", "main:m", "defer:d"),
+			obs:  obs{"s1": running(0).stopping(5 * time.Second), "m": exited(143, 5*time.Second), "d": exited(0, 4*time.Second)},
+			term: term(true),
+			now:  30 * time.Second,
 			want: []string{"WakeAt 1m0s"},
 		},
 		"terminate: without defer containers, preStop then signal, kill at the deadline": {
@@ -382,7 +395,7 @@ func TestNext(t *testing.T) {
 			obs:  obs{"s1": running(0), "m": exited(143, 5*time.Second), "d": exited(0, 4*time.Second)},
 			term: term(true),
 			now:  5 * time.Second,
-			want: []string{"Stop s1 preStop=true killAt=7s reason=DeferContainersCompleted", "WakeAt 1m0s"},
+			want: []string{"Stop s1 preStop=true killAt=1m0s reason=DeferContainersCompleted", "WakeAt 1m0s"},
 		},
 		"terminate: a sidecar that dies while an init container is stopped is not restarted": {
 			pod:  pod("Always", "sidecar:s1", "init:a", "main:m", "defer:d"),

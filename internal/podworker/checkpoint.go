@@ -212,6 +212,13 @@ func (pw *podWorker) recover(ctx context.Context) error {
 		if latest.Exit != nil && c.obs.State == planner.Running {
 			pw.observeExit(runtime.Event{PodUID: pw.uid, Container: c.ref.Name, ID: latest.ID, Exit: *latest.Exit})
 		}
+		if c.obs.State == planner.Running && !c.obs.StopRequestedAt.IsZero() && c.obs.SignalledAt.IsZero() && !c.obs.Killed {
+			// The agent stopped during the preStop hook (or right before
+			// the signal): the hook is not run twice; the stop goes on
+			// with its signal.
+			pw.signalStop(ctx, c.ref, c.id, pw.pod.Container(c.ref))
+			c.obs.SignalledAt = now
+		}
 		if c.obs.State == planner.Running && !c.obs.Started {
 			// Its postStart hook was running when the agent stopped; its
 			// outcome is lost with the agent. Like the kubelet, which

@@ -248,4 +248,38 @@ func TestAgentStopDuringPreStopLeavesTheContainer(t *testing.T) {
 	if got := r.rt.Running(p.UID); len(got) != 1 {
 		t.Fatalf("running after the agent stopped: %v", got)
 	}
+	// The next agent does not run the hook again: the stop goes on with
+	// its signal.
+	r.rt.ExecHook = nil
+	r.resume(t, p)
+	r.waitPhase(p.UID, Terminated)
+	if n := count(r.rt.Calls(), "exec app [bye]"); n != 1 {
+		t.Errorf("preStop ran %d times, want once", n)
+	}
+	if !slices.Contains(r.rt.Calls(), "signal app terminated") {
+		t.Errorf("the stop signal never went out after the restart: %q", r.rt.Calls())
+	}
+}
+
+func TestRestartKeepsPromptKillTimer(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r8", v1.RestartPolicyAlways, "main:app", "defer:d")
+	r.rt.IgnoreStopSignal("app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start app")
+	r.kill(p, nil)
+	r.waitCall("start d")
+	r.rt.Exit(p.UID, "d", 0)
+	r.waitCall("signal app terminated")
+	r.waitFor("the signal recorded", func() bool {
+		return strings.Contains(string(r.cps.get(p.UID)), `"SignalledAt":"2026`)
+	})
+	r.stop()
+	r.clk.Step(time.Second)
+	r.resume(t, p)
+	r.step(time.Second) // 2 s after the signal: the prompt kill
+	r.waitCall("signal app killed")
+	if n := count(r.rt.Calls(), "signal app terminated"); n != 1 {
+		t.Errorf("the stop signal went out %d times: %q", n, r.rt.Calls())
+	}
 }

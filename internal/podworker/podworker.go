@@ -41,6 +41,7 @@ type podWorker struct {
 	killRequested bool
 	exits         []runtime.Event
 	hooks         []hookResult
+	signalled     []signalNote
 	setupCtx      context.Context
 	setupCancel   context.CancelFunc
 	phase         Phase
@@ -229,6 +230,8 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	pw.exits = nil
 	hooks := pw.hooks
 	pw.hooks = nil
+	signalled := pw.signalled
+	pw.signalled = nil
 	setupCtx := pw.setupCtx
 	pw.mu.Unlock()
 
@@ -250,10 +253,19 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	for _, r := range hooks {
 		pw.observeHook(ctx, r)
 	}
+	for _, n := range signalled {
+		if c := pw.byName[n.container]; c != nil && c.id == n.id && c.obs.State == planner.Running {
+			c.obs.SignalledAt = n.at
+		}
+	}
 	if kill != nil {
 		pw.applyKill(kill, now)
 	}
-	defer pw.publish()
+	defer func() {
+		// What the step learnt (exits, signals, hooks) is kept too.
+		_ = pw.save()
+		pw.publish()
+	}()
 
 	if pw.Phase() == Syncing && !pw.prepared {
 		if now.Before(pw.retryAt) {
@@ -397,6 +409,7 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	c.obs.ExitCode = ev.Exit.ExitCode
 	c.obs.Started = false
 	c.obs.StopRequestedAt = time.Time{}
+	c.obs.SignalledAt = time.Time{}
 	c.obs.Killed = false
 	c.exit = ev.Exit
 	pw.log.Info("container exited", "container", c.ref.Name, "exitCode", ev.Exit.ExitCode)
@@ -429,6 +442,12 @@ func (pw *podWorker) writeAhead(actions []planner.Action) error {
 			c.pending = &pendingStart{Attempt: attempt, BackoffSteps: a.BackoffSteps}
 		case planner.Stop:
 			c.obs.StopRequestedAt = now
+			if !pw.hasPreStop(c, a) {
+				// The signal follows at once: recorded with the intent,
+				// so that a crash in between never sends it twice nor
+				// restarts the prompt-kill time.
+				c.obs.SignalledAt = now
+			}
 		case planner.Kill:
 			c.obs.Killed = true
 		}
@@ -442,6 +461,7 @@ func (pw *podWorker) writeAhead(actions []planner.Action) error {
 				c.pending = nil
 			case planner.Stop:
 				c.obs.StopRequestedAt = time.Time{}
+				c.obs.SignalledAt = time.Time{}
 			case planner.Kill:
 				c.obs.Killed = false
 			}
@@ -538,9 +558,10 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 	return true
 }
 
-// stop begins a container's graceful stop in the background: the preStop
-// hook (bounded by the kill time) then the stop signal. SIGKILL, if needed,
-// comes from a later plan.
+// stop begins a container's graceful stop: the preStop hook (in the
+// background, bounded by the kill time) then the stop signal. The time of
+// the signal comes back to the pod's goroutine (SignalledAt), since a
+// prompt kill counts from it. SIGKILL, if needed, comes from a later plan.
 func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
 	spec := pw.pod.Container(c.ref)
 	msg := "Stopping container " + c.ref.Name
@@ -549,28 +570,50 @@ func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
 	}
 	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "%s", msg)
 	var hook *v1.LifecycleHandler
-	if a.PreStop && spec.Lifecycle != nil {
+	if pw.hasPreStop(c, a) {
 		hook = spec.Lifecycle.PreStop
+	}
+	if hook == nil {
+		pw.signalStop(ctx, c.ref, c.id, spec) // SignalledAt: see writeAhead
+		return
 	}
 	pod, ref, id, killAt := pw.pod, c.ref, c.id, a.KillAt
 	pw.w.wg.Add(1)
 	go func() {
 		defer pw.w.wg.Done()
-		if hook != nil {
-			err := pw.runHook(ctx, pod, ref, spec, hook, killAt)
-			if ctx.Err() != nil {
-				// The agent is stopping, not the pod: the container
-				// keeps running and the next agent goes on from here.
-				return
-			}
-			if err != nil {
-				pw.eventFor(pod, ref.FieldPath(), events.Warning, "FailedPreStopHook", "PreStop hook for container %s failed: %v", ref.Name, err)
-			}
+		err := pw.runHook(ctx, pod, ref, spec, hook, killAt)
+		if ctx.Err() != nil {
+			// The agent is stopping, not the pod: the container keeps
+			// running and the next agent goes on from here.
+			return
 		}
-		if err := pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-			pw.log.Error("stop container", "container", ref.Name, "err", err)
+		if err != nil {
+			pw.eventFor(pod, ref.FieldPath(), events.Warning, "FailedPreStopHook", "PreStop hook for container %s failed: %v", ref.Name, err)
 		}
+		pw.signalStop(ctx, ref, id, spec)
+		pw.mu.Lock()
+		pw.signalled = append(pw.signalled, signalNote{container: ref.Name, id: id, at: pw.w.cfg.Clock.Now()})
+		pw.mu.Unlock()
+		pw.ring()
 	}()
+}
+
+// hasPreStop says whether a stop action runs the container's preStop hook.
+func (pw *podWorker) hasPreStop(c *ctr, a planner.Action) bool {
+	spec := pw.pod.Container(c.ref)
+	return a.PreStop && spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil
+}
+
+// signalNote tells the pod's goroutine that a stop signal went out.
+type signalNote struct {
+	container, id string
+	at            time.Time
+}
+
+func (pw *podWorker) signalStop(ctx context.Context, ref model.ContainerRef, id string, spec *v1.Container) {
+	if err := pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		pw.log.Error("stop container", "container", ref.Name, "err", err)
+	}
 }
 
 // stopSignal is the container's lifecycle.stopSignal, else SIGTERM.
