@@ -124,6 +124,15 @@ func (v *validator) spec() {
 	spec := &v.pod.Spec
 	path := field.NewPath("spec")
 
+	if sc := spec.SecurityContext; sc != nil {
+		scPath := path.Child("securityContext")
+		v.nonNegativeID(sc.RunAsUser, scPath.Child("runAsUser"))
+		v.nonNegativeID(sc.RunAsGroup, scPath.Child("runAsGroup"))
+		v.nonNegativeID(sc.FSGroup, scPath.Child("fsGroup"))
+		for i := range sc.SupplementalGroups {
+			v.nonNegativeID(&sc.SupplementalGroups[i], scPath.Child("supplementalGroups").Index(i))
+		}
+	}
 	v.volumeList(spec.Volumes, path.Child("volumes"))
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
@@ -191,6 +200,13 @@ func (v *validator) spec() {
 }
 
 // --- volumes ---------------------------------------------------------------
+
+// nonNegativeID checks a user or group ID as Kubernetes does: 0 to 2^31-1.
+func (v *validator) nonNegativeID(id *int64, path *field.Path) {
+	if id != nil && (*id < 0 || *id > math.MaxInt32) {
+		v.add(field.Invalid(path, *id, "must be between 0 and 2147483647, inclusive"))
+	}
+}
 
 func (v *validator) volumeList(volumes []v1.Volume, path *field.Path) {
 	for i := range volumes {
@@ -294,6 +310,12 @@ func (v *validator) container(c *v1.Container, role Role, path *field.Path) {
 			v.add(field.Duplicate(namePath, c.Name))
 		}
 		v.containers[c.Name] = true
+	}
+
+	if sc := c.SecurityContext; sc != nil {
+		scPath := path.Child("securityContext")
+		v.nonNegativeID(sc.RunAsUser, scPath.Child("runAsUser"))
+		v.nonNegativeID(sc.RunAsGroup, scPath.Child("runAsGroup"))
 	}
 
 	if c.Image == "" {

@@ -144,6 +144,10 @@ var invalidManifests = map[string][]string{
 		deferPath + `[0].readinessProbe: Forbidden: may not be set for defer containers`,
 		`spec.terminationGracePeriodSeconds: Invalid value: -1: must be greater than or equal to 0`,
 	},
+	"negative-run-as-user": {
+		`spec.securityContext.fsGroup: Invalid value: -1: must be between 0 and 2147483647, inclusive`,
+		`spec.containers[0].securityContext.runAsUser: Invalid value: -5: must be between 0 and 2147483647, inclusive`,
+	},
 	"negative-grace-period": {
 		`spec.terminationGracePeriodSeconds: Invalid value: -5: must be greater than or equal to 0`,
 	},

@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"strings"
 
@@ -92,6 +93,15 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	if len(c.VolumeDevices) > 0 {
 		return unsupported("%s.volumeDevices: Unsupported value: the process runtime has no block devices to give", p)
 	}
+	if c.Stdin || c.TTY {
+		return unsupported("%s.stdin: Unsupported value: the process runtime gives containers no stdin or terminal", p)
+	}
+	// Identity settings would be silently ignored: the container would run
+	// as the agent's user. Refuse them rather than run with more rights
+	// than asked.
+	if err := checkIdentity(pod.Spec.SecurityContext, c.SecurityContext, p); err != nil {
+		return err
+	}
 	if len(c.VolumeMounts) > 0 && r.euid() != 0 {
 		return unsupported("%s.volumeMounts: Forbidden: the process runtime needs root to give the container a private mount namespace for its volumes, and podward is not running as root", p)
 	}
@@ -111,6 +121,37 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 		}
 		if err := checkSubPath(m.SubPath); err != nil {
 			return unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
+		}
+	}
+	return nil
+}
+
+// checkIdentity rejects the user and group settings the process runtime
+// does not apply (runAsUser, runAsGroup, supplementalGroups, fsGroup,
+// runAsNonRoot while the agent runs as root).
+func checkIdentity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) error {
+	if c != nil {
+		switch {
+		case c.RunAsUser != nil:
+			return unsupported("%s.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user", p)
+		case c.RunAsGroup != nil:
+			return unsupported("%s.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group", p)
+		case c.RunAsNonRoot != nil && *c.RunAsNonRoot && os.Geteuid() == 0:
+			return unsupported("%s.securityContext.runAsNonRoot: Forbidden: the process runtime would run the container as root", p)
+		}
+	}
+	if pod != nil {
+		switch {
+		case pod.RunAsUser != nil:
+			return unsupported("spec.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user")
+		case pod.RunAsGroup != nil:
+			return unsupported("spec.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group")
+		case len(pod.SupplementalGroups) > 0:
+			return unsupported("spec.securityContext.supplementalGroups: Unsupported value: the process runtime does not set groups")
+		case pod.FSGroup != nil:
+			return unsupported("spec.securityContext.fsGroup: Unsupported value: the process runtime does not change volume ownership")
+		case pod.RunAsNonRoot != nil && *pod.RunAsNonRoot && os.Geteuid() == 0:
+			return unsupported("spec.securityContext.runAsNonRoot: Forbidden: the process runtime would run the containers as root")
 		}
 	}
 	return nil

@@ -551,6 +551,32 @@ func TestCheck(t *testing.T) {
 			},
 			wantErr: "metadata.annotations[pod.alpha.kubernetes.io/defer-containers][0].command: Required value",
 		},
+		"runAsUser is not silently ignored": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				uid := int64(1000)
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: &uid}
+				return p
+			},
+			wantErr: "spec.containers[0].securityContext.runAsUser: Unsupported value",
+		},
+		"pod fsGroup is not silently ignored": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				g := int64(2000)
+				p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g}
+				return p
+			},
+			wantErr: "spec.securityContext.fsGroup: Unsupported value",
+		},
+		"tty": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Containers[0].TTY = true
+				return p
+			},
+			wantErr: "spec.containers[0].stdin: Unsupported value",
+		},
 		"configMap volume": {
 			pod: func(t *testing.T) *model.Pod {
 				p := newPod(t, shell("main", "true"))
