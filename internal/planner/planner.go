@@ -64,6 +64,9 @@ type Observed struct {
 	SignalledAt time.Time
 	// Killed is true once SIGKILL was sent to the running instance.
 	Killed bool
+	// KillAt, set while the pod syncs, is when a container being stopped
+	// because a probe failed gets SIGKILL.
+	KillAt time.Time
 }
 
 // Termination is the fixed part of a pod's termination, decided once when
@@ -191,6 +194,7 @@ const (
 	ReasonTerminating         = "Terminating"
 	ReasonDeferDone           = "DeferContainersCompleted"
 	ReasonGracePeriodExceeded = "GracePeriodExceeded"
+	ReasonProbeFailed         = "ProbeFailed"
 )
 
 // Backoff is a container waiting for its crash-loop backoff to end.
@@ -288,6 +292,18 @@ func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 func planSync(in Input) Plan {
 	var p Plan
 	pod := in.Pod
+	// A container stopped because a probe failed is killed at its KillAt.
+	for _, ref := range pod.Containers() {
+		o := in.obs(ref.Name)
+		if o.State != Running || o.KillAt.IsZero() || o.Killed {
+			continue
+		}
+		if !in.Now.Before(o.KillAt) {
+			p.Actions = append(p.Actions, Action{Kind: Kill, Container: ref, Reason: ReasonProbeFailed})
+		} else {
+			p.wake(o.KillAt)
+		}
+	}
 	policy := pod.RestartPolicy()
 	initsDone := true
 	for _, ref := range pod.Containers() {

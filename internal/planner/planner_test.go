@@ -60,6 +60,7 @@ func (o Observed) signalled(since time.Duration) Observed {
 	return o
 }
 func (o Observed) killed() Observed                 { o.Killed = true; return o }
+func (o Observed) killAt(d time.Duration) Observed  { o.KillAt = at(d); return o }
 func (o Observed) notStarted() Observed             { o.Started = false; o.StartedOnce = false; return o }
 func (o Observed) ranFrom(d time.Duration) Observed { o.StartedAt = at(d); return o }
 
@@ -225,6 +226,20 @@ func TestNext(t *testing.T) {
 			obs:  obs{"m": exited(1, 11*time.Minute).steps(6).ranFrom(0)},
 			now:  11 * time.Minute,
 			want: []string{"Start m steps=1"},
+		},
+		// Probes: a container stopped because a probe failed is killed at
+		// its own kill time while the pod syncs.
+		"probe: a container stopped for a failed probe is killed at its kill time": {
+			pod:  pod("Always", "main:m"),
+			obs:  obs{"m": running(0).stopping(time.Second).killAt(6 * time.Second)},
+			now:  6 * time.Second,
+			want: []string{"Kill m reason=ProbeFailed"},
+		},
+		"probe: before its kill time the worker waits": {
+			pod:  pod("Always", "main:m"),
+			obs:  obs{"m": running(0).stopping(time.Second).killAt(6 * time.Second)},
+			now:  2 * time.Second,
+			want: []string{"WakeAt 6s"},
 		},
 		// Start rule 5: completion by the regular containers only.
 		"complete: OnFailure pod completes when all exited 0, sidecar still running": {

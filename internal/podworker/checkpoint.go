@@ -220,10 +220,15 @@ func (pw *podWorker) recover(ctx context.Context) error {
 			c.obs.SignalledAt = now
 		}
 		if c.obs.State == planner.Running && !c.obs.Started {
-			// Its postStart hook was running when the agent stopped; its
-			// outcome is lost with the agent. Like the kubelet, which
-			// never runs a hook twice, count the container as started.
+			// Its postStart hook (or startup probe) was running when the
+			// agent stopped; its outcome is lost with the agent. Like the
+			// kubelet, which never runs a hook twice, count the container
+			// as started.
 			c.obs.Started, c.obs.StartedOnce = true, true
+		}
+		if c.obs.State == planner.Running && c.obs.StopRequestedAt.IsZero() {
+			// Probe state is not kept: readiness starts over.
+			pw.addProbes(c, pw.pod.Container(c.ref))
 		}
 	}
 	return nil

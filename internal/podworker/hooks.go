@@ -58,8 +58,7 @@ func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
 	}
 	c.hookCancel = nil
 	if r.err == nil {
-		c.obs.Started = true
-		c.obs.StartedOnce = true
+		pw.running(c)
 		return
 	}
 	pw.eventf(c.ref.FieldPath(), events.Warning, "FailedPostStartHook", "PostStart hook for container %s failed: %v", c.ref.Name, r.err)

@@ -41,6 +41,7 @@ type podWorker struct {
 	killRequested bool
 	exits         []runtime.Event
 	hooks         []hookResult
+	probeResults  []ProbeResult
 	signalled     []signalNote
 	setupCtx      context.Context
 	setupCancel   context.CancelFunc
@@ -90,6 +91,8 @@ type ctr struct {
 	pending *pendingStart
 	// hookCancel cuts off the running postStart hook.
 	hookCancel context.CancelFunc
+	// ready is the readiness probe's verdict (containers with one).
+	ready bool
 }
 
 func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
@@ -232,6 +235,8 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	pw.hooks = nil
 	signalled := pw.signalled
 	pw.signalled = nil
+	probeResults := pw.probeResults
+	pw.probeResults = nil
 	setupCtx := pw.setupCtx
 	pw.mu.Unlock()
 
@@ -252,6 +257,9 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	}
 	for _, r := range hooks {
 		pw.observeHook(ctx, r)
+	}
+	for _, r := range probeResults {
+		pw.observeProbe(ctx, r)
 	}
 	for _, n := range signalled {
 		if c := pw.byName[n.container]; c != nil && c.id == n.id && c.obs.State == planner.Running {
@@ -383,6 +391,13 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason string) {
 	pw.term = &t
 	pw.termReason = reason
 	pw.setPhase(Terminating)
+	// Probes stop when the pod starts terminating; readiness goes first.
+	if pr := pw.w.cfg.Prober; pr != nil {
+		pr.RemovePod(pw.uid)
+	}
+	for _, c := range pw.ctrs {
+		c.ready = false
+	}
 	pw.save()
 	pw.log.Info("pod terminating", "reason", reason, "gracePeriod", grace, "deadline", t.Deadline, "runDefer", t.RunDefer)
 	if len(pw.pod.Defer) > 0 && !t.RunDefer {
@@ -400,6 +415,9 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 		return // an instance we no longer track
 	}
 	killed := c.obs.Killed
+	pw.removeProbes(c)
+	c.ready = false
+	c.obs.KillAt = time.Time{}
 	if c.hookCancel != nil {
 		c.hookCancel()
 		c.hookCancel = nil
@@ -545,8 +563,7 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		pw.startPostStart(ctx, c, spec.Lifecycle.PostStart)
 	} else {
-		c.obs.Started = true
-		c.obs.StartedOnce = true
+		pw.running(c)
 	}
 	pw.eventf(c.ref.FieldPath(), events.Normal, "Created", "Created container %s", c.ref.Name)
 	if c.ref.Role == model.RoleDefer {
@@ -563,12 +580,21 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 // the signal comes back to the pod's goroutine (SignalledAt), since a
 // prompt kill counts from it. SIGKILL, if needed, comes from a later plan.
 func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
+	pw.stopWith(ctx, c, a, true)
+}
+
+// stopWith is stop; event says whether to record the Killing event (a
+// caller with its own message passes false).
+func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, event bool) {
 	spec := pw.pod.Container(c.ref)
-	msg := "Stopping container " + c.ref.Name
-	if a.Reason == planner.ReasonDeferDone {
-		msg += " (defer containers completed)"
+	pw.removeProbes(c)
+	if event {
+		msg := "Stopping container " + c.ref.Name
+		if a.Reason == planner.ReasonDeferDone {
+			msg += " (defer containers completed)"
+		}
+		pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "%s", msg)
 	}
-	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "%s", msg)
 	var hook *v1.LifecycleHandler
 	if pw.hasPreStop(c, a) {
 		hook = spec.Lifecycle.PreStop

@@ -166,7 +166,8 @@ func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.Cont
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.obs.StartedAt)}
 		// Without readiness probes (issue 4) a started container is ready,
 		// as in Kubernetes; init containers are never ready.
-		cs.Ready = started && c.ref.Role != model.RoleInit
+		// Readiness goes false as soon as the pod terminates.
+		cs.Ready = started && c.ref.Role != model.RoleInit && (spec.ReadinessProbe == nil || c.ready) && pw.phaseLocked() == Syncing
 	case planner.Exited:
 		if _, ok := pw.backoffs[c.ref.Name]; ok && !terminated {
 			cs.LastTerminationState.Terminated = c.terminatedState()

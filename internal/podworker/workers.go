@@ -75,6 +75,9 @@ type Config struct {
 	Clock   clock.WithDelayedExecution
 	Planner planner.Config
 	Logger  *slog.Logger
+	// Prober, when set, runs the containers' probes; its results come back
+	// through HandleProbe.
+	Prober Prober
 	// Checkpointer, when set, stores each worker's checkpoint so that a
 	// restarted agent can resume its pods (see Restore).
 	Checkpointer Checkpointer

@@ -1,0 +1,179 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+)
+
+// Prober runs the probes of started container instances; their results
+// come back through Workers.HandleProbe. None of its calls may block.
+type Prober interface {
+	// AddContainer starts the probes of an instance whose process runs and
+	// whose postStart hook finished; startedAt anchors initialDelaySeconds.
+	AddContainer(pod *model.Pod, ref model.ContainerRef, id string, startedAt time.Time)
+	// RemoveContainer stops the probes of an instance.
+	RemoveContainer(podUID types.UID, container, id string)
+	// RemovePod stops every probe of a pod.
+	RemovePod(podUID types.UID)
+}
+
+// ProbeKind is which probe a result is of.
+type ProbeKind int
+
+// Probe kinds start at one so that the zero value is never one.
+const (
+	StartupProbe ProbeKind = iota + 1
+	ReadinessProbe
+	LivenessProbe
+)
+
+func (k ProbeKind) String() string {
+	switch k {
+	case StartupProbe:
+		return "Startup"
+	case ReadinessProbe:
+		return "Readiness"
+	case LivenessProbe:
+		return "Liveness"
+	default:
+		return fmt.Sprintf("ProbeKind(%d)", int(k))
+	}
+}
+
+// ProbeResult is one report of a prober.
+type ProbeResult struct {
+	PodUID    types.UID
+	Container string
+	ID        string
+	Kind      ProbeKind
+	// Healthy is the probe's state after this attempt, thresholds applied.
+	Healthy bool
+	// Changed says Healthy changed with this attempt.
+	Changed bool
+	// Failed says this attempt failed, and Output why.
+	Failed bool
+	Output string
+}
+
+// HandleProbe routes a probe result to its pod's worker.
+func (w *Workers) HandleProbe(r ProbeResult) {
+	pw := w.get(r.PodUID)
+	if pw == nil {
+		return
+	}
+	pw.mu.Lock()
+	pw.probeResults = append(pw.probeResults, r)
+	pw.mu.Unlock()
+	pw.ring()
+}
+
+func hasProbes(c *v1.Container) bool {
+	return c != nil && (c.StartupProbe != nil || c.ReadinessProbe != nil || c.LivenessProbe != nil)
+}
+
+// running is called when an instance's process runs and its postStart hook
+// (if any) has finished. Without a startupProbe it is started now; with one,
+// once the probe succeeds. Its probes begin.
+func (pw *podWorker) running(c *ctr) {
+	spec := pw.pod.Container(c.ref)
+	if spec == nil || spec.StartupProbe == nil {
+		c.obs.Started, c.obs.StartedOnce = true, true
+	}
+	c.ready = false
+	pw.addProbes(c, spec)
+}
+
+// addProbes hands an instance to the prober. A container that already
+// counts as started (after an agent restart) is not probed for startup
+// again.
+func (pw *podWorker) addProbes(c *ctr, spec *v1.Container) {
+	pr := pw.w.cfg.Prober
+	if pr == nil || !hasProbes(spec) || pw.Phase() != Syncing {
+		return
+	}
+	pod := pw.pod
+	if c.obs.Started && spec.StartupProbe != nil {
+		cp := &model.Pod{Pod: pod.Pod.DeepCopy(), Defer: pod.Defer}
+		if s := cp.Container(c.ref); s != nil {
+			s.StartupProbe = nil
+		}
+		pod = cp
+	}
+	pr.AddContainer(pod, c.ref, c.id, c.obs.StartedAt)
+}
+
+// removeProbes stops an instance's probes.
+func (pw *podWorker) removeProbes(c *ctr) {
+	if pr := pw.w.cfg.Prober; pr != nil && c.id != "" {
+		pr.RemoveContainer(pw.uid, c.ref.Name, c.id)
+	}
+}
+
+// observeProbe applies a probe result: Unhealthy events for failed
+// attempts; a startup success starts the container; readiness sets ready;
+// a liveness or startup failure stops the container, to be restarted per
+// the restart policy.
+func (pw *podWorker) observeProbe(ctx context.Context, r ProbeResult) {
+	c := pw.byName[r.Container]
+	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.Phase() != Syncing {
+		return
+	}
+	if r.Failed {
+		pw.eventf(c.ref.FieldPath(), events.Warning, "Unhealthy", "%s probe failed: %s", r.Kind, r.Output)
+	}
+	if !r.Changed {
+		return
+	}
+	switch r.Kind {
+	case StartupProbe:
+		if r.Healthy {
+			c.obs.Started, c.obs.StartedOnce = true, true
+			return
+		}
+		pw.probeKill(ctx, c, "startup")
+	case ReadinessProbe:
+		c.ready = r.Healthy
+	case LivenessProbe:
+		if !r.Healthy {
+			pw.probeKill(ctx, c, "liveness")
+		}
+	}
+}
+
+// probeKill stops a container whose liveness or startup probe failed: its
+// preStop hook, its stop signal, SIGKILL after the probe's
+// terminationGracePeriodSeconds (else the pod's).
+func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind string) {
+	if !c.obs.StopRequestedAt.IsZero() {
+		return
+	}
+	spec := pw.pod.Container(c.ref)
+	grace := pw.pod.GracePeriodSeconds()
+	var probe *v1.Probe
+	if kind == "startup" {
+		probe = spec.StartupProbe
+	} else {
+		probe = spec.LivenessProbe
+	}
+	if probe != nil && probe.TerminationGracePeriodSeconds != nil {
+		grace = *probe.TerminationGracePeriodSeconds
+	}
+	now := pw.w.cfg.Clock.Now()
+	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: now.Add(time.Duration(grace) * time.Second)}
+	if err := pw.writeAhead([]planner.Action{a}); err != nil {
+		pw.log.Error("write-ahead before a probe kill", "container", c.ref.Name, "err", err)
+		return
+	}
+	c.obs.KillAt = a.KillAt
+	pw.removeProbes(c)
+	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Container %s failed %s probe, will be restarted", c.ref.Name, kind)
+	pw.stopWith(ctx, c, a, false)
+}
