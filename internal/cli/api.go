@@ -29,6 +29,15 @@ func (o *apiOptions) socketPath() string {
 	return client.DefaultSocket()
 }
 
+// listNamespace is the namespace to list or watch: --namespace, or "" (every
+// namespace) with all, for -A.
+func (o *apiOptions) listNamespace(all bool) string {
+	if all {
+		return ""
+	}
+	return o.namespace
+}
+
 // client connects to the agent; the caller closes it.
 func (o *apiOptions) client() *client.Client { return client.New(o.socketPath()) }
 

@@ -136,22 +136,12 @@ func runDelete(ctx context.Context, s Streams, api *apiOptions, o deleteOptions,
 func waitGone(ctx context.Context, w *client.Watch[v1.Pod], uid types.UID) error {
 	stop := context.AfterFunc(ctx, func() { _ = w.Close() })
 	defer stop()
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			return fmt.Errorf("watch: %w", err)
-		}
+	return watchUntil(ctx, w, func(ev client.Event[v1.Pod]) (bool, error) {
 		if ev.Object.UID != uid {
-			if ev.Type != client.Deleted {
-				return nil
-			}
-			continue
+			// Another pod of the name: ours is gone (the agent keeps
+			// one pod per name), unless this is that other's deletion.
+			return ev.Type != client.Deleted, nil
 		}
-		if ev.Type == client.Deleted {
-			return nil
-		}
-	}
+		return ev.Type == client.Deleted, nil
+	})
 }

@@ -113,7 +113,7 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 	if p.Status.StartTime != nil {
 		w.write(0, "Start Time:\t%s\n", p.Status.StartTime.Format(time.RFC1123Z))
 	}
-	writeMap(w, "Labels", p.Labels, nil)
+	writeMap(w, "Labels", p.Labels)
 	writeAnnotations(w, p.Annotations)
 	if p.DeletionTimestamp != nil && p.Status.Phase != v1.PodFailed && p.Status.Phase != v1.PodSucceeded {
 		w.write(0, "Status:\tTerminating (lasts %s)\n", since(*p.DeletionTimestamp, now))
@@ -174,18 +174,12 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 	}
 	describeVolumes(w, p.Spec.Volumes)
 	w.write(0, "QoS Class:\t%s\n", qosClass(p))
-	writeMap(w, "Node-Selectors", p.Spec.NodeSelector, nil)
-	if len(p.Spec.Tolerations) == 0 {
-		w.write(0, "Tolerations:\t<none>\n")
-	} else {
-		w.write(0, "Tolerations:\t")
-		for i, t := range p.Spec.Tolerations {
-			if i > 0 {
-				w.write(0, "\t")
-			}
-			w.write(0, "%s\n", toleration(t))
-		}
+	writeMap(w, "Node-Selectors", p.Spec.NodeSelector)
+	tolerations := make([]string, 0, len(p.Spec.Tolerations))
+	for _, t := range p.Spec.Tolerations {
+		tolerations = append(tolerations, toleration(t))
 	}
+	writeList(w, "Tolerations", tolerations)
 	describeEvents(w, events, now)
 	_ = tw.Flush()
 	return buf.String()
@@ -202,57 +196,67 @@ var hiddenAnnotations = map[string]bool{
 // maxAnnotationLen is where kubectl folds an annotation's value.
 const maxAnnotationLen = 140
 
-func writeMap(w prefixWriter, title string, m map[string]string, skip map[string]bool) {
+// writeList writes kubectl describe's "Title:" line with items in its value
+// column, one per line, or <none> when there are none. An item may span
+// lines, each further one starting with a tab to stay in that column.
+func writeList(w prefixWriter, title string, items []string) {
+	if len(items) == 0 {
+		w.write(0, "%s:\t<none>\n", title)
+		return
+	}
 	w.write(0, "%s:\t", title)
+	for i, item := range items {
+		if i > 0 {
+			w.write(0, "\t")
+		}
+		w.write(0, "%s\n", item)
+	}
+}
+
+// sortedKeys are m's keys but those in skip, sorted.
+func sortedKeys(m map[string]string, skip map[string]bool) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		if !skip[k] {
 			keys = append(keys, k)
 		}
 	}
-	if len(keys) == 0 {
-		w.write(0, "<none>\n")
-		return
-	}
 	sort.Strings(keys)
-	for i, k := range keys {
-		if i > 0 {
-			w.write(0, "\t")
-		}
-		w.write(0, "%s=%s\n", k, m[k])
-	}
+	return keys
 }
 
+// writeMap writes a map such as the labels: key=value, sorted by key.
+func writeMap(w prefixWriter, title string, m map[string]string) {
+	keys := sortedKeys(m, nil)
+	items := make([]string, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, k+"="+m[k])
+	}
+	writeList(w, title, items)
+}
+
+// writeAnnotations writes the annotations but the hidden ones, sorted by
+// key: "key: value", or the key alone with the value's lines below it,
+// each cut at maxAnnotationLen, when the value is long or has several.
 func writeAnnotations(w prefixWriter, m map[string]string) {
-	w.write(0, "Annotations:\t")
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if !hiddenAnnotations[k] {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		w.write(0, "<none>\n")
-		return
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		if i > 0 {
-			w.write(0, "\t")
-		}
+	keys := sortedKeys(m, hiddenAnnotations)
+	items := make([]string, 0, len(keys))
+	for _, k := range keys {
 		value := strings.TrimSuffix(m[k], "\n")
-		if len(value)+len(k)+2 > maxAnnotationLen || strings.Contains(value, "\n") {
-			w.write(0, "%s:\n", k)
-			for _, line := range strings.Split(value, "\n") {
-				if len(line) > maxAnnotationLen-2 {
-					line = line[:maxAnnotationLen-5] + "..."
-				}
-				w.write(0, "\t  %s\n", line)
-			}
+		if len(value)+len(k)+2 <= maxAnnotationLen && !strings.Contains(value, "\n") {
+			items = append(items, k+": "+value)
 			continue
 		}
-		w.write(0, "%s: %s\n", k, value)
+		item := k + ":"
+		for _, line := range strings.Split(value, "\n") {
+			if len(line) > maxAnnotationLen-2 {
+				line = line[:maxAnnotationLen-5] + "..."
+			}
+			item += "\n\t  " + line
+		}
+		items = append(items, item)
 	}
+	writeList(w, "Annotations", items)
 }
 
 func describeContainers(w prefixWriter, label string, containers []v1.Container, statuses []v1.ContainerStatus, p *v1.Pod) {
@@ -276,16 +280,8 @@ func describeContainers(w prefixWriter, label string, containers []v1.Container,
 			w.write(2, "Image ID:\t%s\n", st.ImageID)
 		}
 		ports, hostPorts := containerPorts(c.Ports)
-		if strings.Contains(ports, ",") {
-			w.write(2, "Ports:\t%s\n", ports)
-		} else {
-			w.write(2, "Port:\t%s\n", orNone(ports))
-		}
-		if strings.Contains(hostPorts, ",") {
-			w.write(2, "Host Ports:\t%s\n", hostPorts)
-		} else {
-			w.write(2, "Host Port:\t%s\n", orNone(hostPorts))
-		}
+		writePorts(w, "Port", ports)
+		writePorts(w, "Host Port", hostPorts)
 		writeLines(w, "Command", c.Command)
 		writeLines(w, "Args", c.Args)
 		if ok {
@@ -325,6 +321,16 @@ func containerPorts(ports []v1.ContainerPort) (string, string) {
 		hp = append(hp, fmt.Sprintf("%d/%s", p.HostPort, p.Protocol))
 	}
 	return strings.Join(cp, ", "), strings.Join(hp, ", ")
+}
+
+// writePorts writes a container's ports as kubectl does: "Ports" when there
+// are several, else "Port" with the one or <none>.
+func writePorts(w prefixWriter, title, ports string) {
+	if strings.Contains(ports, ",") {
+		w.write(2, "%ss:\t%s\n", title, ports)
+		return
+	}
+	w.write(2, "%s:\t%s\n", title, orNone(ports))
 }
 
 func writeLines(w prefixWriter, title string, items []string) {

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -68,10 +66,7 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 		}
 		opts.FieldSelector = "involvedObject.kind=Pod,involvedObject.name=" + name
 	}
-	ns := api.namespace
-	if o.allNamespaces {
-		ns = ""
-	}
+	ns := api.listNamespace(o.allNamespaces)
 	c := api.client()
 	defer c.Close()
 
@@ -97,7 +92,7 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 	}
 	sortEvents(items)
 
-	pr := &eventPrinter{out: s.Out, format: o.output, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
+	pr := &eventPrinter{objectStream: objectStream{out: s.Out, format: o.output}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
 	switch {
 	case o.output != outputTable && !o.watch:
 		list.Items = items
@@ -105,10 +100,7 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 		for i := range list.Items {
 			withEventKind(&list.Items[i])
 		}
-		if o.output == outputJSON {
-			return printJSON(s.Out, list)
-		}
-		return printYAML(s.Out, list)
+		return pr.printObject(list)
 	case len(items) == 0 && o.output == outputTable:
 		if ns == "" {
 			fmt.Fprintln(s.Err, "No events found.")
@@ -138,22 +130,12 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 	for i := range items {
 		seen[eventKey(&items[i])] = true
 	}
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return nil
-			}
-			return report(s, err)
+	return follow(ctx, s, w, func(ev client.Event[v1.Event]) error {
+		if e := ev.Object; !seen[eventKey(e)] && o.wants(e) {
+			return pr.print(e)
 		}
-		e := ev.Object
-		if k := eventKey(e); seen[k] || !o.wants(e) {
-			continue
-		}
-		if err := pr.print(e); err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }
 
 func (o eventsOptions) wants(e *v1.Event) bool {
@@ -176,26 +158,14 @@ func eventKey(e *v1.Event) string {
 // eventPrinter prints events one at a time: table rows (the header before
 // the first) or objects.
 type eventPrinter struct {
-	out           io.Writer
-	format        string
+	objectStream
 	allNamespaces bool
 	table         *table
-	header        bool
-	printed       int
 }
 
 func (pr *eventPrinter) print(e *v1.Event) error {
-	switch pr.format {
-	case outputJSON:
-		return printJSON(pr.out, withEventKind(e))
-	case outputYAML:
-		if pr.printed > 0 {
-			if _, err := io.WriteString(pr.out, "---\n"); err != nil {
-				return err
-			}
-		}
-		pr.printed++
-		return printYAML(pr.out, withEventKind(e))
+	if pr.objects() {
+		return pr.printObject(withEventKind(e))
 	}
 	pr.add(e)
 	return pr.table.flush()
@@ -203,9 +173,6 @@ func (pr *eventPrinter) print(e *v1.Event) error {
 
 // add queues a table row (after the header, the first time).
 func (pr *eventPrinter) add(e *v1.Event) {
-	if !pr.header {
-		pr.table.row(eventColumns(pr.allNamespaces)...)
-		pr.header = true
-	}
+	pr.table.header(eventColumns(pr.allNamespaces)...)
 	pr.table.row(eventRow(e, time.Now(), pr.allNamespaces)...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,10 +57,7 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 	if o.watch && len(names) > 1 {
 		return usageError(fmt.Errorf("watch is only supported on individual resources and resource collections, but %d resources were found", len(names)))
 	}
-	ns := api.namespace
-	if o.allNamespaces {
-		ns = ""
-	}
+	ns := api.listNamespace(o.allNamespaces)
 	c := api.client()
 	defer c.Close()
 
@@ -104,7 +100,7 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 		}
 	}
 
-	pr := &podPrinter{out: s.Out, format: o.output, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
+	pr := &podPrinter{objectStream: objectStream{out: s.Out, format: o.output}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
 	if len(pods) == 0 && len(names) == 0 && (o.output == outputTable || o.output == outputWide || o.output == outputName) {
 		if ns == "" {
 			fmt.Fprintln(s.Err, "No resources found")
@@ -130,55 +126,35 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 	for _, p := range pods {
 		seen[p.UID] = p.ResourceVersion
 	}
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return nil
-			}
-			return report(s, err)
-		}
+	return follow(ctx, s, w, func(ev client.Event[v1.Pod]) error {
 		p := ev.Object
 		if rv, ok := seen[p.UID]; ok && ev.Type == client.Added && rv == p.ResourceVersion {
-			continue
+			return nil
 		}
 		seen[p.UID] = p.ResourceVersion
-		if err := pr.printOne(p); err != nil {
-			return err
-		}
-	}
+		return pr.printOne(p)
+	})
 }
 
 // podPrinter prints pods in one of get's formats; a table's header is
 // printed once, before the first row.
 type podPrinter struct {
-	out           io.Writer
-	format        string
+	objectStream
 	allNamespaces bool
 	table         *table
-	header        bool
-	printed       int
 }
 
 // printList prints the pods of a get: one object when single, else a List.
 func (pr *podPrinter) printList(pods []*v1.Pod, single bool) error {
-	switch pr.format {
-	case outputJSON, outputYAML:
-		var obj any
+	if pr.objects() {
 		if single {
-			obj = withPodKind(pods[0])
-		} else {
-			items := make([]any, 0, len(pods))
-			for _, p := range pods {
-				items = append(items, withPodKind(p))
-			}
-			obj = newList(items)
+			return pr.printObject(withPodKind(pods[0]))
 		}
-		pr.printed++
-		if pr.format == outputJSON {
-			return printJSON(pr.out, obj)
+		items := make([]any, 0, len(pods))
+		for _, p := range pods {
+			items = append(items, withPodKind(p))
 		}
-		return printYAML(pr.out, obj)
+		return pr.printObject(newList(items))
 	}
 	for _, p := range pods {
 		pr.addRow(p)
@@ -188,17 +164,8 @@ func (pr *podPrinter) printList(pods []*v1.Pod, single bool) error {
 
 // printOne prints a pod that changed, while watching.
 func (pr *podPrinter) printOne(p *v1.Pod) error {
-	switch pr.format {
-	case outputJSON:
-		return printJSON(pr.out, withPodKind(p))
-	case outputYAML:
-		if pr.printed > 0 {
-			if _, err := io.WriteString(pr.out, "---\n"); err != nil {
-				return err
-			}
-		}
-		pr.printed++
-		return printYAML(pr.out, withPodKind(p))
+	if pr.objects() {
+		return pr.printObject(withPodKind(p))
 	}
 	pr.addRow(p)
 	return pr.flush()
@@ -210,10 +177,7 @@ func (pr *podPrinter) addRow(p *v1.Pod) {
 		return
 	}
 	wide := pr.format == outputWide
-	if !pr.header {
-		pr.table.row(podColumns(wide, pr.allNamespaces)...)
-		pr.header = true
-	}
+	pr.table.header(podColumns(wide, pr.allNamespaces)...)
 	pr.table.row(podRow(p, time.Now(), wide, pr.allNamespaces)...)
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -88,26 +87,6 @@ type result struct {
 
 func (r result) String() string {
 	return fmt.Sprintf("exit code %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
-}
-
-// execute runs the root command with args as Main does, on the given
-// streams, and returns the exit code.
-func execute(ctx context.Context, s Streams, args ...string) int {
-	cmd := NewRootCommand(s)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
-	if err == nil {
-		return 0
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		if ee.Err != nil {
-			fmt.Fprintln(s.Err, "error:", ee.Err)
-		}
-		return ee.Code
-	}
-	fmt.Fprintln(s.Err, "error:", err)
-	return ExitBadInput
 }
 
 // shortDir is a temporary directory with a path short enough for a unix

@@ -52,6 +52,7 @@ type table struct {
 	w      io.Writer
 	widths []int
 	rows   [][]string
+	headed bool
 }
 
 const (
@@ -63,6 +64,15 @@ func newTable(w io.Writer) *table { return &table{w: w} }
 
 // row queues a row; flush prints it.
 func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+// header queues the header row, the first time only: rows printed later
+// while watching go under the same one.
+func (t *table) header(cells ...string) {
+	if !t.headed {
+		t.row(cells...)
+		t.headed = true
+	}
+}
 
 // flush prints the queued rows.
 func (t *table) flush() error {
@@ -311,6 +321,34 @@ func eventTime(e *v1.Event) time.Time {
 		return e.LastTimestamp.Time
 	}
 	return e.EventTime.Time
+}
+
+// objectStream prints objects one after another in JSON or YAML, as
+// kubectl does for a list and then for each change while watching: YAML
+// documents are separated by "---".
+type objectStream struct {
+	out     io.Writer
+	format  string
+	printed int // YAML documents so far
+}
+
+// objects reports whether the format prints objects rather than rows.
+func (o *objectStream) objects() bool {
+	return o.format == outputJSON || o.format == outputYAML
+}
+
+// printObject prints obj; it is called only when objects() holds.
+func (o *objectStream) printObject(obj any) error {
+	if o.format == outputJSON {
+		return printJSON(o.out, obj)
+	}
+	if o.printed > 0 {
+		if _, err := io.WriteString(o.out, "---\n"); err != nil {
+			return err
+		}
+	}
+	o.printed++
+	return printYAML(o.out, obj)
 }
 
 // printJSON prints obj as kubectl -o json does: keys sorted, indented by

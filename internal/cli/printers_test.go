@@ -149,14 +149,17 @@ func TestSince(t *testing.T) {
 	}
 }
 
+// TestTableRemembersWidths: rows flushed later, as while watching, stay
+// aligned with the first ones, under the one header.
 func TestTableRemembersWidths(t *testing.T) {
 	var b bytes.Buffer
 	tb := newTable(&b)
-	tb.row("NAME", "READY", "STATUS")
+	tb.header("NAME", "READY", "STATUS")
 	tb.row("web", "1/1", "Running")
 	if err := tb.flush(); err != nil {
 		t.Fatal(err)
 	}
+	tb.header("NAME", "READY", "STATUS")
 	tb.row("w", "0/1", "Terminating")
 	if err := tb.flush(); err != nil {
 		t.Fatal(err)
@@ -166,6 +169,35 @@ func TestTableRemembersWidths(t *testing.T) {
 		"w      0/1     Terminating\n"
 	if b.String() != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestObjectStream: YAML documents, one per object, are separated as
+// kubectl separates them; JSON objects simply follow one another.
+func TestObjectStream(t *testing.T) {
+	objs := []any{map[string]string{"name": "web"}, map[string]string{"name": "db"}}
+	for format, want := range map[string]string{
+		outputYAML: "name: web\n---\nname: db\n",
+		outputJSON: "{\n    \"name\": \"web\"\n}\n{\n    \"name\": \"db\"\n}\n",
+	} {
+		var b bytes.Buffer
+		o := objectStream{out: &b, format: format}
+		if !o.objects() {
+			t.Fatalf("%s: objects() = false", format)
+		}
+		for _, obj := range objs {
+			if err := o.printObject(obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.String() != want {
+			t.Errorf("%s:\n%s\nwant:\n%s", format, b.String(), want)
+		}
+	}
+	for _, format := range []string{outputTable, outputWide, outputName} {
+		if (&objectStream{format: format}).objects() {
+			t.Errorf("%q: objects() = true for a table format", format)
+		}
 	}
 }
 

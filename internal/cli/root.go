@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -72,10 +73,17 @@ func NewRootCommand(s Streams) *cobra.Command {
 
 // Main runs the command line with args and returns the process exit code.
 func Main(args []string) int {
-	s := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	return execute(context.Background(), Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, args...)
+}
+
+// execute runs the command tree with args on s, under ctx, and returns the
+// exit code; it prints the error a command returned unless the command has
+// printed it already. Main runs it for the process, tests on their own
+// streams.
+func execute(ctx context.Context, s Streams, args ...string) int {
 	cmd := NewRootCommand(s)
 	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

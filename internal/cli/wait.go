@@ -199,19 +199,10 @@ func waitPod(ctx context.Context, c *client.Client, ns, name string, cond *waitC
 	case once:
 		return errNotYet
 	}
-	for {
-		ev, err := w.Next()
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			return fmt.Errorf("watch: %w", err)
-		}
+	return watchUntil(ctx, w, func(ev client.Event[v1.Pod]) (bool, error) {
 		if ev.Type == client.Deleted {
-			continue
+			return false, nil
 		}
-		if ok, err := cond.met(ev.Object); err != nil || ok {
-			return err
-		}
-	}
+		return cond.met(ev.Object)
+	})
 }

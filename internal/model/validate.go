@@ -156,25 +156,12 @@ func (v *validator) spec() {
 		v.add(field.Forbidden(path.Child("ephemeralContainers"), "cannot be set on create"))
 	}
 
-	switch spec.RestartPolicy {
-	case v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:
-	case "":
-		v.add(field.Required(path.Child("restartPolicy"), ""))
-	default:
-		v.add(field.NotSupported(path.Child("restartPolicy"), spec.RestartPolicy,
-			[]v1.RestartPolicy{v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever}))
-	}
-	switch spec.DNSPolicy {
-	case v1.DNSClusterFirstWithHostNet, v1.DNSClusterFirst, v1.DNSDefault:
-	case v1.DNSNone:
-		if spec.DNSConfig == nil {
-			v.add(field.Required(path.Child("dnsConfig"), "must provide `dnsConfig` when `dnsPolicy` is None"))
-		}
-	case "":
-		v.add(field.Required(path.Child("dnsPolicy"), ""))
-	default:
-		v.add(field.NotSupported(path.Child("dnsPolicy"), spec.DNSPolicy,
-			[]v1.DNSPolicy{v1.DNSClusterFirstWithHostNet, v1.DNSClusterFirst, v1.DNSDefault, v1.DNSNone}))
+	checkEnum(v, path.Child("restartPolicy"), spec.RestartPolicy,
+		v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever)
+	checkEnum(v, path.Child("dnsPolicy"), spec.DNSPolicy,
+		v1.DNSClusterFirstWithHostNet, v1.DNSClusterFirst, v1.DNSDefault, v1.DNSNone)
+	if spec.DNSPolicy == v1.DNSNone && spec.DNSConfig == nil {
+		v.add(field.Required(path.Child("dnsConfig"), "must provide `dnsConfig` when `dnsPolicy` is None"))
 	}
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		v.add(field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, msgNonNegative))
@@ -189,13 +176,19 @@ func (v *validator) spec() {
 		v.invalidEach(path.Child("subdomain"), spec.Subdomain, validation.IsDNS1123Label(spec.Subdomain))
 	}
 	if spec.OS != nil {
-		switch spec.OS.Name {
-		case v1.Linux, v1.Windows:
-		case "":
-			v.add(field.Required(path.Child("os", "name"), ""))
-		default:
-			v.add(field.NotSupported(path.Child("os", "name"), spec.OS.Name, []v1.OSName{v1.Linux, v1.Windows}))
-		}
+		checkEnum(v, path.Child("os", "name"), spec.OS.Name, v1.Linux, v1.Windows)
+	}
+}
+
+// checkEnum checks a field that must hold one of supported, as Kubernetes
+// checks its policies (which Default fills in): empty is Required, any
+// other value not in supported is NotSupported.
+func checkEnum[T ~string](v *validator, path *field.Path, value T, supported ...T) {
+	switch {
+	case value == "":
+		v.add(field.Required(path, ""))
+	case !slices.Contains(supported, value):
+		v.add(field.NotSupported(path, value, supported))
 	}
 }
 
@@ -359,22 +352,9 @@ func (v *validator) container(c *v1.Container, role Role, path *field.Path) {
 		}
 	}
 
-	switch c.TerminationMessagePolicy {
-	case v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError:
-	case "":
-		v.add(field.Required(path.Child("terminationMessagePolicy"), ""))
-	default:
-		v.add(field.NotSupported(path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
-			[]v1.TerminationMessagePolicy{v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError}))
-	}
-	switch c.ImagePullPolicy {
-	case v1.PullAlways, v1.PullIfNotPresent, v1.PullNever:
-	case "":
-		v.add(field.Required(path.Child("imagePullPolicy"), ""))
-	default:
-		v.add(field.NotSupported(path.Child("imagePullPolicy"), c.ImagePullPolicy,
-			[]v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullNever}))
-	}
+	checkEnum(v, path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
+		v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError)
+	checkEnum(v, path.Child("imagePullPolicy"), c.ImagePullPolicy, v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)
 }
 
 // containerRestartPolicy: "Always" makes an init container a sidecar;
@@ -777,28 +757,45 @@ const (
 	probeStartup
 )
 
-func (v *validator) probe(p *v1.Probe, c *v1.Container, kind probeKind, path *field.Path) {
+// handlerAction is one of the actions of a probe or lifecycle handler,
+// which may set only one: its field name, whether it is set, and the check
+// of its settings.
+type handlerAction struct {
+	name  string
+	set   bool
+	check func(*field.Path)
+}
+
+// oneHandler checks the actions of a probe or lifecycle handler at path as
+// Kubernetes does: exactly one must be set. The first set one is checked,
+// each later one is Forbidden, and none at all is Required.
+func (v *validator) oneHandler(path *field.Path, actions ...handlerAction) {
 	n := 0
-	handler := func(set bool, name string, check func(*field.Path)) {
-		if !set {
-			return
+	for _, a := range actions {
+		if !a.set {
+			continue
 		}
 		if n > 0 {
-			v.add(field.Forbidden(path.Child(name), msgOneHandler))
-			return
+			v.add(field.Forbidden(path.Child(a.name), msgOneHandler))
+			continue
 		}
 		n++
-		check(path.Child(name))
+		a.check(path.Child(a.name))
 	}
-	handler(p.Exec != nil, "exec", func(fp *field.Path) { v.exec(p.Exec, fp) })
-	handler(p.HTTPGet != nil, "httpGet", func(fp *field.Path) { v.httpGet(p.HTTPGet, c, fp) })
-	handler(p.TCPSocket != nil, "tcpSocket", func(fp *field.Path) { v.portRef(p.TCPSocket.Port, c, fp.Child("port")) })
-	handler(p.GRPC != nil, "grpc", func(fp *field.Path) {
-		v.invalidEach(fp.Child("port"), p.GRPC.Port, validation.IsValidPortNum(int(p.GRPC.Port)))
-	})
 	if n == 0 {
 		v.add(field.Required(path, "must specify a handler type"))
 	}
+}
+
+func (v *validator) probe(p *v1.Probe, c *v1.Container, kind probeKind, path *field.Path) {
+	v.oneHandler(path,
+		handlerAction{"exec", p.Exec != nil, func(fp *field.Path) { v.exec(p.Exec, fp) }},
+		handlerAction{"httpGet", p.HTTPGet != nil, func(fp *field.Path) { v.httpGet(p.HTTPGet, c, fp) }},
+		handlerAction{"tcpSocket", p.TCPSocket != nil, func(fp *field.Path) { v.portRef(p.TCPSocket.Port, c, fp.Child("port")) }},
+		handlerAction{"grpc", p.GRPC != nil, func(fp *field.Path) {
+			v.invalidEach(fp.Child("port"), p.GRPC.Port, validation.IsValidPortNum(int(p.GRPC.Port)))
+		}},
+	)
 
 	if p.InitialDelaySeconds < 0 {
 		v.add(field.Invalid(path.Child("initialDelaySeconds"), p.InitialDelaySeconds, msgNonNegative))
@@ -841,36 +838,23 @@ func (v *validator) lifecycle(l *v1.Lifecycle, c *v1.Container, path *field.Path
 }
 
 func (v *validator) lifecycleHandler(h *v1.LifecycleHandler, c *v1.Container, path *field.Path) {
-	n := 0
-	handler := func(set bool, name string, check func(*field.Path)) {
-		if !set {
-			return
-		}
-		if n > 0 {
-			v.add(field.Forbidden(path.Child(name), msgOneHandler))
-			return
-		}
-		n++
-		check(path.Child(name))
-	}
-	handler(h.Exec != nil, "exec", func(fp *field.Path) { v.exec(h.Exec, fp) })
-	handler(h.HTTPGet != nil, "httpGet", func(fp *field.Path) { v.httpGet(h.HTTPGet, c, fp) })
-	// Kubernetes keeps tcpSocket in LifecycleHandler only for backward
-	// compatibility and lets the hook fail when it runs; podward says so up
-	// front.
-	handler(h.TCPSocket != nil, "tcpSocket", func(fp *field.Path) {
-		v.add(field.Forbidden(fp, "not supported as a lifecycle handler: use exec, httpGet or sleep"))
-	})
-	handler(h.Sleep != nil, "sleep", func(fp *field.Path) {
-		// Kubernetes also caps the sleep at the grace period; podward does
-		// not: the grace period ends the hook anyway.
-		if h.Sleep.Seconds < 0 {
-			v.add(field.Invalid(fp.Child("seconds"), h.Sleep.Seconds, msgNonNegative))
-		}
-	})
-	if n == 0 {
-		v.add(field.Required(path, "must specify a handler type"))
-	}
+	v.oneHandler(path,
+		handlerAction{"exec", h.Exec != nil, func(fp *field.Path) { v.exec(h.Exec, fp) }},
+		handlerAction{"httpGet", h.HTTPGet != nil, func(fp *field.Path) { v.httpGet(h.HTTPGet, c, fp) }},
+		// Kubernetes keeps tcpSocket in LifecycleHandler only for backward
+		// compatibility and lets the hook fail when it runs; podward says
+		// so up front.
+		handlerAction{"tcpSocket", h.TCPSocket != nil, func(fp *field.Path) {
+			v.add(field.Forbidden(fp, "not supported as a lifecycle handler: use exec, httpGet or sleep"))
+		}},
+		handlerAction{"sleep", h.Sleep != nil, func(fp *field.Path) {
+			// Kubernetes also caps the sleep at the grace period; podward
+			// does not: the grace period ends the hook anyway.
+			if h.Sleep.Seconds < 0 {
+				v.add(field.Invalid(fp.Child("seconds"), h.Sleep.Seconds, msgNonNegative))
+			}
+		}},
+	)
 }
 
 func (v *validator) exec(e *v1.ExecAction, path *field.Path) {

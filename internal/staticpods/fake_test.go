@@ -239,6 +239,39 @@ func count(calls []call, op, key string, result agent.ApplyResult) int {
 	return n
 }
 
+// applied is a waitFor condition: key was applied with result n times.
+func applied(key string, result agent.ApplyResult, n int) func([]call, []report) bool {
+	return func(calls []call, _ []report) bool { return count(calls, "apply", key, result) == n }
+}
+
+// deleted is a waitFor condition: key was deleted n times.
+func deleted(key string, n int) func([]call, []report) bool {
+	return func(calls []call, _ []report) bool { return count(calls, "delete", key, 0) == n }
+}
+
+// all is a waitFor condition: every one of conds holds.
+func all(conds ...func([]call, []report) bool) func([]call, []report) bool {
+	return func(calls []call, reports []report) bool {
+		for _, cond := range conds {
+			if !cond(calls, reports) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// assertOwnGrace fails the test for every delete among calls that set a
+// grace period: a Source deletes pods with their own.
+func assertOwnGrace(t *testing.T, calls []call) {
+	t.Helper()
+	for _, c := range calls {
+		if c.op == "delete" && c.grace != nil {
+			t.Errorf("delete of %s with grace %d, want nil (the pod's own)", c.key, *c.grace)
+		}
+	}
+}
+
 func reportsFor(reports []report, file string) []report {
 	var out []report
 	for _, r := range reports {

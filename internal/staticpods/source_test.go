@@ -16,10 +16,10 @@ func TestFileAddedCreatesItsPods(t *testing.T) {
 	h.start()
 	h.write("web.yaml", docs(pod("web", "nginx:1"), pod("cache", "redis:7")))
 
-	h.fake.waitFor(t, "both pods created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1 &&
-			count(calls, "apply", "default/cache", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "both pods created", all(
+		applied("default/web", agent.Created, 1),
+		applied("default/cache", agent.Created, 1),
+	))
 	calls, reports := h.fake.snapshot()
 	for _, c := range calls {
 		if got := c.pod.Annotations[SourceAnnotation]; got != "file:"+h.path("web.yaml") {
@@ -38,15 +38,13 @@ func TestFileChangedReplacesChangedPodsOnly(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", docs(pod("web", "nginx:1"), pod("cache", "redis:7")))
-	h.fake.waitFor(t, "both pods created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/cache", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "both pods created", applied("default/cache", agent.Created, 1))
 
 	h.write("web.yaml", docs(pod("web", "nginx:2"), pod("cache", "redis:7")))
-	h.fake.waitFor(t, "web replaced, cache left alone", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Replaced) == 1 &&
-			count(calls, "apply", "default/cache", agent.Unchanged) == 1
-	})
+	h.fake.waitFor(t, "web replaced, cache left alone", all(
+		applied("default/web", agent.Replaced, 1),
+		applied("default/cache", agent.Unchanged, 1),
+	))
 	calls, _ := h.fake.snapshot()
 	if n := count(calls, "apply", "default/cache", agent.Replaced); n != 0 {
 		t.Errorf("the unchanged pod was replaced %d times", n)
@@ -60,14 +58,10 @@ func TestFileRewrittenUnchangedReplacesNothing(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web applied again", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Unchanged) == 1
-	})
+	h.fake.waitFor(t, "web applied again", applied("default/web", agent.Unchanged, 1))
 	calls, _ := h.fake.snapshot()
 	if n := count(calls, "apply", "default/web", agent.Replaced) + count(calls, "delete", "default/web", 0); n != 0 {
 		t.Errorf("an unchanged file replaced or deleted its pod: %s", describe(calls))
@@ -89,13 +83,9 @@ func TestFileRenamedIntoPlace(t *testing.T) {
 		}
 	}
 	renameIn(pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 	renameIn(pod("web", "nginx:2"))
-	h.fake.waitFor(t, "web replaced", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Replaced) == 1
-	})
+	h.fake.waitFor(t, "web replaced", applied("default/web", agent.Replaced, 1))
 	calls, reports := h.fake.snapshot()
 	if len(calls) != 2 || len(reports) != 0 {
 		t.Errorf("the temporary file was looked at: calls %s, reports %v", describe(calls), reports)
@@ -108,17 +98,13 @@ func TestFileSavedWithBackupKeepsItsPods(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 
 	if err := os.Rename(h.path("web.yaml"), h.path("web.yaml~")); err != nil {
 		t.Fatal(err)
 	}
 	h.write("web.yaml", pod("web", "nginx:2"))
-	h.fake.waitFor(t, "web replaced", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Replaced) == 1
-	})
+	h.fake.waitFor(t, "web replaced", applied("default/web", agent.Replaced, 1))
 	h.clk.Step(DefaultSettleDelay)
 	h.sync()
 	calls, _ := h.fake.snapshot()
@@ -131,20 +117,12 @@ func TestPodRemovedFromFileIsDeleted(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", docs(pod("web", "nginx:1"), pod("cache", "redis:7")))
-	h.fake.waitFor(t, "both pods created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/cache", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "both pods created", applied("default/cache", agent.Created, 1))
 
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "cache deleted", func(calls []call, _ []report) bool {
-		return count(calls, "delete", "default/cache", 0) == 1
-	})
+	h.fake.waitFor(t, "cache deleted", deleted("default/cache", 1))
 	calls, _ := h.fake.snapshot()
-	for _, c := range calls {
-		if c.op == "delete" && c.grace != nil {
-			t.Errorf("delete of %s with grace %d, want the pod's own", c.key, *c.grace)
-		}
-	}
+	assertOwnGrace(t, calls)
 	if count(calls, "delete", "default/web", 0) != 0 || !h.fake.has("default/web") {
 		t.Errorf("the pod still in the file was deleted: %s", describe(calls))
 	}
@@ -155,23 +133,20 @@ func TestFileRemovedDeletesItsPodsGracefully(t *testing.T) {
 	h.start()
 	h.write("web.yaml", docs(pod("web", "nginx:1"), pod("cache", "redis:7")))
 	h.write("db.yaml", pod("db", "postgres:17"))
-	h.fake.waitFor(t, "pods created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/cache", agent.Created) == 1 &&
-			count(calls, "apply", "default/db", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "pods created", all(
+		applied("default/cache", agent.Created, 1),
+		applied("default/db", agent.Created, 1),
+	))
 
 	if err := os.Remove(h.path("web.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	h.settleUntil("web.yaml", DefaultSettleDelay, "the file's pods deleted", func(calls []call, _ []report) bool {
-		return count(calls, "delete", "default/web", 0) == 1 && count(calls, "delete", "default/cache", 0) == 1
-	})
+	h.settleUntil("web.yaml", DefaultSettleDelay, "the file's pods deleted", all(
+		deleted("default/web", 1),
+		deleted("default/cache", 1),
+	))
 	calls, _ := h.fake.snapshot()
-	for _, c := range calls {
-		if c.op == "delete" && c.grace != nil {
-			t.Errorf("delete of %s with grace %d, want nil (the pod's own)", c.key, *c.grace)
-		}
-	}
+	assertOwnGrace(t, calls)
 	if count(calls, "delete", "default/db", 0) != 0 || !h.fake.has("default/db") {
 		t.Errorf("another file's pod was deleted: %s", describe(calls))
 	}
@@ -209,10 +184,10 @@ func TestBadFileIsReportedAndLeavesPodsAlone(t *testing.T) {
 			h.start()
 			h.write("web.yaml", pod("web", "nginx:1"))
 			h.write("db.yaml", pod("db", "postgres:17"))
-			h.fake.waitFor(t, "pods created", func(calls []call, _ []report) bool {
-				return count(calls, "apply", "default/web", agent.Created) == 1 &&
-					count(calls, "apply", "default/db", agent.Created) == 1
-			})
+			h.fake.waitFor(t, "pods created", all(
+				applied("default/web", agent.Created, 1),
+				applied("default/db", agent.Created, 1),
+			))
 
 			h.write("web.yaml", tc.content)
 			h.fake.waitFor(t, "the bad file reported", func(_ []call, reports []report) bool {
@@ -227,9 +202,7 @@ func TestBadFileIsReportedAndLeavesPodsAlone(t *testing.T) {
 			// go on being applied.
 			h.write("web.yaml", tc.content)
 			h.write("cache.yaml", pod("cache", "redis:7"))
-			h.fake.waitFor(t, "another file applied", func(calls []call, _ []report) bool {
-				return count(calls, "apply", "default/cache", agent.Created) == 1
-			})
+			h.fake.waitFor(t, "another file applied", applied("default/cache", agent.Created, 1))
 			h.sync()
 			calls, reports := h.fake.snapshot()
 			if len(reports) != 1 {
@@ -251,9 +224,7 @@ func TestBadFileIsReportedAndLeavesPodsAlone(t *testing.T) {
 
 			// Fixing the file applies it.
 			h.write("web.yaml", pod("web", "nginx:2"))
-			h.fake.waitFor(t, "the fixed file applied", func(calls []call, _ []report) bool {
-				return count(calls, "apply", "default/web", agent.Replaced) == 1
-			})
+			h.fake.waitFor(t, "the fixed file applied", applied("default/web", agent.Replaced, 1))
 		})
 	}
 }
@@ -269,9 +240,7 @@ func TestIgnoredFiles(t *testing.T) {
 	}
 	h.write(filepath.Join("sub.yaml", "inner.yaml"), pod("inner", "nginx:1"))
 	h.write("real.YML", pod("real", "nginx:1"))
-	h.fake.waitFor(t, "the manifest applied", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/real", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "the manifest applied", applied("default/real", agent.Created, 1))
 	h.sync()
 	calls, reports := h.fake.snapshot()
 	for _, c := range calls {
@@ -319,15 +288,11 @@ func TestResyncHealsMissedChanges(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 
 	h.fake.forget("default/web") // deleted behind the Source's back
 	h.clk.Step(DefaultResyncPeriod)
-	h.fake.waitFor(t, "web created again by the resync", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 2
-	})
+	h.fake.waitFor(t, "web created again by the resync", applied("default/web", agent.Created, 2))
 }
 
 func TestNameConflicts(t *testing.T) {
@@ -335,9 +300,7 @@ func TestNameConflicts(t *testing.T) {
 	h.fake.seed(decoded(t, pod("api", "nginx:1"), ""))
 	h.start()
 	h.write("a.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 
 	h.write("b.yaml", pod("web", "nginx:2"))
 	h.write("c.yaml", pod("api", "nginx:2"))
@@ -357,9 +320,7 @@ func TestNameConflicts(t *testing.T) {
 	if err := os.Rename(h.path("a.yaml"), h.path("d.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	h.fake.waitFor(t, "web taken over by d.yaml", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Replaced) == 1
-	})
+	h.fake.waitFor(t, "web taken over by d.yaml", applied("default/web", agent.Replaced, 1))
 	h.clk.Step(DefaultSettleDelay)
 	h.sync() // a.yaml is gone for good
 	calls, _ := h.fake.snapshot()
@@ -383,30 +344,22 @@ func TestSymlinkCreated(t *testing.T) {
 	if err := os.Symlink(target, h.path("web.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	h.settleUntil("web.yaml", DefaultSettleDelay, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.settleUntil("web.yaml", DefaultSettleDelay, "web created", applied("default/web", agent.Created, 1))
 }
 
 func TestDirectoryRemovedIsRecreated(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 
 	if err := os.RemoveAll(h.dir); err != nil {
 		t.Fatal(err)
 	}
-	h.fake.waitFor(t, "web deleted", func(calls []call, _ []report) bool {
-		return count(calls, "delete", "default/web", 0) == 1
-	})
+	h.fake.waitFor(t, "web deleted", deleted("default/web", 1))
 	// The directory is back and watched.
 	h.write("db.yaml", pod("db", "postgres:17"))
-	h.fake.waitFor(t, "db created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/db", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "db created", applied("default/db", agent.Created, 1))
 }
 
 func TestMissingDirectoryIsCreated(t *testing.T) {
@@ -435,19 +388,13 @@ func TestFileBackWhileItsPodTerminates(t *testing.T) {
 	h := newHarness(t)
 	h.start()
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web created", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 1
-	})
+	h.fake.waitFor(t, "web created", applied("default/web", agent.Created, 1))
 
 	h.fake.setTerminating("default/web", true)
 	h.write("web.yaml", pod("web", "nginx:1"))
-	h.fake.waitFor(t, "web found terminating", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Unchanged) == 1
-	})
+	h.fake.waitFor(t, "web found terminating", applied("default/web", agent.Unchanged, 1))
 	h.fake.setTerminating("default/web", false) // the old pod is gone
-	h.settleUntil("web.yaml", retryDelay, "web created again", func(calls []call, _ []report) bool {
-		return count(calls, "apply", "default/web", agent.Created) == 2
-	})
+	h.settleUntil("web.yaml", retryDelay, "web created again", applied("default/web", agent.Created, 2))
 }
 
 func TestRunOnceAndSyncAfterStop(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/store"
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // Container scripts. They record on {rec}; see env.script.
@@ -31,6 +32,12 @@ func waitTrigger(name string) string {
 	return "until rm {trig}/" + name + " 2>/dev/null; do sleep 0.05; done"
 }
 
+// exitOnTrigger is a script step that waits for the trigger file name,
+// then records "exit NAME": the step env.crashWhileItExits sets off.
+func exitOnTrigger(name string) string {
+	return waitTrigger(name) + "; echo exit " + name + " >> {rec}"
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // Scenario 1: the agent dies while an init container runs, and the init
@@ -43,23 +50,16 @@ func TestCrashDuringInitContainer(t *testing.T) {
 		Spec: v1.PodSpec{
 			TerminationGracePeriodSeconds: ptr(int64(10)),
 			InitContainers: []v1.Container{e.container("setup",
-				"echo start setup $BASHPID >> {rec}; "+waitTrigger("setup")+"; echo exit setup >> {rec}")},
+				"echo start setup $BASHPID >> {rec}; "+exitOnTrigger("setup"))},
 			Containers: []v1.Container{e.container("main", serving("main"))},
 		},
 	})
 	setup := e.waitStart("setup")
-	setupShim := shimOf(t, setup)
 	// Once the status shows it running, the agent has recorded the start.
 	e.waitPod("init", "jsonpath={.status.initContainerStatuses[0].state.running}", recordTimeout)
 
-	e.crash()
-	e.trigger("setup")
-	e.waitRecord("exit setup")
-	// The shim recorded the exit (exit code 0) before it exited.
-	e.mustBeGone("init container and its shim, while the agent is down", []int{setup, setupShim}, goneTimeout)
-	if n := count(e.records(), "start main "); n != 0 {
-		t.Fatalf("main started while its init container ran: %q", e.records())
-	}
+	e.crashWhileItExits("setup", setup)
+	e.assertNoRecord("start main ", "main started while its init container ran")
 
 	e.restart()
 	e.waitStart("main")
@@ -70,15 +70,7 @@ func TestCrashDuringInitContainer(t *testing.T) {
 	}
 	st := p.Status.InitContainerStatuses[0]
 	t.Logf("init container status after the restart: %+v", st)
-	switch {
-	case st.State.Terminated == nil:
-		t.Errorf("init container state %+v, want terminated", st.State)
-	case st.State.Terminated.ExitCode != 0:
-		t.Errorf("init container exit code %d, want 0 (its real one)", st.State.Terminated.ExitCode)
-	}
-	if st.RestartCount != 0 {
-		t.Errorf("init container restartCount %d, want 0", st.RestartCount)
-	}
+	assertExitedOnce(t, st, 0)
 	e.assertCounts(map[string]int{"start setup ": 1, "exit setup": 1, "start main ": 1})
 
 	e.finish()
@@ -99,15 +91,7 @@ func TestCrashWhileContainerExits(t *testing.T) {
 				e.waitPod("job", "jsonpath={.status.phase}=Failed", recordTimeout)
 				st := containerStatus(t, e.getPod("job").Status.ContainerStatuses, "main")
 				t.Logf("status after the restart: %+v", st)
-				switch {
-				case st.State.Terminated == nil:
-					t.Errorf("state %+v, want terminated", st.State)
-				case st.State.Terminated.ExitCode != 3:
-					t.Errorf("exit code %d, want 3", st.State.Terminated.ExitCode)
-				}
-				if st.RestartCount != 0 {
-					t.Errorf("restartCount %d, want 0", st.RestartCount)
-				}
+				assertExitedOnce(t, st, 3)
 				if st.ContainerID != firstID {
 					t.Errorf("containerID %s, want the first instance's %s", st.ContainerID, firstID)
 				}
@@ -165,19 +149,14 @@ func TestCrashWhileContainerExits(t *testing.T) {
 					TerminationGracePeriodSeconds: ptr(int64(10)),
 					Containers: []v1.Container{e.container("main",
 						"trap 'echo stop main >> {rec}; exit 0' TERM; echo start main $BASHPID >> {rec}; "+
-							waitTrigger("main")+"; echo exit main >> {rec}; exit 3")},
+							exitOnTrigger("main")+"; exit 3")},
 				},
 			})
 			pid := e.waitStart("main")
-			shim := shimOf(t, pid)
 			e.waitPod("job", "condition=Ready", recordTimeout)
 			firstID := containerStatus(t, e.getPod("job").Status.ContainerStatuses, "main").ContainerID
 
-			e.crash()
-			e.trigger("main")
-			e.waitRecord("exit main")
-			e.mustBeGone("container and its shim, while the agent is down", []int{pid, shim}, goneTimeout)
-
+			e.crashWhileItExits("main", pid)
 			e.restart()
 			tc.check(t, e, firstID, pid)
 			e.finish()
@@ -226,7 +205,7 @@ func TestCrashAdoptsRunningContainer(t *testing.T) {
 	} else if !after.State.Running.StartedAt.Equal(&before.State.Running.StartedAt) {
 		t.Errorf("startedAt %v, want the adopted instance's %v", after.State.Running.StartedAt, before.State.Running.StartedAt)
 	}
-	if !processRuns(pid, e.dir) || !processRuns(shim, e.dir) {
+	if !bintest.ProcessRuns(pid, e.dir) || !bintest.ProcessRuns(shim, e.dir) {
 		t.Errorf("the adopted container (pid %d) or its shim (pid %d) no longer runs", pid, shim)
 	}
 	logs := e.mustCLI("logs", "adopt")
@@ -268,7 +247,7 @@ func TestCrashDuringDeferContainers(t *testing.T) {
 	}
 	withDefer(t, pod,
 		e.container("d1", "echo defer d1 $BASHPID >> {rec}"),
-		e.container("d2", "echo defer d2 $BASHPID >> {rec}; "+waitTrigger("d2")+"; echo exit d2 >> {rec}"),
+		e.container("d2", "echo defer d2 $BASHPID >> {rec}; "+exitOnTrigger("d2")),
 	)
 	e.apply(pod)
 	e.waitStart("main")
@@ -277,16 +256,10 @@ func TestCrashDuringDeferContainers(t *testing.T) {
 	deleted := time.Now()
 	e.deleteAsync("defers")
 	d2 := recordPID(t, e.waitRecord("defer d2 "))
-	d2Shim := shimOf(t, d2)
 	// Once the status shows it running, the agent has recorded the start.
 	e.waitDeferRunning("defers", "d2")
-	e.crash()
-	e.trigger("d2")
-	e.waitRecord("exit d2")
-	e.mustBeGone("d2 and its shim, while the agent is down", []int{d2, d2Shim}, goneTimeout)
-	if n := count(e.records(), "stop main"); n != 0 {
-		t.Fatalf("main was stopped before the defer containers completed: %q", e.records())
-	}
+	e.crashWhileItExits("d2", d2)
+	e.assertNoRecord("stop main", "main was stopped before the defer containers completed")
 
 	e.restart()
 	restarted := time.Now()
@@ -473,7 +446,7 @@ func TestCrashDuringSidecarShutdown(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
 	sidecar := func(name string) v1.Container {
 		c := e.container(name,
-			"trap 'echo stop "+name+" >> {rec}; "+waitTrigger(name)+"; echo exit "+name+" >> {rec}; exit 0' TERM; "+
+			"trap 'echo stop "+name+" >> {rec}; "+exitOnTrigger(name)+"; exit 0' TERM; "+
 				"echo start "+name+" $BASHPID >> {rec}; while true; do sleep 100 & wait; done")
 		c.RestartPolicy = &always
 		return c
@@ -490,18 +463,12 @@ func TestCrashDuringSidecarShutdown(t *testing.T) {
 	s2 := e.waitStart("s2")
 	e.waitStart("main")
 	e.waitPod("sidecars", "condition=Ready", recordTimeout)
-	s2Shim := shimOf(t, s2)
 
 	deleted := time.Now()
 	e.deleteAsync("sidecars")
 	e.waitRecord("stop s2")
-	e.crash()
-	e.trigger("s2")
-	e.waitRecord("exit s2")
-	e.mustBeGone("s2 and its shim, while the agent is down", []int{s2, s2Shim}, goneTimeout)
-	if n := count(e.records(), "stop s1"); n != 0 {
-		t.Fatalf("s1 got its stop signal before s2 exited: %q", e.records())
-	}
+	e.crashWhileItExits("s2", s2)
+	e.assertNoRecord("stop s1", "s1 got its stop signal before s2 exited")
 	// s1 may exit as soon as it is told to.
 	e.trigger("s1")
 
@@ -549,7 +516,7 @@ func TestCrashOrphanedPodIsKilled(t *testing.T) {
 	e.crash()
 	forgetPod(t, filepath.Join(e.root, "state.db"), uid)
 	for _, pid := range pids {
-		if !processRuns(pid, e.dir) {
+		if !bintest.ProcessRuns(pid, e.dir) {
 			t.Fatalf("process %d ended while the agent was down", pid)
 		}
 	}

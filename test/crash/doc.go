@@ -28,5 +28,7 @@
 // names). PODWARD_CRASH_LOGS=1 prints every test's diagnostics (the agents'
 // -v logs, the record file), which failing tests always print.
 //
-// Nothing imports this package.
+// The build of the binary, the reading of the agent's output and the /proc
+// helpers are shared with test/e2e, in test/internal/bintest. Nothing
+// imports this package.
 package crash

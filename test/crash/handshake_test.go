@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/runtime/process/shim"
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // The worst moment of all: the agent dies while a container starts, after
@@ -58,7 +59,7 @@ func TestCrashDuringStartHandshake(t *testing.T) {
 						RestartPolicy:                 v1.RestartPolicyNever,
 						TerminationGracePeriodSeconds: ptr(int64(10)),
 						InitContainers: []v1.Container{e.container("gate",
-							"echo start gate $BASHPID >> {rec}; "+waitTrigger("gate")+"; echo exit gate >> {rec}")},
+							"echo start gate $BASHPID >> {rec}; "+exitOnTrigger("gate"))},
 						Containers: []v1.Container{e.container("main", serving("main"))},
 					},
 				}
@@ -87,7 +88,7 @@ func TestCrashDuringStartHandshake(t *testing.T) {
 				if st.RestartCount != 0 {
 					t.Errorf("main restartCount %d, want 0", st.RestartCount)
 				}
-				if !processRuns(pid, e.dir) {
+				if !bintest.ProcessRuns(pid, e.dir) {
 					t.Errorf("main's process %d, which ran when the agent died, was killed", pid)
 				}
 				e.assertCounts(map[string]int{"start gate ": 1, "exit gate": 1, "start main ": 1})
@@ -102,7 +103,7 @@ func TestCrashDuringStartHandshake(t *testing.T) {
 						Containers:                    []v1.Container{e.container("main", serving("main"))},
 					},
 				}
-				withDefer(e.t, p, e.container("d", "echo defer d $BASHPID >> {rec}; "+waitTrigger("d")+"; echo exit d >> {rec}"))
+				withDefer(e.t, p, e.container("d", "echo defer d $BASHPID >> {rec}; "+exitOnTrigger("d")))
 				return p
 			},
 			container: "d",
@@ -129,7 +130,7 @@ func TestCrashDuringStartHandshake(t *testing.T) {
 							st.RestartCount, msg)
 					}
 				}
-				if !processRuns(pid, e.dir) {
+				if !bintest.ProcessRuns(pid, e.dir) {
 					t.Errorf("d's process %d, which ran when the agent died, was killed", pid)
 				}
 				e.trigger("d")

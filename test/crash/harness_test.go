@@ -1,13 +1,11 @@
 package crash
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,43 +15,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // podwardBin is the binary built once by TestMain.
 var podwardBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-// runTests builds podward, runs the tests and removes the binary; it then
-// checks that no harness goroutine outlived its test.
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "podward-crash-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crash:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	podwardBin = filepath.Join(dir, "podward")
-	build := exec.Command("go", "build", "-o", podwardBin, "github.com/podward/podward/cmd/podward")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "crash: build podward:", err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "crash: leaked goroutines:", err)
-			return 1
-		}
-	}
-	return code
+	os.Exit(bintest.Main(m, "crash", &podwardBin))
 }
 
 // Deadlines. They only bound waits on conditions: a passing test never
@@ -181,19 +154,14 @@ func (e *env) start() {
 	go func() {
 		defer logFile.Close()
 		defer pr.Close()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		ready := false
-		for sc.Scan() {
-			fmt.Fprintln(logFile, sc.Text())
-			if !ready && strings.HasPrefix(sc.Text(), readyLine) {
+		bintest.ScanLines(pr, logFile, func(text string) {
+			fmt.Fprintln(logFile, text)
+			if !ready && strings.HasPrefix(text, readyLine) {
 				ready = true
 				close(a.ready)
 			}
-		}
-		// After a line too long to scan: keep the agent's stderr
-		// drained, or its writes would fail.
-		_, _ = io.Copy(logFile, pr)
+		})
 	}()
 	go func() {
 		_ = a.cmd.Wait()
@@ -253,6 +221,20 @@ func (e *env) signalAgent(sig syscall.Signal) {
 	}
 	e.agent = nil
 	t.Logf("agent #%d (pid %d) ended by %v: %v", e.gen, a.cmd.Process.Pid, sig, a.state)
+}
+
+// crashWhileItExits kills the agent (see crash), then lets the container
+// name, whose main process is pid and which waits on its trigger (see
+// exitOnTrigger), exit while the agent is down: it waits for the "exit
+// NAME" record and for the container and its shim to be gone. The shim
+// records the exit before it exits, for the restarted agent to find.
+func (e *env) crashWhileItExits(name string, pid int) {
+	e.t.Helper()
+	shim := shimOf(e.t, pid)
+	e.crash()
+	e.trigger(name)
+	e.waitRecord("exit " + name)
+	e.mustBeGone(name+" and its shim, while the agent is down", []int{pid, shim}, goneTimeout)
 }
 
 // agentPid is the running agent's PID, 0 when it is down.
@@ -456,7 +438,7 @@ func (e *env) assertNoProcesses(when string, except int) {
 	// A process killed a moment ago may still be on its way out.
 	left := waitGone(pids, e.dir, lingerTimeout)
 	for _, pid := range left {
-		t.Errorf("%s: process %d is still there: %s", when, pid, cmdline(pid))
+		t.Errorf("%s: process %d is still there: %s", when, pid, bintest.Cmdline(pid))
 	}
 	if len(left) == 0 {
 		t.Logf("%s: %d process(es) were still exiting; gone within %v", when, len(pids), lingerTimeout)
@@ -591,6 +573,15 @@ func count(lines []string, prefix string) int {
 	return n
 }
 
+// assertNoRecord stops the test if a record line starts with prefix; why
+// says what such a line would mean.
+func (e *env) assertNoRecord(prefix, why string) {
+	e.t.Helper()
+	if lines := e.records(); count(lines, prefix) != 0 {
+		e.t.Fatalf("%s: %q", why, lines)
+	}
+}
+
 // recordPID reads the PID at the end of a record line.
 func recordPID(t *testing.T, line string) int {
 	t.Helper()
@@ -617,47 +608,6 @@ func (e *env) assertCounts(want map[string]int) {
 
 // Processes.
 
-// procStat is the state letter and parent PID of pid, from /proc.
-func procStat(pid int) (state byte, ppid int, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	// The state and the parent follow the command name in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	if err != nil {
-		return 0, 0, false
-	}
-	return f[0][0], ppid, true
-}
-
-// cmdline is the command line of pid, arguments joined by spaces.
-func cmdline(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-}
-
-// processRuns reports whether pid is a live process (not a zombie) whose
-// command line contains marker.
-func processRuns(pid int, marker string) bool {
-	state, _, ok := procStat(pid)
-	if !ok || state == 'Z' || state == 'X' {
-		return false
-	}
-	return strings.Contains(cmdline(pid), marker)
-}
-
 // markedProcesses lists the live processes whose command line contains
 // marker, except except (0: none).
 func markedProcesses(marker string, except int) []int {
@@ -672,7 +622,7 @@ func markedProcesses(marker string, except int) []int {
 		if err != nil || pid == self || pid == except {
 			continue
 		}
-		if processRuns(pid, marker) {
+		if bintest.ProcessRuns(pid, marker) {
 			pids = append(pids, pid)
 		}
 	}
@@ -683,11 +633,11 @@ func markedProcesses(marker string, except int) []int {
 // is pid: its parent, whose command line says it is a shim.
 func shimOf(t *testing.T, pid int) int {
 	t.Helper()
-	_, ppid, ok := procStat(pid)
+	_, ppid, ok := bintest.ProcStat(pid)
 	if !ok {
 		t.Fatalf("process %d is gone: cannot find its shim", pid)
 	}
-	if cl := cmdline(ppid); !strings.HasPrefix(cl, "podward-shim ") {
+	if cl := bintest.Cmdline(ppid); !strings.HasPrefix(cl, "podward-shim ") {
 		t.Fatalf("the parent %d of container process %d is not a shim: %q", ppid, pid, cl)
 	}
 	return ppid
@@ -704,7 +654,7 @@ func pidfds(pids []int, marker string) map[int]int {
 		}
 		// The pidfd pins the process: check it is still the one meant
 		// (and not a new process that reused the PID).
-		if !processRuns(pid, marker) {
+		if !bintest.ProcessRuns(pid, marker) {
 			unix.Close(fd)
 			continue
 		}
@@ -759,7 +709,7 @@ func (e *env) mustBeGone(what string, pids []int, within time.Duration) {
 	start := time.Now()
 	if left := waitGone(pids, e.dir, within); len(left) > 0 {
 		for _, pid := range left {
-			t.Errorf("%s: process %d still runs after %v: %s", what, pid, within, cmdline(pid))
+			t.Errorf("%s: process %d still runs after %v: %s", what, pid, within, bintest.Cmdline(pid))
 		}
 		t.FailNow()
 	}
@@ -799,6 +749,22 @@ func containerStatus(t *testing.T, list []v1.ContainerStatus, name string) v1.Co
 	}
 	t.Fatalf("no status for container %q in %+v", name, list)
 	return v1.ContainerStatus{}
+}
+
+// assertExitedOnce checks the status of a container that exited while the
+// agent was down, as the restarted agent shows it: terminated with code,
+// its real exit code, and not restarted.
+func assertExitedOnce(t *testing.T, st v1.ContainerStatus, code int32) {
+	t.Helper()
+	switch {
+	case st.State.Terminated == nil:
+		t.Errorf("%s: state %+v, want terminated", st.Name, st.State)
+	case st.State.Terminated.ExitCode != code:
+		t.Errorf("%s: exit code %d, want %d (its real one)", st.Name, st.State.Terminated.ExitCode, code)
+	}
+	if st.RestartCount != 0 {
+		t.Errorf("%s: restartCount %d, want 0", st.Name, st.RestartCount)
+	}
 }
 
 // deferStatuses decodes the defer containers' statuses from the pod's

@@ -8,5 +8,6 @@
 // skipped otherwise.
 //
 // Nothing imports this package; it imports only the standard library and
-// goleak, and talks to podward through its command line.
+// test/internal/bintest (the build, line reading and /proc helpers it
+// shares with test/crash), and talks to podward through its command line.
 package e2e

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -17,40 +16,14 @@ import (
 	"text/template"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // podwardBin is the binary built once by TestMain.
 var podwardBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-// runTests builds podward, runs the tests and removes the binary; it then
-// checks that no harness goroutine outlived its test.
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "podward-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	podwardBin = filepath.Join(dir, "podward")
-	build := exec.Command("go", "build", "-o", podwardBin, "github.com/podward/podward/cmd/podward")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build podward:", err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: leaked goroutines:", err)
-			return 1
-		}
-	}
-	return code
+	os.Exit(bintest.Main(m, "e2e", &podwardBin))
 }
 
 // Deadlines. They only bound waits on conditions: a passing test never
@@ -120,13 +93,9 @@ func startPodward(t *testing.T, args ...string) *podward {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			p.add(line{text: sc.Text(), at: time.Now()})
-		}
-		// Drain whatever a too-long line left, so that the writer never blocks.
-		_, _ = io.Copy(io.Discard, pr)
+		bintest.ScanLines(pr, io.Discard, func(text string) {
+			p.add(line{text: text, at: time.Now()})
+		})
 	}()
 	go func() {
 		err := p.cmd.Wait()
@@ -192,6 +161,16 @@ func (p *podward) signal(t *testing.T, sig syscall.Signal) {
 		t.Fatalf("send %v to podward: %v", sig, err)
 	}
 	t.Logf("sent %v", sig)
+}
+
+// signalAndWait sends sig to podward and waits for it to exit; it returns
+// how podward ended and how long after sig it exited.
+func (p *podward) signalAndWait(t *testing.T, sig syscall.Signal) (result, time.Duration) {
+	t.Helper()
+	p.signal(t, sig)
+	sent := time.Now()
+	r := p.wait(t, exitTimeout)
+	return r, r.exited.Sub(sent)
 }
 
 // matcher selects lines: a *regexp.Regexp or a contains.
@@ -377,24 +356,6 @@ func readPID(t *testing.T, file string) int {
 		t.Fatalf("read the container's pid from %q: %v", data, err)
 	}
 	return pid
-}
-
-// processRuns reports whether pid is a live process (not a zombie) whose
-// command line contains cmdline.
-func processRuns(pid int, cmdline string) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-		return false
-	}
-	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	return strings.Contains(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})), cmdline)
 }
 
 // fileLines returns the lines of a file a container wrote.

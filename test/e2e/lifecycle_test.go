@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // orderPod has two sidecars around a plain init container, two regular
@@ -172,10 +174,7 @@ func TestDeferEndsTerminationEarly(t *testing.T) {
 	manifest := writeManifest(t, t.TempDir(), earlyEndPod, nil)
 	p := startPodward(t, "-f", manifest)
 	p.waitLine(t, output("app", "serving"), lineTimeout)
-	p.signal(t, syscall.SIGTERM)
-	sent := time.Now()
-	r := p.wait(t, exitTimeout)
-	elapsed := r.exited.Sub(sent)
+	r, elapsed := p.signalAndWait(t, syscall.SIGTERM)
 	t.Logf("terminated %v after SIGTERM (grace period 60s)", elapsed.Round(time.Millisecond))
 
 	r.assertCode(t, 0)
@@ -231,10 +230,7 @@ func TestDeferRetriedWithBackoff(t *testing.T) {
 	manifest := writeManifest(t, dir, retryPod, map[string]string{"Mnt": mnt})
 	p := startPodward(t, "-f", manifest, "--backoff-base", "1s")
 	p.waitLine(t, output("app", "serving"), lineTimeout)
-	p.signal(t, syscall.SIGINT)
-	sent := time.Now()
-	r := p.wait(t, exitTimeout)
-	elapsed := r.exited.Sub(sent)
+	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
 	t.Logf("terminated %v after SIGINT (grace period 60s)", elapsed.Round(time.Millisecond))
 
 	r.assertCode(t, 0)
@@ -315,7 +311,7 @@ func TestDeferKilledAtDeadline(t *testing.T) {
 	if r.count(contains("DeferCompleted")) > 0 {
 		t.Errorf("a defer container that was killed is reported as completed; stdout:\n%s", r.stdout)
 	}
-	if processRuns(pid, "sleep 1000") {
+	if bintest.ProcessRuns(pid, "sleep 1000") {
 		t.Errorf("the defer container's process %d still runs after podward exited", pid)
 	}
 }
@@ -333,10 +329,7 @@ func TestSecondInterruptKills(t *testing.T) {
 	p.waitLine(t, contains("DeferStarted spec.deferContainers{stuck}"), lineTimeout)
 	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
 	pid := readPID(t, filepath.Join(dir, "stuck.pid"))
-	p.signal(t, syscall.SIGINT)
-	sent := time.Now()
-	r := p.wait(t, exitTimeout)
-	elapsed := r.exited.Sub(sent)
+	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
 	t.Logf("exited %v after the second SIGINT (grace period 60s)", elapsed.Round(time.Millisecond))
 
 	r.assertCode(t, 1)
@@ -345,7 +338,7 @@ func TestSecondInterruptKills(t *testing.T) {
 	}
 	r.mustFind(t, contains("podward: interrupted again: killing with grace period 0"))
 	r.mustFind(t, re(`Warning GracePeriodExceeded pod/hang .*defer containers that did not complete: stuck$`))
-	if processRuns(pid, "sleep 1000") {
+	if bintest.ProcessRuns(pid, "sleep 1000") {
 		t.Errorf("the defer container's process %d still runs after podward exited", pid)
 	}
 }
@@ -381,7 +374,7 @@ func TestInterruptDuringInit(t *testing.T) {
 	pid := readPID(t, filepath.Join(dir, "migrate.pid"))
 	p.signal(t, syscall.SIGINT)
 	r := p.wait(t, exitTimeout)
-	if processRuns(pid, "sleep 1000") {
+	if bintest.ProcessRuns(pid, "sleep 1000") {
 		t.Errorf("the init container's process %d still runs after podward exited", pid)
 	}
 

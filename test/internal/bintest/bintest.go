@@ -1,0 +1,110 @@
+package bintest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Main is the body of a suite's TestMain: it builds cmd/podward into a
+// temporary directory, sets *bin to the binary's path, runs the tests and
+// removes the binary; once the tests passed, it checks that no harness
+// goroutine outlived its test. It returns the exit code for os.Exit. suite
+// names the suite in what Main prints and in the directory's name.
+//
+// Each suite builds its own binary, rather than using bin/podward, so that
+// it never tests a stale build.
+func Main(m *testing.M, suite string, bin *string) int {
+	dir, err := os.MkdirTemp("", "podward-"+suite+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, suite+":", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	*bin = filepath.Join(dir, "podward")
+	build := exec.Command("go", "build", "-o", *bin, "github.com/podward/podward/cmd/podward")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, suite+": build podward:", err)
+		return 1
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, suite+": leaked goroutines:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// maxLine is the longest line ScanLines hands on.
+const maxLine = 1024 * 1024
+
+// ScanLines calls each with every line r yields, without its line end, and
+// returns once r is at its end; the caller closes r. A line longer than
+// maxLine ends the scan: whatever r still yields is then copied to rest, so
+// that the process writing into r never blocks on a full pipe (or fails
+// writing into a closed one).
+func ScanLines(r io.Reader, rest io.Writer, each func(line string)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	for sc.Scan() {
+		each(sc.Text())
+	}
+	_, _ = io.Copy(rest, r)
+}
+
+// ProcStat is the state letter and the parent PID of pid, from /proc; ok is
+// false once the process is gone.
+func ProcStat(pid int) (state byte, ppid int, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// The state and the parent follow the command name in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], ppid, true
+}
+
+// Cmdline is the command line of pid, its arguments joined by spaces; ""
+// once the process is gone.
+func Cmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+}
+
+// ProcessRuns reports whether pid is a live process (neither a zombie nor
+// dead) whose command line contains s. Checking the command line, with s a
+// test's marker or a container's command, keeps a PID that the kernel gave
+// to another process from counting.
+func ProcessRuns(pid int, s string) bool {
+	state, _, ok := ProcStat(pid)
+	if !ok || state == 'Z' || state == 'X' {
+		return false
+	}
+	return strings.Contains(Cmdline(pid), s)
+}
