@@ -19,6 +19,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/podworker"
+	"github.com/podward/podward/internal/prober"
 	"github.com/podward/podward/internal/runtime"
 )
 
@@ -45,10 +46,17 @@ type Runtime interface {
 	LogPath(podUID types.UID, container string, attempt int) string
 }
 
+// Clock is what the agent needs of time: timers for the pod workers,
+// tickers for the probes. clock.RealClock and the fake clock have both.
+type Clock interface {
+	clock.WithDelayedExecution
+	clock.WithTicker
+}
+
 // Config wires an Agent.
 type Config struct {
 	Runtime  Runtime
-	Clock    clock.WithDelayedExecution
+	Clock    Clock
 	Planner  planner.Config
 	Logger   *slog.Logger
 	NodeName string
@@ -130,12 +138,29 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Logger:   cfg.Logger,
 		OnChange: a.podChanged,
 	}
+	pm := prober.New(prober.Config{
+		Execer: cfg.Runtime,
+		Clock:  cfg.Clock,
+		Logger: cfg.Logger,
+		Report: func(r prober.Result) {
+			a.workers.HandleProbe(podworker.ProbeResult{
+				PodUID: r.PodUID, Container: r.Container, ID: r.ID, Kind: podworker.ProbeKind(r.Kind),
+				Healthy: r.Healthy, Changed: r.Changed, Failed: r.Failed, Output: r.Output,
+			})
+		},
+	})
+	wcfg.Prober = pm
 	if cfg.Store != nil {
 		wcfg.Checkpointer = checkpointer{cfg.Store}
 		a.wg.Add(1)
 		go a.persistEvents(ctx, a.recorder.Watch())
 	}
 	a.workers = podworker.New(ctx, wcfg)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		pm.Run(ctx)
+	}()
 	a.wg.Add(1)
 	go a.dispatch(ctx)
 	return a

@@ -17,6 +17,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/podworker"
+	"github.com/podward/podward/internal/prober"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
 	"github.com/podward/podward/internal/runtime/process"
@@ -137,3 +138,12 @@ var (
 	_ podworker.Lister = (*process.Runtime)(nil)
 	_ podLister        = (*process.Runtime)(nil)
 )
+
+// The agent converts prober kinds to pod worker kinds by value.
+func TestProbeKindsAgree(t *testing.T) {
+	for _, k := range []prober.Kind{prober.Startup, prober.Readiness, prober.Liveness} {
+		if got := podworker.ProbeKind(k).String(); got != k.String() {
+			t.Errorf("prober kind %s is pod worker kind %s", k, got)
+		}
+	}
+}

@@ -3,19 +3,16 @@ package podworker
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/prober"
 )
 
 // hookResult is how a postStart hook ended, for the pod's goroutine.
@@ -99,67 +96,8 @@ func (pw *podWorker) runHook(ctx context.Context, pod *model.Pod, ref model.Cont
 		}
 		return nil
 	case h.HTTPGet != nil:
-		return httpGet(hctx, spec, h.HTTPGet)
+		return prober.HTTPGet(hctx, spec, h.HTTPGet)
 	default:
 		return fmt.Errorf("handler not supported: set exec, httpGet or sleep")
 	}
-}
-
-// httpGet runs an httpGet handler: 2xx and 3xx answers are a success, as
-// for the kubelet. Containers share the host network, so the default host
-// is 127.0.0.1.
-func httpGet(ctx context.Context, spec *v1.Container, g *v1.HTTPGetAction) error {
-	port, err := resolvePort(g.Port, spec)
-	if err != nil {
-		return err
-	}
-	host := g.Host
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("http GET %s: %w", url, err)
-	}
-	req.Header.Set("User-Agent", "podward")
-	for _, h := range g.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("http GET %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("http GET %s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-// resolvePort turns a port number or the name of one of the container's
-// ports into a number.
-func resolvePort(p intstr.IntOrString, spec *v1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	if spec != nil {
-		for _, cp := range spec.Ports {
-			if cp.Name == p.StrVal {
-				return int(cp.ContainerPort), nil
-			}
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
-	}
-	return 0, fmt.Errorf("port %q is not a port of the container", p.StrVal)
 }

@@ -1,0 +1,344 @@
+package prober
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podward/podward/internal/model"
+)
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// portOf is the port of a listener or server address "127.0.0.1:port".
+func portOf(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// closedPort is a port on 127.0.0.1 that nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := portOf(t, l.Addr().String())
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func TestHTTPGet(t *testing.T) {
+	type request struct {
+		path   string
+		host   string
+		header http.Header
+	}
+	requests := make(chan request, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- request{path: r.URL.Path, host: r.Host, header: r.Header.Clone()}
+		switch r.URL.Path {
+		case "/ok":
+			w.WriteHeader(http.StatusOK)
+		case "/no-content":
+			w.WriteHeader(http.StatusNoContent)
+		case "/found":
+			http.Redirect(w, r, "http://elsewhere.invalid/", http.StatusFound)
+		case "/found-here":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/found-broken":
+			http.Redirect(w, r, "/fail", http.StatusFound)
+		case "/missing":
+			w.WriteHeader(http.StatusNotFound)
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	port := portOf(t, srv.Listener.Addr().String())
+	spec := &v1.Container{Name: "web", Ports: []v1.ContainerPort{{Name: "metrics", ContainerPort: 1}, {Name: "http", ContainerPort: int32(port)}}}
+
+	tests := map[string]struct {
+		path    string
+		port    intstr.IntOrString
+		wantErr string // empty: success
+	}{
+		"200":                              {path: "/ok", port: intstr.FromInt(port)},
+		"204":                              {path: "/no-content", port: intstr.FromInt(port)},
+		"302 elsewhere is not followed":    {path: "/found", port: intstr.FromInt(port)},
+		"302 on the same host is followed": {path: "/found-here", port: intstr.FromInt(port)},
+		"302 to a failing page":            {path: "/found-broken", port: intstr.FromInt(port), wantErr: "/fail returned HTTP 500"},
+		"404":                              {path: "/missing", port: intstr.FromInt(port), wantErr: "returned HTTP 404"},
+		"500":                              {path: "/fail", port: intstr.FromInt(port), wantErr: "GET " + srv.URL + "/fail returned HTTP 500"},
+		"named port":                       {path: "/ok", port: intstr.FromString("http")},
+		"path without slash":               {path: "ok", port: intstr.FromInt(port)},
+		"unknown named port":               {path: "/ok", port: intstr.FromString("nope"), wantErr: `port "nope" is not a port of the container`},
+		"port out of range":                {path: "/ok", port: intstr.FromInt(70000), wantErr: "out of range"},
+		"connection refused":               {path: "/ok", port: intstr.FromInt(closedPort(t)), wantErr: "connection refused"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := HTTPGet(testContext(t), spec, &v1.HTTPGetAction{Path: tc.path, Port: tc.port, Scheme: v1.URISchemeHTTP})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("HTTPGet = %v, want success", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("HTTPGet = %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+
+	t.Run("headers", func(t *testing.T) {
+		for len(requests) > 0 {
+			<-requests
+		}
+		err := HTTPGet(testContext(t), spec, &v1.HTTPGetAction{
+			Path: "/ok", Port: intstr.FromString("http"),
+			HTTPHeaders: []v1.HTTPHeader{
+				{Name: "X-Custom", Value: "one"}, {Name: "x-custom", Value: "two"},
+				{Name: "Host", Value: "app.example"}, {Name: "User-Agent", Value: "mine"},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := <-requests
+		if got := r.header.Values("X-Custom"); len(got) != 2 || got[0] != "one" || got[1] != "two" {
+			t.Errorf("X-Custom = %q, want one, two", got)
+		}
+		if r.host != "app.example" {
+			t.Errorf("Host = %q, want app.example", r.host)
+		}
+		if ua := r.header.Get("User-Agent"); ua != "mine" {
+			t.Errorf("User-Agent = %q, want the probe's own", ua)
+		}
+		if a := r.header.Get("Accept"); a != "*/*" {
+			t.Errorf("Accept = %q, want */*", a)
+		}
+	})
+
+	t.Run("https without verification", func(t *testing.T) {
+		tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		defer tlsSrv.Close()
+		err := HTTPGet(testContext(t), nil, &v1.HTTPGetAction{
+			Path: "/", Port: intstr.FromInt(portOf(t, tlsSrv.Listener.Addr().String())), Scheme: v1.URISchemeHTTPS,
+		})
+		if err != nil {
+			t.Errorf("HTTPGet over HTTPS = %v", err)
+		}
+	})
+
+	t.Run("context bounds the request", func(t *testing.T) {
+		hang := make(chan struct{})
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+		}))
+		defer slow.Close()
+		defer close(hang)
+		ctx, cancel := context.WithCancel(context.Background())
+		u, _ := url.Parse(slow.URL)
+		p, _ := strconv.Atoi(u.Port())
+		done := make(chan error, 1)
+		go func() { done <- HTTPGet(ctx, nil, &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt(p)}) }()
+		cancel()
+		if err := <-done; err == nil {
+			t.Error("HTTPGet succeeded after its context ended")
+		}
+	})
+}
+
+func TestTCPSocket(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	defer func() { _ = l.Close(); <-accepted }()
+	open := portOf(t, l.Addr().String())
+	spec := &v1.Container{Ports: []v1.ContainerPort{{Name: "svc", ContainerPort: int32(open)}}}
+
+	tests := map[string]struct {
+		action  v1.TCPSocketAction
+		wantErr string
+	}{
+		"open port":          {action: v1.TCPSocketAction{Port: intstr.FromInt(open)}},
+		"named port":         {action: v1.TCPSocketAction{Port: intstr.FromString("svc")}},
+		"explicit host":      {action: v1.TCPSocketAction{Host: "127.0.0.1", Port: intstr.FromInt(open)}},
+		"closed port":        {action: v1.TCPSocketAction{Port: intstr.FromInt(closedPort(t))}, wantErr: "connection refused"},
+		"unknown named port": {action: v1.TCPSocketAction{Port: intstr.FromString("nope")}, wantErr: "not a port of the container"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := TCPSocket(testContext(t), spec, &tc.action)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("TCPSocket = %v, want success", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("TCPSocket = %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestGRPCProbe(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("serving", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("down", healthpb.HealthCheckResponse_NOT_SERVING)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	defer func() {
+		srv.Stop()
+		<-served
+	}()
+	port := int32(portOf(t, l.Addr().String()))
+
+	// A server that speaks gRPC but not the health protocol.
+	bare, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareSrv := grpc.NewServer()
+	bareServed := make(chan error, 1)
+	go func() { bareServed <- bareSrv.Serve(bare) }()
+	defer func() {
+		bareSrv.Stop()
+		<-bareServed
+	}()
+
+	tests := map[string]struct {
+		port    int32
+		service *string
+		wantErr string
+	}{
+		"SERVING":             {port: port, service: ptr("serving")},
+		"overall, by default": {port: port},
+		"NOT_SERVING":         {port: port, service: ptr("down"), wantErr: `service unhealthy (responded with "NOT_SERVING")`},
+		"unknown service":     {port: port, service: ptr("nope"), wantErr: "NotFound"},
+		"no health service":   {port: int32(portOf(t, bare.Addr().String())), wantErr: "does not implement the grpc health protocol"},
+		"nothing listens":     {port: int32(closedPort(t)), wantErr: "grpc health check of 127.0.0.1:"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: tc.port, Service: tc.service}}})
+			ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second)
+			switch {
+			case tc.wantErr == "" && !ok:
+				t.Errorf("grpc probe failed: %s", output)
+			case tc.wantErr != "" && (ok || !strings.Contains(output, tc.wantErr)):
+				t.Errorf("grpc probe = %v, %q; want a failure with %q", ok, output, tc.wantErr)
+			}
+		})
+	}
+
+	t.Run("through the manager", func(t *testing.T) {
+		h := newHarness(t)
+		pod := newPod("p", v1.Container{Name: "app", ReadinessProbe: &v1.Probe{
+			ProbeHandler:   v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port, Service: ptr("down")}},
+			TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+		}})
+		h.m.AddContainer(pod, ref(pod, 0), "c1", h.clk.Now())
+		h.settle()
+		h.expect(Result{Container: "app", Kind: Readiness, Healthy: false, Failed: true})
+		hs.SetServingStatus("down", healthpb.HealthCheckResponse_SERVING)
+		h.step(time.Second)
+		h.expect(Result{Container: "app", Kind: Readiness, Healthy: true, Changed: true})
+	})
+}
+
+func TestTCPProbeThroughManager(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	port := portOf(t, l.Addr().String())
+
+	h := newHarness(t)
+	pod := newPod("p", v1.Container{Name: "app", LivenessProbe: &v1.Probe{
+		ProbeHandler:   v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(port)}},
+		TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 2,
+	}})
+	h.m.AddContainer(pod, ref(pod, 0), "c1", h.clk.Now())
+	h.settle()
+	h.expect()
+	_ = l.Close()
+	<-accepted
+	h.step(time.Second)
+	got := h.expect(Result{Container: "app", Kind: Liveness, Healthy: true, Failed: true})
+	if !strings.Contains(got[0].Output, "connection refused") {
+		t.Errorf("Output = %q, want connection refused", got[0].Output)
+	}
+	h.step(time.Second)
+	h.expect(Result{Container: "app", Kind: Liveness, Healthy: false, Changed: true, Failed: true})
+}
+
+func TestProbeWithoutHandler(t *testing.T) {
+	a := prepare(nil, &v1.Probe{})
+	if ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "no handler") {
+		t.Errorf("run = %v, %q; want a failure for the missing handler", ok, output)
+	}
+	a = prepare(nil, execProbe("x"))
+	if ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "not supported") {
+		t.Errorf("run without an Execer = %v, %q; want a failure", ok, output)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
