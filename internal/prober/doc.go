@@ -30,6 +30,7 @@
 // HTTPGet and TCPSocket run one handler at a time and also serve the pod
 // worker's lifecycle hooks.
 //
-// It imports the model and the Kubernetes API types; exec probes run through
-// the Execer interface declared here (the process runtime's Exec).
+// It imports the model, the Kubernetes API types and gRPC (for grpc
+// probes); exec probes run through the Execer interface declared here (the
+// process runtime's Exec).
 package prober

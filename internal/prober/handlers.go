@@ -64,7 +64,9 @@ var httpClient = &http.Client{
 	},
 }
 
-var dialer net.Dialer
+// dialer opens the connections of tcpSocket handlers: they carry no data, so
+// they need no keep-alive probes.
+var dialer = net.Dialer{KeepAlive: -1}
 
 // HTTPGet runs an httpGet handler for container spec: a 2xx or 3xx answer
 // is a success. The host defaults to 127.0.0.1, a named port is looked up

@@ -271,8 +271,9 @@ func (m *Manager) AddContainer(pod *model.Pod, ref model.ContainerRef, id string
 
 // RemoveContainer stops the probes of instance id of the container (it
 // exited or is being stopped); a running attempt is cancelled and does
-// not report. It is idempotent, and does nothing when the container's
-// probes belong to another instance.
+// not report — except one that was already reporting as RemoveContainer
+// ran, which is why results carry the instance ID. It is idempotent, and
+// does nothing when the container's probes belong to another instance.
 func (m *Manager) RemoveContainer(podUID types.UID, container, id string) {
 	m.mu.Lock()
 	var cancels []context.CancelCauseFunc

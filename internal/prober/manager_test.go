@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestInitialDelayAndPeriod(t *testing.T) {
@@ -444,4 +446,32 @@ func TestHTTPProbe(t *testing.T) {
 	if len(headers) != 2 || headers[0].Get("X-Probe") != "yes" || !strings.HasPrefix(headers[0].Get("User-Agent"), "kube-probe/") {
 		t.Errorf("requests' headers = %v", headers)
 	}
+}
+
+func TestRunEndCancelsAttempts(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	ex := newFakeExecer()
+	ex.block("hang")
+	results := make(chan Result, 10)
+	m := New(Config{Execer: ex, Clock: clk, Report: func(r Result) { results <- r }})
+	pod := newPod("p", v1.Container{Name: "app", LivenessProbe: execProbe("hang", timeout(30), failureAfter(1))})
+	m.AddContainer(pod, ref(pod, 0), "c1", clk.Now()) // before Run: starts with it
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx)
+	}()
+	<-ex.started
+	cancel()
+	<-done
+	if c := <-ex.ended; !errors.Is(c.cancelled, errStopped) {
+		t.Errorf("the attempt ended with %v, want errStopped", c.cancelled)
+	}
+	select {
+	case r := <-results:
+		t.Errorf("report after Run ended: %+v", r)
+	default:
+	}
+	m.Run(context.Background()) // a second Run returns at once
 }
