@@ -449,6 +449,11 @@ func planTerminating(in Input) Plan {
 		if prompt && !o.SignalledAt.IsZero() {
 			killAt = earliest(o.SignalledAt.Add(in.Config.PromptKill), t.Deadline)
 		}
+		if !o.KillAt.IsZero() {
+			// Stopped earlier for a failed probe: a kill time only ever
+			// gets shorter.
+			killAt = earliest(killAt, o.KillAt)
+		}
 		if !in.Now.Before(killAt) {
 			p.Actions = append(p.Actions, Action{Kind: Kill, Container: ref, Reason: reason})
 			return

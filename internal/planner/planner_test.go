@@ -235,6 +235,13 @@ func TestNext(t *testing.T) {
 			now:  6 * time.Second,
 			want: []string{"Kill m reason=ProbeFailed"},
 		},
+		"probe: a termination does not put off a probe kill": {
+			pod:  pod("Always", "main:m"),
+			obs:  obs{"m": running(0).stopping(time.Second).killAt(6 * time.Second)},
+			term: &Termination{RequestedAt: at(2 * time.Second), Deadline: at(62 * time.Second)},
+			now:  6 * time.Second,
+			want: []string{"Kill m reason=Terminating", "WakeAt 1m2s"},
+		},
 		"probe: before its kill time the worker waits": {
 			pod:  pod("Always", "main:m"),
 			obs:  obs{"m": running(0).stopping(time.Second).killAt(6 * time.Second)},
