@@ -19,6 +19,9 @@ import (
 	"github.com/podward/podward/internal/runtime"
 )
 
+// cleanupTimeout bounds the removal of a terminated pod's content.
+const cleanupTimeout = time.Minute
+
 // maxRoundsPerStep bounds how often one step re-plans after acting, so that
 // a bug can never spin a worker.
 const maxRoundsPerStep = 64
@@ -724,6 +727,10 @@ func (pw *podWorker) publish() {
 // cleanup removes the pod's content once it is terminated. It runs after
 // the pod is known terminated, so it never holds up a delete.
 func (pw *podWorker) cleanup(ctx context.Context) {
+	// A clean-up that has begun finishes even when the agent stops (it
+	// removes only what no container uses any more), within a bound.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	if err := pw.w.cfg.Runtime.CleanupPod(ctx, pw.pod); err != nil {
 		pw.log.Error("clean up pod", "err", err)
 	}

@@ -22,8 +22,13 @@ import (
 // podwardBin is the binary built once by TestMain.
 var podwardBin string
 
+// probeServerBin is test/internal/probeserver, built by TestMain next to
+// podward: the HTTP server that the probe tests' containers run.
+var probeServerBin string
+
 func TestMain(m *testing.M) {
-	os.Exit(bintest.Main(m, "e2e", &podwardBin))
+	os.Exit(bintest.Main(m, "e2e", &podwardBin,
+		bintest.Program{Pkg: "github.com/podward/podward/test/internal/probeserver", Bin: &probeServerBin}))
 }
 
 // Deadlines. They only bound waits on conditions: a passing test never

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,27 +16,40 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Main is the body of a suite's TestMain: it builds cmd/podward into a
-// temporary directory, sets *bin to the binary's path, runs the tests and
-// removes the binary; once the tests passed, it checks that no harness
-// goroutine outlived its test. It returns the exit code for os.Exit. suite
-// names the suite in what Main prints and in the directory's name.
+// Program is a helper binary that a suite's containers run, built by Main
+// next to podward.
+type Program struct {
+	// Pkg is the program's import path.
+	Pkg string
+	// Bin is set to the built binary's path.
+	Bin *string
+}
+
+// Main is the body of a suite's TestMain: it builds cmd/podward (and the
+// extra programs) into a temporary directory, sets *bin (and each
+// Program.Bin) to the binary's path, runs the tests and removes the
+// binaries; once the tests passed, it checks that no harness goroutine
+// outlived its test. It returns the exit code for os.Exit. suite names the
+// suite in what Main prints and in the directory's name.
 //
 // Each suite builds its own binary, rather than using bin/podward, so that
 // it never tests a stale build.
-func Main(m *testing.M, suite string, bin *string) int {
+func Main(m *testing.M, suite string, bin *string, extra ...Program) int {
 	dir, err := os.MkdirTemp("", "podward-"+suite+"-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, suite+":", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	*bin = filepath.Join(dir, "podward")
-	build := exec.Command("go", "build", "-o", *bin, "github.com/podward/podward/cmd/podward")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, suite+": build podward:", err)
-		return 1
+	progs := append([]Program{{Pkg: "github.com/podward/podward/cmd/podward", Bin: bin}}, extra...)
+	for _, p := range progs {
+		*p.Bin = filepath.Join(dir, path.Base(p.Pkg))
+		build := exec.Command("go", "build", "-o", *p.Bin, p.Pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: build %s: %v\n", suite, p.Pkg, err)
+			return 1
+		}
 	}
 	code := m.Run()
 	if code == 0 {

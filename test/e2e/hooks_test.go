@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podward/podward/test/internal/bintest"
+)
+
+// postStartFailPod's container runs until killed; its postStart hook fails.
+// {{.Hook}} is the hook's command, as a JSON list.
+const postStartFailPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: poststart-fails
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c", "echo $BASHPID > {{.Dir}}/app.pid; echo app up; exec sleep 1000"]
+    lifecycle:
+      postStart:
+        exec: {command: {{.Hook}}}
+`
+
+// TestPostStartHookFailure: a postStart hook that fails kills its
+// container (at once, not after a grace period), and the restart policy
+// applies: with Never the pod fails.
+func TestPostStartHookFailure(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		hook    string
+		message string // what FailedPostStartHook says
+		// pid: the hook waits for the container to write its PID, so
+		// the test can check the process was killed.
+		pid bool
+	}{
+		"/bin/false": {
+			hook:    `["/bin/false"]`,
+			message: `PostStart hook for container app failed: command "/bin/false" exited with 1`,
+		},
+		"exits 1 with output": {
+			hook:    `["/bin/bash", "-c", "for i in $(seq 100); do [ -s {{.Dir}}/app.pid ] && break; sleep 0.05; done; echo hook saw the app; exit 1"]`,
+			message: `exited with 1: hook saw the app`,
+			pid:     true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			hook := strings.ReplaceAll(tc.hook, "{{.Dir}}", dir)
+			manifest := writeManifest(t, dir, postStartFailPod, map[string]string{"Dir": dir, "Hook": hook})
+			p := startPodward(t, "-f", manifest)
+			r := p.wait(t, exitTimeout)
+			t.Logf("stdout:\n%s", r.stdout)
+
+			r.assertCode(t, 1)
+			failed := r.mustFind(t, re(`Warning FailedPostStartHook spec\.containers\{app\} `))
+			if !strings.Contains(failed.text, tc.message) {
+				t.Errorf("%q, want it to say %q", failed.text, tc.message)
+			}
+			r.assertBefore(t,
+				[2]matcher{contains("Normal Started spec.containers{app}"), contains("FailedPostStartHook spec.containers{app}")},
+				[2]matcher{contains("FailedPostStartHook spec.containers{app}"), contains("Killing spec.containers{app}")},
+				[2]matcher{contains("Killing spec.containers{app}"), contains("podward: pod/poststart-fails Failed")},
+			)
+			if n := r.count(contains("Started spec.containers{app}")); n != 1 {
+				t.Errorf("the container started %d times, want once (restartPolicy Never)", n)
+			}
+			// Killed, not stopped gracefully: no waiting out the 30 s.
+			if d := r.exited.Sub(p.started); d > 15*time.Second {
+				t.Errorf("podward took %v, want the container killed at once", d.Round(time.Millisecond))
+			}
+			if tc.pid {
+				if pid := readPID(t, filepath.Join(dir, "app.pid")); bintest.ProcessRuns(pid, "sleep 1000") {
+					t.Errorf("the container's process %d still runs after podward exited", pid)
+				}
+			}
+		})
+	}
+}
+
+// preStopPod has a regular container whose preStop exec hook and SIGTERM
+// trap append to the file order, one whose preStop hook fails (both append
+// to the file bad), and a sidecar whose preStop hook sleeps a second and
+// whose SIGTERM trap writes the time it came.
+const preStopPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: prestop
+spec:
+  terminationGracePeriodSeconds: 20
+  initContainers:
+  - name: side
+    image: bash
+    restartPolicy: Always
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'date +%s.%N > {{.Dir}}/side.sigterm; exit 0' TERM; echo side up; while true; do sleep 100 & wait; done"]
+    lifecycle:
+      preStop:
+        sleep: {seconds: 1}
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo sigterm >> {{.Dir}}/order; exit 0' TERM; echo app up; while true; do sleep 100 & wait; done"]
+    lifecycle:
+      preStop:
+        exec: {command: ["/bin/bash", "-c", "echo prestop >> {{.Dir}}/order"]}
+  - name: bad
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo sigterm >> {{.Dir}}/bad; exit 0' TERM; echo bad up; while true; do sleep 100 & wait; done"]
+    lifecycle:
+      preStop:
+        exec: {command: ["/bin/bash", "-c", "echo prestop >> {{.Dir}}/bad; echo oops; exit 3"]}
+`
+
+// TestPreStopBeforeSIGTERM: without defer containers, a container's
+// preStop hook runs before its stop signal: an exec hook's effect comes
+// before the SIGTERM, and a sleep hook holds the SIGTERM back its seconds.
+// A failed hook is reported, and the stop signal follows all the same.
+func TestPreStopBeforeSIGTERM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, preStopPod, map[string]string{"Dir": dir})
+	p := startPodward(t, "-f", manifest)
+	p.waitLine(t, output("side", "side up"), lineTimeout)
+	p.waitLine(t, output("app", "app up"), lineTimeout)
+	p.waitLine(t, output("bad", "bad up"), lineTimeout)
+	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
+	t.Logf("terminated %v after SIGINT; stdout:\n%s", elapsed.Round(time.Millisecond), r.stdout)
+
+	r.assertCode(t, 0)
+	if got, want := fileLines(t, filepath.Join(dir, "order")), []string{"prestop", "sigterm"}; !slices.Equal(got, want) {
+		t.Errorf("the app's file has %q, want %q: the preStop hook before the SIGTERM", got, want)
+	}
+	if got, want := fileLines(t, filepath.Join(dir, "bad")), []string{"prestop", "sigterm"}; !slices.Equal(got, want) {
+		t.Errorf("the file of the container whose preStop hook fails has %q, want %q: the SIGTERM after the failed hook", got, want)
+	}
+	r.mustFind(t, re(`Warning FailedPreStopHook spec\.containers\{bad\} PreStop hook for container bad failed: .*exited with 3: oops$`))
+	if n := r.count(contains("FailedPreStopHook")); n != 1 {
+		t.Errorf("%d FailedPreStopHook events, want 1 (container bad's)", n)
+	}
+	r.assertBefore(t,
+		[2]matcher{contains("Killing spec.containers{app}"), contains("Killing spec.initContainers{side}")},
+		[2]matcher{contains("Killing spec.containers{bad}"), contains("FailedPreStopHook spec.containers{bad}")},
+		[2]matcher{contains("FailedPreStopHook spec.containers{bad}"), contains("Killing spec.initContainers{side}")},
+		[2]matcher{contains("Killing spec.initContainers{side}"), contains("podward: pod/prestop Succeeded")},
+	)
+
+	// The sidecar's SIGTERM came a second after its Killing event: the
+	// test read the event a moment after podward recorded it, so the
+	// measured gap is, if anything, a bit short.
+	killing := r.mustFind(t, contains("Normal Killing spec.initContainers{side}"))
+	data, err := os.ReadFile(filepath.Join(dir, "side.sigterm"))
+	if err != nil {
+		t.Fatalf("the sidecar never got SIGTERM: %v", err)
+	}
+	secs, err := strconv.ParseFloat(strings.TrimSpace(string(data)), 64)
+	if err != nil {
+		t.Fatalf("the sidecar's SIGTERM time %q: %v", data, err)
+	}
+	sigterm := time.Unix(0, int64(secs*1e9))
+	gap := sigterm.Sub(killing.at)
+	t.Logf("the sidecar got SIGTERM %v after its Killing event", gap.Round(time.Millisecond))
+	if gap < 900*time.Millisecond {
+		t.Errorf("the sidecar got SIGTERM %v after its Killing event, want its 1 s preStop sleep first", gap.Round(time.Millisecond))
+	}
+	if gap > 10*time.Second {
+		t.Errorf("the sidecar got SIGTERM %v after its Killing event, want about its 1 s preStop sleep", gap.Round(time.Millisecond))
+	}
+}
+
+// deferHooksPod has a defer container, a regular container whose preStop
+// hook would write a marker, and a sidecar whose preStop hook writes too.
+// Everything appends to the file order.
+const deferHooksPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: defer-hooks
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [{"name": "flush", "image": "bash", "command": ["/bin/bash", "-c", "echo defer >> {{.Dir}}/order; echo flushed"]}]
+spec:
+  terminationGracePeriodSeconds: 20
+  initContainers:
+  - name: side
+    image: bash
+    restartPolicy: Always
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo side sigterm >> {{.Dir}}/order; exit 0' TERM; echo side up; while true; do sleep 100 & wait; done"]
+    lifecycle:
+      preStop:
+        exec: {command: ["/bin/bash", "-c", "echo side prestop >> {{.Dir}}/order"]}
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo app sigterm >> {{.Dir}}/order; exit 0' TERM; echo app up; while true; do sleep 100 & wait; done"]
+    lifecycle:
+      preStop:
+        exec: {command: ["/bin/bash", "-c", "echo app prestop >> {{.Dir}}/order; touch {{.Dir}}/app-prestop.ran"]}
+`
+
+// TestPreStopSkippedWithDeferContainers: in a pod with defer containers the
+// regular containers' preStop hooks do not run (the defer containers
+// replace them); the containers still get their SIGTERM after the defer
+// containers, and a sidecar keeps its preStop hook.
+func TestPreStopSkippedWithDeferContainers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, deferHooksPod, map[string]string{"Dir": dir})
+	p := startPodward(t, "-f", manifest)
+	p.waitLine(t, output("side", "side up"), lineTimeout)
+	p.waitLine(t, output("app", "app up"), lineTimeout)
+	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
+	t.Logf("terminated %v after SIGINT; stdout:\n%s", elapsed.Round(time.Millisecond), r.stdout)
+
+	r.assertCode(t, 0)
+	if fileExists(filepath.Join(dir, "app-prestop.ran")) {
+		t.Errorf("the regular container's preStop hook ran in a pod with defer containers")
+	}
+	want := []string{"defer", "app sigterm", "side prestop", "side sigterm"}
+	if got := fileLines(t, filepath.Join(dir, "order")); !slices.Equal(got, want) {
+		t.Errorf("order file %q, want %q", got, want)
+	}
+	r.assertBefore(t,
+		[2]matcher{contains("DeferStarted spec.deferContainers{flush}"), output("flush", "flushed")},
+		[2]matcher{contains("DeferCompleted spec.deferContainers{flush}"), contains("Killing spec.containers{app}")},
+		[2]matcher{contains("Killing spec.containers{app}"), contains("Killing spec.initContainers{side}")},
+		[2]matcher{contains("Killing spec.initContainers{side}"), contains("podward: pod/defer-hooks Succeeded")},
+	)
+	if i := r.index(contains("FailedPreStopHook")); i >= 0 {
+		t.Errorf("a preStop hook failed: %q", r.lines[i].text)
+	}
+}
