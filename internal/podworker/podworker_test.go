@@ -644,3 +644,17 @@ func TestPostStartFailureKillsTheContainer(t *testing.T) {
 		t.Fatalf("phase %s, calls %q: want Failed with no restart (restartPolicy Never)", pod.Status.Phase, h.rt.Calls())
 	}
 }
+
+func TestStopSignalIsHonoured(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("ss1", v1.RestartPolicyAlways, "main:app")
+	p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)}
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitCall("start app")
+	h.kill(p, nil)
+	h.waitCall("signal app user defined signal 1")
+	h.waitPhase(p.UID, Terminated)
+	if slices.Contains(h.rt.Calls(), "signal app terminated") {
+		t.Fatalf("SIGTERM sent despite lifecycle.stopSignal SIGUSR1: %q", h.rt.Calls())
+	}
+}
