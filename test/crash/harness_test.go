@@ -279,17 +279,7 @@ func (e *env) cli(args ...string) (string, error) {
 }
 
 func (e *env) cliWithin(within time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, podwardBin, args...)
-	cmd.Env = append(os.Environ(), "PODWARD_SOCKET="+e.socket)
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("podward %s: %w; stderr: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return bintest.CLI(podwardBin, e.socket, within, args...)
 }
 
 // mustCLI is cli that fails the test on error.

@@ -3,6 +3,7 @@ package bintest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -121,4 +123,21 @@ func ProcessRuns(pid int, s string) bool {
 		return false
 	}
 	return strings.Contains(Cmdline(pid), s)
+}
+
+// CLI runs `bin ARGS...` as a client of the agent on socket, for at most
+// within, and returns its stdout; on failure the error has the exit status
+// and stderr.
+func CLI(bin, socket string, within time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "PODWARD_SOCKET="+socket)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("podward %s: %w; stderr: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
 }
