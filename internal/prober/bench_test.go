@@ -3,8 +3,12 @@
 package prober
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
@@ -102,6 +106,76 @@ func BenchmarkProbeScheduling(b *testing.B) {
 		}
 		benchProbes(b, nil, &counter, probe)
 	})
+	// The agent's own share: the listener (the containers' side) runs in
+	// another process, so the CPU measured is the probing alone.
+	b.Run("tcpSocket-external-listener", func(b *testing.B) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), benchListenerEnv+"=1")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}()
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() {
+			b.Fatal("the listener process did not report its port")
+		}
+		port, err := strconv.Atoi(lines.Text())
+		if err != nil {
+			b.Fatal(err)
+		}
+		var counter attemptCounter
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			for lines.Scan() { // one line per listenerBatch accepted connections
+				for range listenerBatch {
+					counter.add()
+				}
+			}
+		}()
+		defer func() {
+			_ = cmd.Process.Kill()
+			<-read
+		}()
+		probe := func() v1.ProbeHandler {
+			return v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(port)}}
+		}
+		benchProbes(b, nil, &counter, probe)
+	})
+}
+
+// benchListenerEnv makes the test binary a TCP listener for the benchmark:
+// it prints its port, then a line per listenerBatch accepted connections.
+const (
+	benchListenerEnv = "PODWARD_PROBER_BENCH_LISTENER"
+	listenerBatch    = 100
+)
+
+// runBenchListener is the listener process's body; it never returns.
+func runBenchListener() {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.Exit(1)
+	}
+	fmt.Println(l.Addr().(*net.TCPAddr).Port)
+	n := 0
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		_ = c.Close()
+		if n++; n%listenerBatch == 0 {
+			fmt.Println(n)
+		}
+	}
 }
 
 func benchProbes(b *testing.B, ex Execer, counter *attemptCounter, handler func() v1.ProbeHandler) {

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,12 @@ import (
 	"github.com/podward/podward/internal/model"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(benchListenerEnv) != "" {
+		runBenchListener()
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
