@@ -93,16 +93,15 @@ type Agent struct {
 
 // entry is a pod the agent knows.
 type entry struct {
-	pod *model.Pod
-	rv  uint64
-	// deleted: a delete was asked; the pod is removed once terminated.
-	deleted bool
+	pod     *model.Pod
+	rv      uint64
 	reaping bool
 	// replacement is created once this pod is removed (apply of a changed
 	// spec).
 	replacement *model.Pod
 	// deletion is the deletionTimestamp asked for (and stored), with its
-	// grace period; the worker's own, exact one wins once it has it.
+	// grace period; the worker's own, exact one wins once it has it. Set,
+	// it means the pod is removed once terminated.
 	deletion      *metav1.Time
 	deletionGrace int64
 }
@@ -282,7 +281,7 @@ func (a *Agent) podChanged(uid types.UID) {
 		a.rv++
 		e.rv = a.rv
 	}
-	reap := ok && e.deleted && !e.reaping && a.workers.IsPodKnownTerminated(uid)
+	reap := ok && e.deletion != nil && !e.reaping && a.workers.IsPodKnownTerminated(uid)
 	if reap {
 		e.reaping = true
 	}
@@ -357,13 +356,11 @@ func (a *Agent) reap(uid types.UID) {
 func (a *Agent) Delete(uid types.UID, grace *int64, reason string) error {
 	a.mu.Lock()
 	e, ok := a.pods[uid]
-	if ok {
-		e.deleted = true
-	}
 	a.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}
+	// Records the deletion (e.deletion), which marks the pod for removal.
 	if err := a.persistDeletion(e.pod, grace); err != nil {
 		return err
 	}

@@ -37,6 +37,15 @@ type Store interface {
 	PutMeta(key, value string) error
 }
 
+// storedEntry is the agent's record of a pod read back from the store,
+// with the deletion and the replacement that were asked for it.
+func (a *Agent) storedEntry(p *model.Pod) *entry {
+	return &entry{
+		pod: p, deletion: p.DeletionTimestamp, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0),
+		replacement: a.loadReplacement(p.UID),
+	}
+}
+
 // checkpointer adapts the store to the pod workers.
 type checkpointer struct{ s Store }
 
@@ -255,7 +264,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 		return a.restore(p, cp, deletion)
 	}
 	a.mu.Lock()
-	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0), replacement: a.loadReplacement(p.UID)}
+	a.pods[p.UID] = a.storedEntry(p)
 	a.mu.Unlock()
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: p})
 	if deletion != nil {
@@ -269,7 +278,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 // kill shortens, never lengthens, so re-issuing is harmless).
 func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
 	a.mu.Lock()
-	a.pods[p.UID] = &entry{pod: p, deleted: deletion != nil, deletion: deletion, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0), replacement: a.loadReplacement(p.UID)}
+	a.pods[p.UID] = a.storedEntry(p)
 	a.mu.Unlock()
 	if err := a.workers.Restore(p, cp); err != nil {
 		return err
