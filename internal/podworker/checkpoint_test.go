@@ -80,7 +80,7 @@ func (r *restartable) resume(t *testing.T, p *model.Pod) {
 	r.w = New(ctx, Config{Runtime: r.rt, Recorder: r.rec, Clock: notifyingClock{r.clk, r.harness}, Planner: planner.DefaultConfig(),
 		Logger: slog.New(slog.DiscardHandler), Checkpointer: r.cps, OnChange: func(types.UID) { r.ring() }})
 	r.wg.Add(1)
-	go func() { defer r.wg.Done(); r.w.Dispatch(ctx, r.rt.Events()) }()
+	go func() { defer r.wg.Done(); dispatchEvents(ctx, r.w, r.rt.Events()) }()
 	t.Cleanup(func() { cancel(); r.w.Wait(); r.wg.Wait() })
 	if err := r.w.Restore(p, r.cps.get(p.UID)); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
 )
 
@@ -55,7 +56,7 @@ func newHarness(t *testing.T) *harness {
 	h.w = New(ctx, Config{Runtime: h.rt, Recorder: h.rec, Clock: notifyingClock{h.clk, h}, Planner: cfg, Logger: slog.New(slog.DiscardHandler), OnChange: func(types.UID) { h.ring() }})
 	var dispatch sync.WaitGroup
 	dispatch.Add(1)
-	go func() { defer dispatch.Done(); h.w.Dispatch(ctx, h.rt.Events()) }()
+	go func() { defer dispatch.Done(); dispatchEvents(ctx, h.w, h.rt.Events()) }()
 	h.stopFirst = func() {
 		cancel()
 		dispatch.Wait()
@@ -656,5 +657,18 @@ func TestStopSignalIsHonoured(t *testing.T) {
 	h.waitPhase(p.UID, Terminated)
 	if slices.Contains(h.rt.Calls(), "signal app terminated") {
 		t.Fatalf("SIGTERM sent despite lifecycle.stopSignal SIGUSR1: %q", h.rt.Calls())
+	}
+}
+
+// dispatchEvents feeds a fake runtime's events to the workers until ctx ends, as
+// the agent's dispatcher does.
+func dispatchEvents(ctx context.Context, w *Workers, events <-chan runtime.Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-events:
+			w.HandleEvent(ev)
+		}
 	}
 }

@@ -160,22 +160,6 @@ func (w *Workers) HandleEvent(ev runtime.Event) {
 	pw.ring()
 }
 
-// Dispatch feeds runtime events to the workers until ctx is done or the
-// channel closes.
-func (w *Workers) Dispatch(ctx context.Context, events <-chan runtime.Event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			w.HandleEvent(ev)
-		}
-	}
-}
-
 // Wait returns once every pod goroutine (and every stop it began) has
 // returned, which happens when their pods are terminated or the ctx given
 // to New is done.
