@@ -216,7 +216,11 @@ func (pw *podWorker) recover(ctx context.Context) error {
 			// The agent stopped during the preStop hook (or right before
 			// the signal): the hook is not run twice; the stop goes on
 			// with its signal.
-			pw.signalStop(ctx, c.ref, c.id, pw.pod.Container(c.ref))
+			killAt := c.obs.KillAt
+			if pw.term != nil {
+				killAt = pw.term.Deadline
+			}
+			pw.signalStop(ctx, c.ref, c.id, pw.pod.Container(c.ref), killAt)
 			c.obs.SignalledAt = now
 		}
 		if c.obs.State == planner.Running && !c.obs.Started {

@@ -46,10 +46,13 @@ type podWorker struct {
 	hooks         []hookResult
 	probeResults  []ProbeResult
 	signalled     []signalNote
-	setupCtx      context.Context
-	setupCancel   context.CancelFunc
-	phase         Phase
-	published     *v1.Pod
+	prePulled     []string // defer containers whose image a pre-pull brought
+	// prePullFinished: the pre-pull is over (for tests).
+	prePullFinished bool
+	setupCtx        context.Context
+	setupCancel     context.CancelFunc
+	phase           Phase
+	published       *v1.Pod
 	// publishedPhase is the phase published is of: PodStatus answers
 	// with both, so that they always agree.
 	publishedPhase Phase
@@ -77,6 +80,13 @@ type podWorker struct {
 	deferGivenUp bool
 	// saved is the last checkpoint written.
 	saved []byte
+	// prePullStarted: the defer images' pre-pull was started (once per
+	// worker); prepulled names the defer containers it brought.
+	prePullStarted bool
+	prepulled      map[string]bool
+	// imageWake is the earliest retry of an image pull the last round
+	// put off (zero: none).
+	imageWake time.Time
 }
 
 // ctr is what the worker knows of one container.
@@ -96,6 +106,8 @@ type ctr struct {
 	hookCancel context.CancelFunc
 	// ready is the readiness probe's verdict (containers with one).
 	ready bool
+	// image is what the last pulls of its image gave.
+	image imageState
 }
 
 func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
@@ -113,6 +125,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		pod:         pod,
 		byName:      map[string]*ctr{},
 		backoffs:    map[string]time.Time{},
+		prepulled:   map[string]bool{},
 	}
 	for _, ref := range pod.Containers() {
 		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
@@ -240,6 +253,10 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 	pw.signalled = nil
 	probeResults := pw.probeResults
 	pw.probeResults = nil
+	for _, name := range pw.prePulled {
+		pw.prepulled[name] = true
+	}
+	pw.prePulled = nil
 	setupCtx := pw.setupCtx
 	pw.mu.Unlock()
 
@@ -331,20 +348,30 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 			return now.Add(time.Second)
 		}
 		acted := false
+		pw.imageWake = time.Time{}
 		for _, a := range plan.Actions {
 			if pw.execute(ctx, setupCtx, a) {
 				acted = true
 			}
 		}
 		pw.save()
+		pw.maybePrePull(ctx)
 		if !acted {
-			return plan.WakeAt
+			return earliest(plan.WakeAt, pw.imageWake)
 		}
 		pw.publish()
 		now = clk.Now()
 	}
 	pw.log.Error("pod worker did not settle; retrying shortly")
 	return now.Add(time.Second)
+}
+
+// earliest is the earlier of two wake-up times, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func hasKillFor(p planner.Plan, reason string) bool {
@@ -532,6 +559,11 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 		attempt = c.obs.Restarts + 1
 	}
 	spec := pw.pod.Container(c.ref)
+	if ok, wake := pw.ensureImage(startCtx, c, spec); !ok {
+		c.pending = nil
+		pw.imageWake = earliest(pw.imageWake, wake)
+		return false
+	}
 	inst, err := pw.w.cfg.Runtime.StartContainer(startCtx, pw.pod, c.ref, attempt)
 	c.pending = nil
 	if err != nil && startCtx.Err() != nil {
@@ -603,7 +635,7 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 		hook = spec.Lifecycle.PreStop
 	}
 	if hook == nil {
-		pw.signalStop(ctx, c.ref, c.id, spec) // SignalledAt: see writeAhead
+		pw.signalStop(ctx, c.ref, c.id, spec, a.KillAt) // SignalledAt: see writeAhead
 		return
 	}
 	pod, ref, id, killAt := pw.pod, c.ref, c.id, a.KillAt
@@ -619,7 +651,7 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 		if err != nil {
 			pw.eventFor(pod, ref.FieldPath(), events.Warning, "FailedPreStopHook", "PreStop hook for container %s failed: %v", ref.Name, err)
 		}
-		pw.signalStop(ctx, ref, id, spec)
+		pw.signalStop(ctx, ref, id, spec, killAt)
 		pw.mu.Lock()
 		pw.signalled = append(pw.signalled, signalNote{container: ref.Name, id: id, at: pw.w.cfg.Clock.Now()})
 		pw.mu.Unlock()
@@ -639,8 +671,20 @@ type signalNote struct {
 	at            time.Time
 }
 
-func (pw *podWorker) signalStop(ctx context.Context, ref model.ContainerRef, id string, spec *v1.Container) {
-	if err := pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+func (pw *podWorker) signalStop(ctx context.Context, ref model.ContainerRef, id string, spec *v1.Container, killAt time.Time) {
+	var err error
+	if gs, ok := pw.w.cfg.Runtime.(GracefulStopper); ok {
+		// The runtime enforces the kill time itself, even if this agent
+		// is gone by then.
+		timeout := time.Duration(pw.pod.GracePeriodSeconds()) * time.Second
+		if !killAt.IsZero() {
+			timeout = max(killAt.Sub(pw.w.cfg.Clock.Now()), 0)
+		}
+		err = gs.StopContainer(ctx, id, stopSignal(spec), timeout)
+	} else {
+		err = pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec))
+	}
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		pw.log.Error("stop container", "container", ref.Name, "err", err)
 	}
 }

@@ -48,12 +48,19 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(rt *fake.Runtime) Runtime { return rt })
+}
+
+// newHarnessWith gives the workers the runtime wrap makes of the fake one
+// (e.g. one with images).
+func newHarnessWith(t *testing.T, wrap func(*fake.Runtime) Runtime) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, clk: clocktesting.NewFakeClock(t0), changed: make(chan struct{})}
 	h.rt = fake.New(h.clk)
 	h.rec = events.NewRecorder(h.clk, 1000)
 	cfg := planner.DefaultConfig()
-	h.w = New(ctx, Config{Runtime: h.rt, Recorder: h.rec, Clock: notifyingClock{h.clk, h}, Planner: cfg, Logger: slog.New(slog.DiscardHandler), OnChange: func(types.UID) { h.ring() }})
+	h.w = New(ctx, Config{Runtime: wrap(h.rt), Recorder: h.rec, Clock: notifyingClock{h.clk, h}, Planner: cfg, Logger: slog.New(slog.DiscardHandler), OnChange: func(types.UID) { h.ring() }})
 	var dispatch sync.WaitGroup
 	dispatch.Add(1)
 	go func() { defer dispatch.Done(); dispatchEvents(ctx, h.w, h.rt.Events()) }()

@@ -152,7 +152,7 @@ func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.Cont
 	cs := v1.ContainerStatus{
 		Name:         c.ref.Name,
 		Image:        spec.Image,
-		ImageID:      "",
+		ImageID:      c.image.ref,
 		ContainerID:  containerID(c.id),
 		RestartCount: int32(c.obs.Restarts),
 	}
@@ -160,6 +160,15 @@ func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.Cont
 	cs.Started = &started
 	if c.last != nil {
 		cs.LastTerminationState.Terminated = c.last
+	}
+	switch {
+	case c.image.reason != "" && c.obs.State != planner.Running && !terminated:
+		// The next instance cannot start: its image did not come.
+		if c.obs.State == planner.Exited {
+			cs.LastTerminationState.Terminated = c.terminatedState()
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: c.image.reason, Message: c.image.message}
+		return cs
 	}
 	switch c.obs.State {
 	case planner.Running:
