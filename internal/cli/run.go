@@ -22,7 +22,6 @@ import (
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
-	"github.com/podward/podward/internal/runtime/process"
 )
 
 type runOptions struct {
@@ -34,6 +33,7 @@ type runOptions struct {
 	promptKill  time.Duration
 	color       string
 	verbose     bool
+	runtime     runtimeOptions
 }
 
 func newRunCommand(s Streams) *cobra.Command {
@@ -62,6 +62,7 @@ second one kills with grace period 0.`,
 	f.DurationVar(&o.promptKill, "prompt-kill", planner.DefaultConfig().PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
 	f.StringVar(&o.color, "color", "auto", "colour container output: auto, always, never")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log the agent's decisions to stderr")
+	o.runtime.addFlags(f)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -114,7 +115,7 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	clk := clock.RealClock{}
 	log := newLogger(s.Err, o.verbose)
 	pr := newPrinter(s.Out, useColor(o.color, s.Out), pods)
-	rt, err := process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: pr.output})
+	rt, err := o.runtime.open(ctx, root, clk, log, pr.output)
 	if err != nil {
 		return &ExitError{Code: ExitInternal, Err: err}
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/planner"
-	"github.com/podward/podward/internal/runtime/process"
 	"github.com/podward/podward/internal/staticpods"
 	"github.com/podward/podward/internal/store"
 )
@@ -31,6 +30,7 @@ type serveOptions struct {
 	promptKill   time.Duration
 	eventsPerPod int
 	verbose      bool
+	runtime      runtimeOptions
 }
 
 func newServeCommand(s Streams, api *apiOptions) *cobra.Command {
@@ -60,6 +60,7 @@ stops the agent, never the containers: they keep running.`,
 	f.DurationVar(&o.promptKill, "prompt-kill", planner.DefaultConfig().PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
 	f.IntVar(&o.eventsPerPod, "events-per-pod", store.DefaultEventsPerPod, "events kept per pod (the newest)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log the agent's decisions and refused requests to stderr")
+	o.runtime.addFlags(f)
 	return cmd
 }
 
@@ -107,7 +108,7 @@ func runServe(ctx context.Context, s Streams, api *apiOptions, o serveOptions) e
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	clk := clock.RealClock{}
-	rt, err := process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log})
+	rt, err := o.runtime.open(ctx, root, clk, log, nil)
 	if err != nil {
 		_ = ln.Close()
 		return &ExitError{Code: ExitFailed, Err: err}

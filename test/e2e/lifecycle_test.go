@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/podward/podward/test/internal/bintest"
 )
 
 // orderPod has two sidecars around a plain init container, two regular
@@ -34,9 +32,9 @@ metadata:
   annotations:
     pod.alpha.kubernetes.io/defer-containers: |
       [
-        {"name": "d1", "image": "bash", "command": ["/bin/bash", "-c", "sleep 0.3; echo defer d1 >> {{.Mnt}}/order"],
+        {"name": "d1", "image": "bash", "command": ["{{.Bash}}", "-c", "sleep 0.3; echo defer d1 >> {{.Mnt}}/order"],
          "volumeMounts": [{"name": "shared", "mountPath": "{{.Mnt}}"}]},
-        {"name": "d2", "image": "bash", "command": ["/bin/bash", "-c", "echo defer d2 >> {{.Mnt}}/order"],
+        {"name": "d2", "image": "bash", "command": ["{{.Bash}}", "-c", "echo defer d2 >> {{.Mnt}}/order"],
          "volumeMounts": [{"name": "shared", "mountPath": "{{.Mnt}}"}]}
       ]
 spec:
@@ -45,29 +43,29 @@ spec:
   - name: s1
     image: bash
     restartPolicy: Always
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'echo stop s1 >> {{.Mnt}}/order; exit 0' TERM; echo start s1 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
     volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
   - name: init
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["for i in $(seq 50); do grep -qx 'start s1' {{.Mnt}}/order && break; sleep 0.02; done; echo init >> {{.Mnt}}/order"]
     volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
   - name: s2
     image: bash
     restartPolicy: Always
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'echo stop s2 >> {{.Mnt}}/order; exit 0' TERM; echo start s2 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
     volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
   containers:
   - name: m1
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'echo stop m1 >> {{.Mnt}}/order; exit 0' TERM; for i in $(seq 50); do grep -qx 'start s2' {{.Mnt}}/order && break; sleep 0.02; done; echo start m1 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
     volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
   - name: m2
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'echo stop m2 >> {{.Mnt}}/order; exit 0' TERM; for i in $(seq 50); do grep -qx 'start s2' {{.Mnt}}/order && break; sleep 0.02; done; echo start m2 >> {{.Mnt}}/order; while true; do sleep 100 & wait; done"]
     volumeMounts: [{name: shared, mountPath: "{{.Mnt}}"}]
   volumes:
@@ -77,15 +75,18 @@ spec:
 
 func TestStartAndStopOrder(t *testing.T) {
 	needRoot(t)
-	t.Parallel()
+	eachRuntime(t, testStartAndStopOrder)
+}
+
+func testStartAndStopOrder(t *testing.T, rt runtimeEnv) {
 	dir := t.TempDir()
 	// The mountPath exists on the host but stays empty there: the file
 	// lands in the hostPath directory only if the volume was mounted.
 	shared, mnt := filepath.Join(dir, "shared"), filepath.Join(dir, "mnt")
 	mkdirs(t, shared, mnt)
-	manifest := writeManifest(t, dir, orderPod, map[string]string{"Mnt": mnt, "Shared": shared})
+	manifest := rt.manifest(t, dir, orderPod, map[string]string{"Mnt": mnt, "Shared": shared})
 
-	r := run(t, "-f", manifest, "--timeout", "2s")
+	r := rt.run(t, "-f", manifest, "--timeout", "2s")
 	r.assertCode(t, 0)
 
 	got := fileLines(t, filepath.Join(shared, "order"))
@@ -155,13 +156,13 @@ metadata:
   name: early-end
   annotations:
     pod.alpha.kubernetes.io/defer-containers: |
-      [{"name": "flush", "image": "bash", "command": ["/bin/bash", "-c", "echo flushing; sleep 1; echo flushed"]}]
+      [{"name": "flush", "image": "bash", "command": ["{{.Bash}}", "-c", "echo flushing; sleep 1; echo flushed"]}]
 spec:
   terminationGracePeriodSeconds: 60
   containers:
   - name: app
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'echo bye; exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
 `
 
@@ -170,9 +171,12 @@ spec:
 // exit on SIGTERM. The run is ended with SIGTERM, like a service manager
 // would.
 func TestDeferEndsTerminationEarly(t *testing.T) {
-	t.Parallel()
-	manifest := writeManifest(t, t.TempDir(), earlyEndPod, nil)
-	p := startPodward(t, "-f", manifest)
+	eachRuntime(t, testDeferEndsTerminationEarly)
+}
+
+func testDeferEndsTerminationEarly(t *testing.T, rt runtimeEnv) {
+	manifest := rt.manifest(t, t.TempDir(), earlyEndPod, nil)
+	p := rt.start(t, "-f", manifest)
 	p.waitLine(t, output("app", "serving"), lineTimeout)
 	r, elapsed := p.signalAndWait(t, syscall.SIGTERM)
 	t.Logf("terminated %v after SIGTERM (grace period 60s)", elapsed.Round(time.Millisecond))
@@ -205,7 +209,7 @@ metadata:
       [{
         "name": "flaky",
         "image": "bash",
-        "command": ["/bin/bash", "-c"],
+        "command": ["{{.Bash}}", "-c"],
         "args": ["n=$(cat {{.Mnt}}/attempts 2>/dev/null || echo 0); n=$((n+1)); echo $n > {{.Mnt}}/attempts; echo attempt $n; [ $n -ge 3 ]"],
         "volumeMounts": [{"name": "state", "mountPath": "{{.Mnt}}"}]
       }]
@@ -214,7 +218,7 @@ spec:
   containers:
   - name: app
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
   volumes:
   - name: state
@@ -223,12 +227,15 @@ spec:
 
 func TestDeferRetriedWithBackoff(t *testing.T) {
 	needRoot(t)
-	t.Parallel()
+	eachRuntime(t, testDeferRetriedWithBackoff)
+}
+
+func testDeferRetriedWithBackoff(t *testing.T, rt runtimeEnv) {
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "mnt")
 	mkdirs(t, mnt)
-	manifest := writeManifest(t, dir, retryPod, map[string]string{"Mnt": mnt})
-	p := startPodward(t, "-f", manifest, "--backoff-base", "1s")
+	manifest := rt.manifest(t, dir, retryPod, map[string]string{"Mnt": mnt})
+	p := rt.start(t, "-f", manifest, "--backoff-base", "1s")
 	p.waitLine(t, output("app", "serving"), lineTimeout)
 	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
 	t.Logf("terminated %v after SIGINT (grace period 60s)", elapsed.Round(time.Millisecond))
@@ -268,9 +275,8 @@ func TestDeferRetriedWithBackoff(t *testing.T) {
 	)
 }
 
-// hangPod's defer container never finishes; it writes its PID so that the
-// test can check it was killed. ($BASHPID, not $$: like Kubernetes, podward
-// turns $$ in a command into $.)
+// hangPod's defer container never finishes; its unique sleep lets the test
+// check it was killed.
 const hangPod = `
 apiVersion: v1
 kind: Pod
@@ -278,24 +284,26 @@ metadata:
   name: hang
   annotations:
     pod.alpha.kubernetes.io/defer-containers: |
-      [{"name": "stuck", "image": "bash", "command": ["/bin/bash", "-c", "echo $BASHPID > {{.Dir}}/stuck.pid; echo stuck; exec sleep 1000"]}]
+      [{"name": "stuck", "image": "bash", "command": ["{{.Bash}}", "-c", "echo stuck; exec sleep {{.Sleep}}"]}]
 spec:
   terminationGracePeriodSeconds: 60
   containers:
   - name: app
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
 `
 
 func TestDeferKilledAtDeadline(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	manifest := writeManifest(t, dir, hangPod, map[string]string{"Dir": dir})
+	eachRuntime(t, testDeferKilledAtDeadline)
+}
+
+func testDeferKilledAtDeadline(t *testing.T, rt runtimeEnv) {
+	marker := newSleepMarker()
+	manifest := rt.manifest(t, t.TempDir(), hangPod, map[string]string{"Sleep": marker})
 	const timeout = time.Second
-	p := startPodward(t, "-f", manifest, "--timeout", timeout.String(), "--grace-period", "3")
+	p := rt.start(t, "-f", manifest, "--timeout", timeout.String(), "--grace-period", "3")
 	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
-	pid := readPID(t, filepath.Join(dir, "stuck.pid"))
 	r := p.wait(t, exitTimeout)
 	// Termination began at least the timeout after podward started, so
 	// this is never less than how long it took.
@@ -311,24 +319,24 @@ func TestDeferKilledAtDeadline(t *testing.T) {
 	if r.count(contains("DeferCompleted")) > 0 {
 		t.Errorf("a defer container that was killed is reported as completed; stdout:\n%s", r.stdout)
 	}
-	if bintest.ProcessRuns(pid, "sleep 1000") {
-		t.Errorf("the defer container's process %d still runs after podward exited", pid)
-	}
+	assertNoProcess(t, "sleep "+marker)
 }
 
 // TestSecondInterruptKills is Ctrl-C, then Ctrl-C again while a defer
 // container hangs: the second one kills at once instead of waiting out the
 // 60 s grace period.
 func TestSecondInterruptKills(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	manifest := writeManifest(t, dir, hangPod, map[string]string{"Dir": dir})
-	p := startPodward(t, "-f", manifest)
+	eachRuntime(t, testSecondInterruptKills)
+}
+
+func testSecondInterruptKills(t *testing.T, rt runtimeEnv) {
+	marker := newSleepMarker()
+	manifest := rt.manifest(t, t.TempDir(), hangPod, map[string]string{"Sleep": marker})
+	p := rt.start(t, "-f", manifest)
 	p.waitLine(t, output("app", "serving"), lineTimeout)
 	p.signal(t, syscall.SIGINT)
 	p.waitLine(t, contains("DeferStarted spec.deferContainers{stuck}"), lineTimeout)
 	p.waitLine(t, output("stuck", "stuck"), lineTimeout)
-	pid := readPID(t, filepath.Join(dir, "stuck.pid"))
 	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
 	t.Logf("exited %v after the second SIGINT (grace period 60s)", elapsed.Round(time.Millisecond))
 
@@ -338,9 +346,7 @@ func TestSecondInterruptKills(t *testing.T) {
 	}
 	r.mustFind(t, contains("podward: interrupted again: killing with grace period 0"))
 	r.mustFind(t, re(`Warning GracePeriodExceeded pod/hang .*defer containers that did not complete: stuck$`))
-	if bintest.ProcessRuns(pid, "sleep 1000") {
-		t.Errorf("the defer container's process %d still runs after podward exited", pid)
-	}
+	assertNoProcess(t, "sleep "+marker)
 }
 
 // slowInitPod is interrupted while its init container runs: neither the
@@ -352,31 +358,38 @@ metadata:
   name: slow-init
   annotations:
     pod.alpha.kubernetes.io/defer-containers: |
-      [{"name": "flush", "image": "bash", "command": ["/bin/bash", "-c", "touch {{.Dir}}/flush.ran"]}]
+      [{"name": "flush", "image": "bash", "command": ["{{.Bash}}", "-c", "touch {{.Dir}}/flush.ran"],
+        "volumeMounts": [{"name": "dir", "mountPath": "{{.Dir}}"}]}]
 spec:
   terminationGracePeriodSeconds: 60
   initContainers:
   - name: migrate
     image: bash
-    command: ["/bin/bash", "-c", "echo $BASHPID > {{.Dir}}/migrate.pid; echo migrating; exec sleep 1000"]
+    command: ["{{.Bash}}", "-c", "echo migrating; exec sleep {{.Sleep}}"]
   containers:
   - name: app
     image: bash
-    command: ["/bin/bash", "-c", "touch {{.Dir}}/app.ran; exec sleep 1000"]
+    command: ["{{.Bash}}", "-c", "touch {{.Dir}}/app.ran; exec sleep 1000"]
+    volumeMounts: [{name: dir, mountPath: "{{.Dir}}"}]
+  volumes:
+  - name: dir
+    hostPath: {path: "{{.Dir}}", type: Directory}
 `
 
 func TestInterruptDuringInit(t *testing.T) {
-	t.Parallel()
+	needRoot(t)
+	eachRuntime(t, testInterruptDuringInit)
+}
+
+func testInterruptDuringInit(t *testing.T, rt runtimeEnv) {
 	dir := t.TempDir()
-	manifest := writeManifest(t, dir, slowInitPod, map[string]string{"Dir": dir})
-	p := startPodward(t, "-f", manifest)
+	marker := newSleepMarker()
+	manifest := rt.manifest(t, dir, slowInitPod, map[string]string{"Dir": dir, "Sleep": marker})
+	p := rt.start(t, "-f", manifest)
 	p.waitLine(t, output("migrate", "migrating"), lineTimeout)
-	pid := readPID(t, filepath.Join(dir, "migrate.pid"))
 	p.signal(t, syscall.SIGINT)
 	r := p.wait(t, exitTimeout)
-	if bintest.ProcessRuns(pid, "sleep 1000") {
-		t.Errorf("the init container's process %d still runs after podward exited", pid)
-	}
+	assertNoProcess(t, "sleep "+marker)
 
 	r.assertCode(t, 1)
 	r.mustFind(t, contains("Normal DeferSkipped pod/slow-init"))
@@ -401,13 +414,13 @@ metadata:
   name: always-fails
   annotations:
     pod.alpha.kubernetes.io/defer-containers: |
-      [{"name": "stuck", "image": "bash", "command": ["/bin/bash", "-c", "echo stuck; exit 1"]}]
+      [{"name": "stuck", "image": "bash", "command": ["{{.Bash}}", "-c", "echo stuck; exit 1"]}]
 spec:
   terminationGracePeriodSeconds: 60
   containers:
   - name: app
     image: bash
-    command: ["/bin/bash", "-c"]
+    command: ["{{.Bash}}", "-c"]
     args: ["trap 'exit 0' TERM; echo serving; while true; do sleep 100 & wait; done"]
 `
 
@@ -416,7 +429,10 @@ spec:
 // container killed at the deadline is not retried, nor is one whose next
 // retry would come after the deadline.
 func TestDeferRetryAnnouncedOnlyWhenItHappens(t *testing.T) {
-	t.Parallel()
+	eachRuntime(t, testDeferRetryAnnouncedOnlyWhenItHappens)
+}
+
+func testDeferRetryAnnouncedOnlyWhenItHappens(t *testing.T, rt runtimeEnv) {
 	tests := map[string]struct {
 		manifest string
 		args     []string
@@ -443,9 +459,8 @@ func TestDeferRetryAnnouncedOnlyWhenItHappens(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			manifest := writeManifest(t, dir, tc.manifest, map[string]string{"Dir": dir})
-			p := startPodward(t, append([]string{"-f", manifest}, tc.args...)...)
+			manifest := rt.manifest(t, t.TempDir(), tc.manifest, map[string]string{"Sleep": newSleepMarker()})
+			p := rt.start(t, append([]string{"-f", manifest}, tc.args...)...)
 			p.waitLine(t, output("app", "serving"), lineTimeout)
 			p.signal(t, syscall.SIGINT)
 			r := p.wait(t, exitTimeout)

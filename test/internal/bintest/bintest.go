@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"go.uber.org/goleak"
 )
 
@@ -140,4 +142,44 @@ func CLI(bin, socket string, within time.Duration, args ...string) (string, erro
 		return stdout.String(), fmt.Errorf("podward %s: %w; stderr: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// ProcessesRunning lists the live processes whose command line contains s,
+// in any PID namespace: a container's processes are visible from the host
+// whatever runtime started them, so a unique marker in a container's
+// command finds them on both runtimes.
+func ProcessesRunning(s string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if ProcessRuns(pid, s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// WaitExit waits at most within for pid to exit, through a pidfd, and
+// reports whether it did (or was already gone).
+func WaitExit(pid int, within time.Duration) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true // gone already
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(max(within, 0).Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
 }
