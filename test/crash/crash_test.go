@@ -282,8 +282,11 @@ func TestCrashDuringDeferContainers(t *testing.T) {
 // Scenario 5: a termination in progress keeps its absolute deadline across
 // an agent restart.
 func TestCrashDuringTerminationKeepsDeadline(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	bintest.EachRuntime(t, testCrashDuringTerminationKeepsDeadline)
+}
+
+func testCrashDuringTerminationKeepsDeadline(t *testing.T, rt bintest.Runtime) {
+	e := newEnvOn(t, rt)
 	const grace = 6 * time.Second
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "deadline"},

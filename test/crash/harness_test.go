@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,6 +67,11 @@ type env struct {
 	rec    string // the record file
 	trig   string // the trigger directory
 
+	// rt is the runtime the agent runs containers on. On the CRI runtime
+	// every container mounts the test's directory at the same path, so
+	// that scripts find the record file and triggers there.
+	rt bintest.Runtime
+
 	agent *agentProc // nil while the agent is down
 	gen   int        // agents started so far
 	logs  []string   // the agents' stderr files, in start order
@@ -84,9 +90,16 @@ type agentProc struct {
 // kills, by the marker, whatever process of the test is still there.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOn(t, bintest.Process())
+}
+
+// newEnvOn is newEnv with the agent on runtime rt.
+func newEnvOn(t *testing.T, rt bintest.Runtime) *env {
+	t.Helper()
 	dir := t.TempDir()
 	e := &env{
 		t:    t,
+		rt:   rt,
 		dir:  dir + "/",
 		root: filepath.Join(dir, "root"),
 		rec:  filepath.Join(dir, "rec", "log"),
@@ -140,7 +153,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	a := &agentProc{ready: make(chan struct{}), done: make(chan struct{})}
-	a.cmd = exec.Command(podwardBin, "serve", "--root", e.root, "--socket", e.socket, "-v")
+	a.cmd = exec.Command(podwardBin, append([]string{"serve", "--root", e.root, "--socket", e.socket, "-v"}, e.rt.Args...)...)
 	// Files, not writers: no copying goroutine that a process holding
 	// the pipe could keep alive.
 	a.cmd.Stdout, a.cmd.Stderr = pw, pw
@@ -297,6 +310,11 @@ func (e *env) apply(pod *v1.Pod) {
 	t := e.t
 	t.Helper()
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	if e.rt.IsCRI() && !slices.ContainsFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == testDirVolume }) {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: testDirVolume, VolumeSource: v1.VolumeSource{
+			HostPath: &v1.HostPathVolumeSource{Path: strings.TrimSuffix(e.dir, "/")},
+		}})
+	}
 	data, err := json.MarshalIndent(pod, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -444,9 +462,17 @@ func (e *env) script(s string) string {
 	return strings.NewReplacer("{rec}", e.rec, "{trig}", e.trig).Replace(s)
 }
 
+// testDirVolume is the volume of the test's directory on the CRI runtime.
+const testDirVolume = "test-dir"
+
 // container is a bash container running script (see env.script).
 func (e *env) container(name, script string) v1.Container {
-	return v1.Container{Name: name, Image: "bash", Command: []string{"/bin/bash", "-c", e.script(script)}}
+	c := v1.Container{Name: name, Image: "bash", Command: []string{e.rt.Bash, "-c", e.script(script)}}
+	if e.rt.IsCRI() {
+		dir := strings.TrimSuffix(e.dir, "/")
+		c.VolumeMounts = []v1.VolumeMount{{Name: testDirVolume, MountPath: dir}}
+	}
+	return c
 }
 
 // trigger creates the trigger file name, on which a container waits.

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // TestExamples runs the manifests of examples/ the way their comments say.
@@ -140,5 +144,50 @@ spec:
 				t.Errorf("the container ran after its init container failed; stdout:\n%s", r.stdout)
 			}
 		})
+	}
+}
+
+// TestSeedDemoOnCRI runs the original defer-containers demo, unchanged, as
+// real containers: its images come from the registry the CRI environment
+// serves, the defer container's image is pre-pulled while the pod runs, and
+// the pod is gone a few seconds after its defer containers finished, not
+// after its 60 s grace period.
+func TestSeedDemoOnCRI(t *testing.T) {
+	needRoot(t)
+	rt := runtimeEnv{bintest.CRI()}
+	rt.Need(t)
+	t.Parallel()
+	file, err := filepath.Abs(filepath.Join("..", "..", "examples", "defer-demo-seed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rt.run(t, "-f", file, "--timeout", "5s")
+	t.Logf("stdout:\n%s", r.stdout)
+	// Its container is bash as PID 1 without a trap: it ignores SIGTERM and
+	// is killed, so the pod ends Failed, as the kubelet would report it.
+	r.assertCode(t, 1)
+	timeout := contains("podward: timeout")
+	r.assertBefore(t,
+		[2]matcher{output("first", "started"), contains("Started spec.containers{prestop}")},
+		[2]matcher{contains("Started spec.containers{prestop}"), re(`Pulling spec\.deferContainers\{last\} Pulling image "busybox" \(defer-container pre-pull for last\)`)},
+		[2]matcher{re(`Pulled spec\.deferContainers\{last\} Successfully pulled image "busybox" .*pre-pull`), timeout},
+		[2]matcher{timeout, contains("Created spec.deferContainers{last-but-one}")},
+		[2]matcher{contains("DeferStarted spec.deferContainers{last-but-one}"), output("last-but-one", "entered deferContainers")},
+		[2]matcher{contains("DeferCompleted spec.deferContainers{last-but-one}"), contains("Created spec.deferContainers{last}")},
+		[2]matcher{contains("DeferStarted spec.deferContainers{last}"), output("last", "finished")},
+		[2]matcher{contains("DeferCompleted spec.deferContainers{last}"), contains("Killing spec.containers{prestop}")},
+		[2]matcher{contains("Killing spec.containers{prestop}"), contains("podward: pod/defer-demo Failed")},
+	)
+	// At termination the defer containers start from pre-pulled images.
+	for _, l := range r.lines[r.index(timeout):] {
+		if strings.Contains(l.text, "Pulling ") {
+			t.Errorf("pulled at termination: %q", l.text)
+		}
+	}
+	done := r.mustFind(t, contains("DeferCompleted spec.deferContainers{last}"))
+	if d := r.exited.Sub(done.at); d > 10*time.Second {
+		t.Errorf("podward exited %v after the defer containers finished, want a few seconds (grace period 60 s)", d)
+	} else {
+		t.Logf("podward exited %v after the defer containers finished (grace period 60 s)", d.Round(time.Millisecond))
 	}
 }
