@@ -86,7 +86,12 @@ func testStartAndStopOrder(t *testing.T, rt runtimeEnv) {
 	mkdirs(t, shared, mnt)
 	manifest := rt.manifest(t, dir, orderPod, map[string]string{"Mnt": mnt, "Shared": shared})
 
-	r := rt.run(t, "-f", manifest, "--timeout", "2s")
+	// Interrupted once both regular containers run: how long that takes
+	// differs between runtimes.
+	p := rt.start(t, "-f", manifest)
+	p.waitLine(t, contains("Started spec.containers{m1}"), lineTimeout)
+	p.waitLine(t, contains("Started spec.containers{m2}"), lineTimeout)
+	r, _ := p.signalAndWait(t, syscall.SIGINT)
 	r.assertCode(t, 0)
 
 	got := fileLines(t, filepath.Join(shared, "order"))
@@ -120,7 +125,7 @@ func testStartAndStopOrder(t *testing.T, rt runtimeEnv) {
 	startedS2 := contains("Started spec.initContainers{s2}")
 	createdM1 := contains("Created spec.containers{m1}")
 	createdM2 := contains("Created spec.containers{m2}")
-	timeout := contains("podward: timeout")
+	timeout := contains("podward: interrupted: terminating gracefully")
 	deferStartedD1 := contains("DeferStarted spec.deferContainers{d1}")
 	deferDoneD1 := contains("DeferCompleted spec.deferContainers{d1}")
 	deferStartedD2 := contains("DeferStarted spec.deferContainers{d2}")
@@ -350,7 +355,9 @@ func testSecondInterruptKills(t *testing.T, rt runtimeEnv) {
 }
 
 // slowInitPod is interrupted while its init container runs: neither the
-// regular container nor the defer container may ever start.
+// regular container nor the defer container may ever start. The init
+// container traps SIGTERM: on the CRI runtime it is PID 1 of its PID
+// namespace, which ignores signals it does not handle.
 const slowInitPod = `
 apiVersion: v1
 kind: Pod
@@ -365,7 +372,7 @@ spec:
   initContainers:
   - name: migrate
     image: bash
-    command: ["{{.Bash}}", "-c", "echo migrating; exec sleep {{.Sleep}}"]
+    command: ["{{.Bash}}", "-c", "trap 'exit 143' TERM; echo migrating; sleep {{.Sleep}} & wait"]
   containers:
   - name: app
     image: bash
