@@ -5,7 +5,7 @@ PKGS    := ./...
 # Packages with goroutines run under the race detector.
 RACE_PKGS := ./internal/...
 
-.PHONY: help build test test-unit test-integration bench vet fmt-check clean
+.PHONY: help build test test-unit test-integration bench vet fmt-check clean cri-up cri-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -23,13 +23,19 @@ fmt-check: ## fail when a file is not gofmt-formatted
 test-unit: ## the fast inner loop: unit tests of every internal package, with -race
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
-test-integration: build ## end-to-end tests: the real binary running real processes
-	$(GO) test -count=1 -timeout 10m ./test/...
+test-integration: build ## end-to-end tests on both runtimes: real processes, and real containers through a private containerd (hack/with-cri.sh; root)
+	hack/with-cri.sh $(GO) test -count=1 -timeout 20m ./internal/runtime/cri/ ./test/...
 
 test: fmt-check vet test-unit test-integration ## everything CI runs
 
 bench: ## benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+cri-up: ## start the CRI test environment by hand (containerd + docker.io mirror); prints CRI_ENDPOINT
+	hack/cri-up.sh
+
+cri-down: ## tear the CRI test environment down
+	hack/cri-down.sh
 
 clean: ## remove build output
 	rm -rf bin

@@ -27,11 +27,13 @@ type ImageService interface {
 	PullImage(ctx context.Context, pod *model.Pod, image string) (runtime.PulledImage, error)
 }
 
-// GracefulStopper is the optional runtime ability to stop a container on its
-// own: send sig, and SIGKILL once timeout has passed, even if the agent is
-// gone by then. It returns once the stop is under way; the exit comes as a
-// runtime event. Runtimes without it get Signal(sig) and the worker sends
-// SIGKILL itself at the deadline (it does so with this ability too).
+// GracefulStopper is the optional runtime ability to stop a container the
+// runtime's own way: send the stop signal, and SIGKILL once timeout has
+// passed (the CRI's StopContainer, which cannot send other signals). It
+// returns once the stop is under way; the exit comes as a runtime event.
+// Runtimes without it get Signal(sig). Either way the worker sends SIGKILL
+// itself at the kill time: containerd gives a stop up when its caller goes
+// away, so an agent that restarts must not count on it.
 type GracefulStopper interface {
 	StopContainer(ctx context.Context, id string, sig syscall.Signal, timeout time.Duration) error
 }

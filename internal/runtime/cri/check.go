@@ -1,0 +1,228 @@
+package cri
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// unsupportedError is a reason why this runtime cannot run a pod as written.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+func (e *unsupportedError) Unwrap() error { return runtime.ErrUnsupported }
+
+func unsupported(format string, args ...any) error {
+	return &unsupportedError{msg: fmt.Sprintf(format, args...)}
+}
+
+// notSupported is the usual message: the field, and that this runtime
+// cannot honour it.
+func notSupported(field string) error {
+	return unsupported("%s: not supported by the CRI runtime", field)
+}
+
+// Check says whether this runtime can run pod as written, before anything
+// of it starts: what it cannot honour is refused rather than silently
+// ignored. It reports every problem it finds, joined; each wraps
+// runtime.ErrUnsupported and names the field. It has no side effects and
+// may be called at any time. PreparePod and StartContainer check again.
+func (r *Runtime) Check(pod *model.Pod) error {
+	errs := r.checkPod(pod)
+	for _, ref := range pod.Containers() {
+		if err := r.checkContainer(pod, ref, pod.Container(ref)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkPod checks the pod-level fields.
+func (r *Runtime) checkPod(pod *model.Pod) []error {
+	var errs []error
+	spec := &pod.Spec
+	if spec.OS != nil && spec.OS.Name != v1.Linux {
+		errs = append(errs, unsupported("spec.os.name: Unsupported value: %q: the CRI runtime runs Linux containers", spec.OS.Name))
+	}
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		errs = append(errs, notSupported("spec.hostUsers"))
+	}
+	if len(spec.HostAliases) > 0 {
+		errs = append(errs, notSupported("spec.hostAliases"))
+	}
+	if spec.Resources != nil && (len(spec.Resources.Limits) > 0 || len(spec.Resources.Requests) > 0) {
+		errs = append(errs, notSupported("spec.resources"))
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		p := "spec.securityContext"
+		if sc.SELinuxOptions != nil {
+			errs = append(errs, notSupported(p+".seLinuxOptions"))
+		}
+		if err := checkProfiles(sc.SeccompProfile, sc.AppArmorProfile, p); err != nil {
+			errs = append(errs, err)
+		}
+		if len(sc.Sysctls) > 0 && r.hostNetwork(pod) {
+			errs = append(errs, unsupported("%s.sysctls: Forbidden: the pod shares the host's network (and IPC) namespaces: its sysctls would change the host's", p))
+		}
+		if sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyMerge {
+			errs = append(errs, unsupported("%s.supplementalGroupsPolicy: Unsupported value: %q: not supported by the CRI runtime", p, *sc.SupplementalGroupsPolicy))
+		}
+	}
+	for i := range spec.Volumes {
+		if err := checkVolume(&spec.Volumes[i], i); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func checkVolume(vol *v1.Volume, i int) error {
+	switch {
+	case vol.EmptyDir != nil:
+		switch vol.EmptyDir.Medium {
+		case v1.StorageMediumDefault, v1.StorageMediumMemory:
+			return nil
+		}
+		return unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the CRI runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
+	case vol.HostPath != nil:
+		if vol.HostPath.Type != nil {
+			if _, ok := hostPathChecks[*vol.HostPath.Type]; !ok {
+				return unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
+			}
+		}
+		return nil
+	}
+	return unsupported("spec.volumes[%d]: Unsupported value: volume %q: the CRI runtime supports only emptyDir and hostPath volumes", i, vol.Name)
+}
+
+// checkProfiles rejects the seccomp and AppArmor profiles this runtime
+// cannot apply: a Localhost seccomp profile (podward keeps no profile
+// directory) and any AppArmor profile but Unconfined.
+func checkProfiles(seccomp *v1.SeccompProfile, apparmor *v1.AppArmorProfile, p string) error {
+	if seccomp != nil && seccomp.Type == v1.SeccompProfileTypeLocalhost {
+		return unsupported("%s.seccompProfile.type: Unsupported value: %q: not supported by the CRI runtime", p, seccomp.Type)
+	}
+	if apparmor != nil && apparmor.Type != v1.AppArmorProfileTypeUnconfined {
+		return unsupported("%s.appArmorProfile.type: Unsupported value: %q: not supported by the CRI runtime", p, apparmor.Type)
+	}
+	return nil
+}
+
+// fieldPath is where the container is declared, such as "spec.containers[0]".
+func fieldPath(ref model.ContainerRef) string {
+	switch ref.Role {
+	case model.RoleInit, model.RoleSidecar:
+		return fmt.Sprintf("spec.initContainers[%d]", ref.Index)
+	case model.RoleDefer:
+		// Where the user wrote it, as validation names it.
+		return fmt.Sprintf("metadata.annotations[%s][%d]", model.DeferContainersAnnotation, ref.Index)
+	default:
+		return fmt.Sprintf("spec.containers[%d]", ref.Index)
+	}
+}
+
+// checkContainer is Check for one container.
+func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.Container) error {
+	if c == nil {
+		return fmt.Errorf("pod %s has no %s container %q: %w", pod.Key(), ref.Role, ref.Name, runtime.ErrNotFound)
+	}
+	p := fieldPath(ref)
+	if _, _, err := r.containerEnv(pod, c, p); err != nil {
+		return err
+	}
+	if len(c.VolumeDevices) > 0 {
+		return notSupported(p + ".volumeDevices")
+	}
+	if c.Stdin || c.TTY {
+		return unsupported("%s.stdin: Unsupported value: the CRI runtime gives containers no stdin or terminal", p)
+	}
+	for name := range c.Resources.Limits {
+		if name != v1.ResourceCPU && name != v1.ResourceMemory {
+			return unsupported("%s.resources.limits[%s]: not supported by the CRI runtime, which limits only cpu and memory", p, name)
+		}
+	}
+	if len(c.Resources.Claims) > 0 {
+		return notSupported(p + ".resources.claims")
+	}
+	if err := checkSecurity(pod.Spec.SecurityContext, c.SecurityContext, p); err != nil {
+		return err
+	}
+	for i, m := range c.VolumeMounts {
+		mp := fmt.Sprintf("%s.volumeMounts[%d]", p, i)
+		if findVolume(pod, m.Name) == nil {
+			return unsupported("%s.name: Not found: %q", mp, m.Name)
+		}
+		if path.Clean("/"+m.MountPath) == "/" {
+			return unsupported("%s.mountPath: Invalid value: %q: cannot mount over the container's root", mp, m.MountPath)
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+			return unsupported("%s.recursiveReadOnly: Unsupported value: %q: not supported by the CRI runtime", mp, *m.RecursiveReadOnly)
+		}
+		if err := checkSubPath(m.SubPath); err != nil {
+			return unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
+		}
+	}
+	return nil
+}
+
+// checkSecurity rejects the security settings this runtime does not apply.
+func checkSecurity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) error {
+	var user, group *int64
+	if pod != nil {
+		user, group = pod.RunAsUser, pod.RunAsGroup
+	}
+	if c != nil {
+		p := p + ".securityContext"
+		switch {
+		case c.SELinuxOptions != nil:
+			return notSupported(p + ".seLinuxOptions")
+		case c.ProcMount != nil && *c.ProcMount != v1.DefaultProcMount:
+			return unsupported("%s.procMount: Unsupported value: %q: not supported by the CRI runtime", p, *c.ProcMount)
+		}
+		if err := checkProfiles(c.SeccompProfile, c.AppArmorProfile, p); err != nil {
+			return err
+		}
+		if c.RunAsUser != nil {
+			user = c.RunAsUser
+		}
+		if c.RunAsGroup != nil {
+			group = c.RunAsGroup
+		}
+	}
+	if group != nil && user == nil {
+		// containerd refuses a group without a user.
+		return unsupported("%s.securityContext.runAsGroup: Forbidden: the CRI runtime needs runAsUser too", p)
+	}
+	return nil
+}
+
+// checkSubPath rejects a subPath that could leave its volume.
+func checkSubPath(sub string) error {
+	if sub == "" {
+		return nil
+	}
+	if path.IsAbs(sub) {
+		return errors.New("must be a relative path")
+	}
+	for _, elem := range strings.Split(sub, "/") {
+		if elem == ".." {
+			return errors.New("must not contain '..'")
+		}
+	}
+	return nil
+}
+
+func findVolume(pod *model.Pod, name string) *v1.Volume {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return &pod.Spec.Volumes[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+// Package cri is podward's runtime that runs pods as OCI containers through
+// a CRI v1 runtime (containerd 1.6+, CRI-O) over its unix socket: one pod
+// sandbox per pod, one container per instance, images pulled by the CRI
+// image service. It satisfies the same interfaces as package process.
+//
+// # What lives where
+//
+// The CRI runtime owns the containers, their processes and their logs; it
+// writes each instance's log, in the CRI format, to
+// Root/pods/<podUID>/logs/<container>/<attempt>.log (the sandbox's log
+// directory). podward keeps on disk only the emptyDir volumes
+// (Root/pods/<podUID>/volumes/<name>) and the root's lock. Everything the
+// agent must find again after a restart is in the CRI runtime, as labels
+// and annotations on the sandboxes and containers (see LabelManaged and the
+// other Label* constants): which pod, which container, which attempt.
+// Every list call filters on this podward's labels, so the containers of
+// other users of the same CRI runtime are never seen nor touched.
+//
+// # Pods
+//
+// PreparePod runs the sandbox: on the host's network (no hostname: a
+// host-network sandbox cannot set one) unless the pod asks for its own and
+// Config.PodNetwork is on; PID namespace per container unless
+// shareProcessNamespace; cgroup parent <Config.CgroupParent>/<podUID>,
+// which CleanupPod removes since the CRI runtime never does. Check refuses
+// what the runtime cannot honour (volume kinds but emptyDir and hostPath,
+// SELinux, AppArmor, Localhost seccomp, user namespaces, limits of
+// resources but cpu and memory...), naming the field.
+//
+// # Exits
+//
+// Containers outlive the agent: Close never stops one, and New attaches to
+// the running containers of the root. Exits are found by a relist, as the
+// kubelet's PLEG finds them (see relist.go): a ListContainers of the
+// running containers every RelistPeriod, poked at once by starts and
+// stops, and a ContainerStatus for each container that left the list.
+// Where the CRI runtime has a container event stream (not containerd 1.6),
+// its stop events poke the relist, which then only runs as a safety net.
+// The log of an instance is read to its end for Config.Output before its
+// exit event goes out.
+//
+// # Stopping
+//
+// The CRI cannot send arbitrary signals: StopContainer has the runtime send
+// the container's stop signal and SIGKILL at the timeout, and Signal
+// supports only SIGKILL. The stop signal is set at creation from
+// lifecycle.stopSignal (ContainerConfig.stop_signal), which runtimes that
+// predate that field ignore (containerd 1.6 uses the image's STOPSIGNAL, or
+// SIGTERM).
+//
+// It imports the model, the runtime vocabulary, crilog, the CRI API and
+// gRPC; only the agent's wiring imports it.
+package cri

@@ -1,0 +1,469 @@
+package cri
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// Defaults of Config.
+const (
+	// DefaultCallTimeout bounds each CRI call but pulls, StopContainer
+	// (which gets its grace period on top) and ExecSync (bounded by its
+	// caller's ctx). RunPodSandbox with a CNI plugin and StopPodSandbox are
+	// the slow ones; 30 s leaves them room without hiding a hung runtime.
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultPullTimeout bounds one image pull.
+	DefaultPullTimeout = 10 * time.Minute
+	// DefaultRelistPeriod is the kubelet's PLEG period: exits are seen
+	// within a second when nothing pokes the relist sooner.
+	DefaultRelistPeriod = time.Second
+	// DefaultCgroupParent is the cgroup under which each pod gets its own
+	// parent, <DefaultCgroupParent>/<podUID>.
+	DefaultCgroupParent = "/podward"
+)
+
+// streamRelistFactor stretches the relist period while the runtime's event
+// stream works: the relist is then only a safety net.
+const streamRelistFactor = 10
+
+// maxMsgSize is the largest CRI response the client accepts, as the
+// kubelet's: a ListContainers of thousands of containers exceeds gRPC's 4 MiB.
+const maxMsgSize = 16 * 1024 * 1024
+
+// eventBuffer is how many exit events wait for the consumer before their
+// deliveries start to wait for it.
+const eventBuffer = 128
+
+// ReasonStatusUnknown is the exit reason of a running instance that
+// vanished from the runtime before its exit was seen (someone removed it,
+// or the runtime lost it); its exit code is 137, as the kubelet reports it.
+const ReasonStatusUnknown = "ContainerStatusUnknown"
+
+// ReasonStartError is the exit reason ListContainers gives an instance that
+// was created but never started (exit code 128).
+const ReasonStartError = "StartError"
+
+var (
+	// ErrRootInUse is returned by New when another Runtime, in this
+	// process or another, holds the root.
+	ErrRootInUse = errors.New("CRI runtime root is in use by another runtime")
+	// errClosed is returned by calls that would start work after Close.
+	errClosed = errors.New("CRI runtime is closed")
+)
+
+// Config is what the CRI runtime needs from the agent.
+type Config struct {
+	// Endpoint is the CRI socket, such as
+	// unix:///run/containerd/containerd.sock (a bare absolute path is a
+	// unix socket too). Both the runtime and the image service are used
+	// on it.
+	Endpoint string
+	// Root is podward's state directory for this runtime:
+	// Root/pods/<podUID>/logs/<container>/<attempt>.log for the logs (the
+	// sandbox's log directory, written by the runtime) and
+	// Root/pods/<podUID>/volumes/<name> for emptyDirs. One Runtime at a
+	// time may use a root. Its absolute path also tells this podward's
+	// containers from another podward's on the same CRI runtime (label
+	// LabelRoot).
+	Root string
+	// Clock drives the relist timers and measures pulls. Default: the real
+	// clock. Start and finish times come from the CRI runtime.
+	Clock clock.Clock
+	// Logger gets the runtime's own messages. Default: discarded.
+	Logger *slog.Logger
+	// CallTimeout bounds each CRI call but pulls, StopContainer (which
+	// gets its grace period on top) and ExecSync (bounded by its ctx).
+	// Default DefaultCallTimeout.
+	CallTimeout time.Duration
+	// PullTimeout bounds one image pull. Default DefaultPullTimeout.
+	PullTimeout time.Duration
+	// RelistPeriod is how often the runtime lists the running containers
+	// to find exits. A start or a stop pokes a relist at once (and a few
+	// more in quick succession after a start), so that short-lived
+	// containers are seen fast without a tight period. While the CRI
+	// runtime's event stream works (GetContainerEvents; containerd 1.6
+	// has none), each stop event pokes a relist and the period is ten
+	// times longer. Default DefaultRelistPeriod.
+	RelistPeriod time.Duration
+	// PullSecretsDir holds the pods' image pull secrets: the secret named
+	// in spec.imagePullSecrets is the file <PullSecretsDir>/<name>.json, a
+	// dockerconfigjson ({"auths":{"registry:port":{"auth":"..."}}}).
+	PullSecretsDir string
+	// PodNetwork gives pods that ask for their own network
+	// (spec.hostNetwork false) a network namespace of their own, set up by
+	// the CRI runtime's CNI plugins. Default false: every pod shares the
+	// host's network, as on the process runtime, and needs no CNI
+	// configuration.
+	PodNetwork bool
+	// CgroupParent is the cgroup under which each pod gets a parent of its
+	// own, <CgroupParent>/<podUID>, for the cgroupfs driver. Default
+	// DefaultCgroupParent. CleanupPod removes the pod's parent, which the
+	// CRI runtime creates but never removes.
+	CgroupParent string
+	// NodeIP is what fieldRef status.hostIP(s) gives, and status.podIP(s)
+	// on the host network. Default 127.0.0.1, which inside a pod network
+	// is the pod itself: set it when PodNetwork is on.
+	NodeIP string
+	// Output, when set, also receives every line a container writes (a
+	// line longer than 16 KiB in 16 KiB pieces), for `podward run`. The
+	// runtime follows each instance's CRI log: the lines of an instance
+	// this Runtime started from its first, those of an instance it found
+	// running at New from then on. Every line of an instance is handed
+	// over before its exit event is sent. It is called from one goroutine
+	// per instance; while it blocks, that instance's exit event waits (the
+	// container does not). line is only valid during the call. For an
+	// instance the runtime found at New, pod has only its name, namespace
+	// and UID.
+	Output func(pod *model.Pod, container, stream string, line []byte)
+
+	// loopWaiting, for tests, is called each time the relist loop is about
+	// to wait for its timer, of delay, or a poke.
+	loopWaiting func(delay time.Duration)
+}
+
+// Runtime runs pods as OCI containers through a CRI v1 runtime (containerd,
+// CRI-O): a pod sandbox per pod, a container per instance. All its methods
+// are safe for concurrent use.
+type Runtime struct {
+	root         string
+	rootLabel    string // LabelRoot's value: a hash of root
+	clock        clock.Clock
+	log          *slog.Logger
+	callTimeout  time.Duration
+	pullTimeout  time.Duration
+	relistPeriod time.Duration
+	secretsDir   string
+	podNetwork   bool
+	cgroupParent string
+	cgroupRoot   string // /sys/fs/cgroup; tests point it elsewhere
+	nodeIP       string
+	output       func(pod *model.Pod, container, stream string, line []byte)
+	lock         *os.File // flock'ed: one Runtime per root
+	loopWaiting  func(time.Duration)
+
+	conn *grpc.ClientConn
+	rt   runtimeapi.RuntimeServiceClient
+	img  runtimeapi.ImageServiceClient
+
+	events chan runtime.Event
+	poke   chan struct{} // 1 slot: a relist is wanted now
+	// ctx ends with Close: the relist loop, the event stream, stops in
+	// flight and pending deliveries end with it.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	streaming atomic.Bool // the runtime's event stream delivers
+
+	relistMu  sync.Mutex // one relist at a time
+	relistGen uint64     // under relistMu and mu
+
+	mu        sync.Mutex
+	closed    bool
+	tracked   map[string]*instance     // instances started or found running, until their exit is seen
+	sandboxes map[types.UID]sandboxRef // the ready sandbox of each prepared pod
+}
+
+// New connects to the CRI runtime at cfg.Endpoint, checks that it answers
+// (Version), takes cfg.Root, and starts watching the containers for exits.
+// ctx bounds only these first calls; the Runtime lives until Close.
+//
+// It attaches to what an earlier Runtime on the same root left in the CRI
+// runtime (it may have been in a process that died): instances that run
+// are watched again, their exits reported on Events and their output (from
+// now on) handed to Config.Output; instances that had already exited are
+// not reported on Events, ListContainers has their exit status. An agent
+// that restarts should call ListPods and ListContainers before it reads
+// Events, and treat an exit event for an instance ListContainers already
+// showed as exited as a repetition. New fails with ErrRootInUse while
+// another Runtime holds the root.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Endpoint == "" {
+		return nil, errors.New("CRI runtime: Config.Endpoint is required")
+	}
+	if cfg.Root == "" {
+		return nil, errors.New("CRI runtime: Config.Root is required")
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("CRI runtime root: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
+		return nil, fmt.Errorf("CRI runtime root: %w", err)
+	}
+	lock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := cfg.Endpoint
+	if strings.HasPrefix(endpoint, "/") {
+		endpoint = "unix://" + endpoint
+	}
+	conn, err := grpc.NewClient(endpoint,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("CRI runtime: connect to %s: %w", cfg.Endpoint, err)
+	}
+	sum := sha256.Sum256([]byte(root))
+	// The lifetime is the Runtime's, not New's: only Close ends it.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &Runtime{
+		root:         root,
+		rootLabel:    hex.EncodeToString(sum[:8]),
+		clock:        cfg.Clock,
+		log:          cfg.Logger,
+		callTimeout:  cmpOr(cfg.CallTimeout, DefaultCallTimeout),
+		pullTimeout:  cmpOr(cfg.PullTimeout, DefaultPullTimeout),
+		relistPeriod: cmpOr(cfg.RelistPeriod, DefaultRelistPeriod),
+		secretsDir:   cfg.PullSecretsDir,
+		podNetwork:   cfg.PodNetwork,
+		cgroupParent: cfg.CgroupParent,
+		cgroupRoot:   "/sys/fs/cgroup",
+		nodeIP:       cfg.NodeIP,
+		output:       cfg.Output,
+		loopWaiting:  cfg.loopWaiting,
+		lock:         lock,
+		conn:         conn,
+		rt:           runtimeapi.NewRuntimeServiceClient(conn),
+		img:          runtimeapi.NewImageServiceClient(conn),
+		events:       make(chan runtime.Event, eventBuffer),
+		poke:         make(chan struct{}, 1),
+		ctx:          life,
+		cancel:       cancel,
+		tracked:      make(map[string]*instance),
+		sandboxes:    make(map[types.UID]sandboxRef),
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.cgroupParent == "" {
+		r.cgroupParent = DefaultCgroupParent
+	}
+	if r.nodeIP == "" {
+		r.nodeIP = "127.0.0.1"
+	}
+	name, version, err := r.Version(ctx)
+	if err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("CRI runtime at %s: %w", cfg.Endpoint, err)
+	}
+	if err := r.attach(ctx); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("CRI runtime at %s: %w", cfg.Endpoint, err)
+	}
+	r.log.Debug("CRI runtime ready", "endpoint", cfg.Endpoint, "runtime", name, "version", version)
+	r.wg.Add(2)
+	go r.relistLoop()
+	go r.watchEvents()
+	return r, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// lockRoot takes the root's lock, which the kernel releases when the
+// process dies.
+func lockRoot(root string) (*os.File, error) {
+	path := filepath.Join(root, "runtime.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("CRI runtime root: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrRootInUse, root)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Close stops the runtime's own work and waits for it to end: the relist
+// loop and the event stream stop (exits from now on are for the next
+// Runtime on the root to find), the following of running instances' logs
+// stops, stops in flight are abandoned (a container that ignores its stop
+// signal then gets no SIGKILL from the CRI runtime: the pod worker of the
+// next agent sends it at the deadline), and calls that start something
+// fail. An exit already seen is finished: its log is read to the end for
+// Config.Output, and its event is dropped unless the consumer takes it
+// first. Close never stops a container. It closes the connection and
+// releases the root. It is idempotent.
+func (r *Runtime) Close() error {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		followers := make([]*follower, 0, len(r.tracked))
+		for _, in := range r.tracked {
+			if in.follower != nil {
+				followers = append(followers, in.follower)
+			}
+		}
+		r.mu.Unlock()
+		r.cancel()
+		for _, f := range followers {
+			f.stop()
+		}
+		r.wg.Wait()
+		if err := r.conn.Close(); err != nil {
+			r.log.Debug("close the CRI connection", "err", err)
+		}
+		// Closing the file releases the lock.
+		r.lock.Close()
+	})
+	return nil
+}
+
+// goTracked runs fn in a goroutine Close waits for, unless the Runtime is
+// closed, in which case it returns false and runs nothing.
+func (r *Runtime) goTracked(fn func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// Events reports the exit of every instance this Runtime watches exactly
+// once, after all its output was handed to Config.Output. Exits are found
+// by relisting (see Config.RelistPeriod). The channel is buffered and never
+// closed; no event is dropped while the Runtime is open. Exits that
+// happened while no Runtime watched are not reported here but by
+// ListContainers.
+func (r *Runtime) Events() <-chan runtime.Event { return r.events }
+
+// Version returns the CRI runtime's name and version, such as
+// "containerd", "v1.6.20".
+func (r *Runtime) Version(ctx context.Context) (runtimeName, runtimeVersion string, err error) {
+	cctx, cancel := context.WithTimeout(ctx, r.callTimeout)
+	defer cancel()
+	resp, err := r.rt.Version(cctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		return "", "", fmt.Errorf("CRI version: %w", err)
+	}
+	return resp.RuntimeName, resp.RuntimeVersion, nil
+}
+
+// Status is nil when the CRI runtime answers and says RuntimeReady (and,
+// with Config.PodNetwork, NetworkReady); otherwise it is an error naming
+// the failing condition with its reason and message, or the call's error.
+func (r *Runtime) Status(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, r.callTimeout)
+	defer cancel()
+	resp, err := r.rt.Status(cctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("CRI status: %w", err)
+	}
+	want := []string{runtimeapi.RuntimeReady}
+	if r.podNetwork {
+		want = append(want, runtimeapi.NetworkReady)
+	}
+	var errs []error
+	for _, typ := range want {
+		var cond *runtimeapi.RuntimeCondition
+		for _, c := range resp.GetStatus().GetConditions() {
+			if c.Type == typ {
+				cond = c
+			}
+		}
+		switch {
+		case cond == nil:
+			errs = append(errs, fmt.Errorf("CRI status: condition %s not reported", typ))
+		case !cond.Status:
+			errs = append(errs, fmt.Errorf("CRI status: %s is false: %s: %s", typ, cond.Reason, cond.Message))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogPath is where the CRI log of the attempt-th instance of container
+// lives. It does not say whether the file exists.
+func (r *Runtime) LogPath(podUID types.UID, container string, attempt int) string {
+	return filepath.Join(r.logDir(podUID), container, strconv.Itoa(attempt)+".log")
+}
+
+func (r *Runtime) podsDir() string { return filepath.Join(r.root, "pods") }
+
+func (r *Runtime) podDir(uid types.UID) string { return filepath.Join(r.podsDir(), string(uid)) }
+
+func (r *Runtime) logDir(uid types.UID) string { return filepath.Join(r.podDir(uid), "logs") }
+
+func (r *Runtime) volumesDir(uid types.UID) string { return filepath.Join(r.podDir(uid), "volumes") }
+
+func (r *Runtime) volumeDir(uid types.UID, volume string) string {
+	return filepath.Join(r.volumesDir(uid), volume)
+}
+
+// checkUID makes sure a pod UID is usable as a directory name.
+func checkUID(uid types.UID) error {
+	s := string(uid)
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\x00") {
+		return fmt.Errorf("pod UID %q is not usable as a directory name", s)
+	}
+	return nil
+}
+
+// call bounds one CRI call with the call timeout.
+func (r *Runtime) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.callTimeout)
+}
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// notFound turns the CRI runtime's NotFound into runtime.ErrNotFound.
+func notFound(err error) error {
+	if isNotFound(err) {
+		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
+	}
+	return err
+}

@@ -1,0 +1,434 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// sandboxRef is a pod's ready sandbox, and what CreateContainer needs to
+// be told about it again.
+type sandboxRef struct {
+	id      string
+	attempt uint32
+	ip      string // on the pod network; "" on the host's
+}
+
+// hostNetwork says whether the pod's sandbox shares the host's network:
+// always, unless the pod asks for its own and Config.PodNetwork is on.
+func (r *Runtime) hostNetwork(pod *model.Pod) bool {
+	return pod.Spec.HostNetwork || !r.podNetwork
+}
+
+// sandboxIP is the pod's IP on the pod network, once its sandbox runs.
+func (r *Runtime) sandboxIP(uid types.UID) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sandboxes[uid].ip
+}
+
+// PreparePod creates the pod's directories, its volumes (a directory per
+// emptyDir, a tmpfs for medium Memory; for each hostPath the check or
+// creation its type asks for) and its sandbox. It is idempotent: a ready
+// sandbox of the pod (found by its labels, also one an earlier Runtime
+// created) is used again; a sandbox that is not ready any more is replaced
+// by a new one with the next attempt number, and removed by CleanupPod.
+// It stops, with ctx.Err(), between steps once ctx is done.
+func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.preparePod(ctx, pod); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
+	}
+	return nil
+}
+
+func (r *Runtime) preparePod(ctx context.Context, pod *model.Pod) error {
+	if err := checkUID(pod.UID); err != nil {
+		return err
+	}
+	if r.isClosed() {
+		return errClosed
+	}
+	if err := errors.Join(r.checkPod(pod)...); err != nil {
+		return err
+	}
+	for _, dir := range []string{r.logDir(pod.UID), r.volumesDir(pod.UID)} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return err
+		}
+	}
+	for i := range pod.Spec.Volumes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		vol := &pod.Spec.Volumes[i]
+		if err := r.prepareVolume(pod, vol); err != nil {
+			return fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := r.ensureSandbox(ctx, pod)
+	return err
+}
+
+// ensureSandbox returns the pod's ready sandbox, creating it when there is
+// none. The pod worker calls it from the pod's goroutine only, so two calls
+// for one pod never race.
+func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef, error) {
+	r.mu.Lock()
+	sb, ok := r.sandboxes[pod.UID]
+	r.mu.Unlock()
+	if ok {
+		return sb, nil
+	}
+	cctx, cancel := r.call(ctx)
+	resp, err := r.rt.ListPodSandbox(cctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: r.selector(LabelPodUID, string(pod.UID))},
+	})
+	cancel()
+	if err != nil {
+		return sandboxRef{}, fmt.Errorf("list sandboxes: %w", err)
+	}
+	var attempt uint32
+	var ready *runtimeapi.PodSandbox
+	for _, s := range resp.Items {
+		attempt = max(attempt, s.GetMetadata().GetAttempt()+1)
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY && (ready == nil || s.CreatedAt > ready.CreatedAt) {
+			ready = s
+		}
+	}
+	if ready != nil {
+		sb = sandboxRef{id: ready.Id, attempt: ready.GetMetadata().GetAttempt()}
+	} else {
+		if attempt > 0 {
+			r.log.Warn("the pod's sandbox is not ready any more; creating a new one", "pod", pod.Key(), "podUID", pod.UID, "attempt", attempt)
+		}
+		cfg := r.sandboxConfig(pod, attempt)
+		cctx, cancel := r.call(ctx)
+		resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
+		cancel()
+		if err != nil {
+			return sandboxRef{}, fmt.Errorf("run pod sandbox: %w", err)
+		}
+		sb = sandboxRef{id: resp.PodSandboxId, attempt: attempt}
+		r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", sb.id)
+	}
+	if !r.hostNetwork(pod) {
+		cctx, cancel := r.call(ctx)
+		st, err := r.rt.PodSandboxStatus(cctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.id})
+		cancel()
+		if err != nil {
+			return sandboxRef{}, fmt.Errorf("pod sandbox status: %w", err)
+		}
+		sb.ip = st.GetStatus().GetNetwork().GetIp()
+	}
+	r.mu.Lock()
+	r.sandboxes[pod.UID] = sb
+	r.mu.Unlock()
+	return sb, nil
+}
+
+// forgetSandbox drops the cached sandbox of the pod, so that the next use
+// looks it up again.
+func (r *Runtime) forgetSandbox(uid types.UID) {
+	r.mu.Lock()
+	delete(r.sandboxes, uid)
+	r.mu.Unlock()
+}
+
+// sandboxConfig is the pod's sandbox: identified by its labels, logging to
+// Root/pods/<uid>/logs, in the pod's own cgroup parent, sharing the host's
+// network unless hostNetwork says otherwise (see Config.PodNetwork). The
+// same config goes with each CreateContainer: containerd takes the log
+// directory from it.
+func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	spec := &pod.Spec
+	ns := r.namespaces(pod)
+	// The sandbox's own pid namespace option is the pod's: shared (POD)
+	// or the host's; per container otherwise.
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}
+	for _, ref := range pod.Containers() {
+		if c := pod.Container(ref); c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			// containerd refuses privileged containers in an
+			// unprivileged sandbox.
+			sc.Privileged = true
+		}
+	}
+	var sysctls map[string]string
+	if psc := spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = supplementalGroups(psc)
+		sc.Seccomp = seccompProfile(psc.SeccompProfile)
+		if len(psc.Sysctls) > 0 {
+			sysctls = make(map[string]string, len(psc.Sysctls))
+			for _, s := range psc.Sysctls {
+				sysctls[s.Name] = s.Value
+			}
+		}
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		LogDirectory: r.logDir(pod.UID),
+		Labels:       r.podLabels(pod),
+		Annotations:  graceAnnotations(pod),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			CgroupParent:    r.podCgroup(pod.UID),
+			SecurityContext: sc,
+			Sysctls:         sysctls,
+		},
+	}
+	if !r.hostNetwork(pod) {
+		// A host-network sandbox must not set a hostname: containerd
+		// fails with "unable to set hostname without a private UTS
+		// namespace".
+		cfg.Hostname = podHostname(pod)
+		cfg.PortMappings = portMappings(pod)
+	}
+	if dc := spec.DNSConfig; dc != nil {
+		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: dc.Nameservers, Searches: dc.Searches}
+		for _, o := range dc.Options {
+			opt := o.Name
+			if o.Value != nil {
+				opt += ":" + *o.Value
+			}
+			cfg.DnsConfig.Options = append(cfg.DnsConfig.Options, opt)
+		}
+	}
+	return cfg
+}
+
+// namespaces are the pod's namespace options, for its sandbox and its
+// containers: network and IPC shared by the pod (or the host's), PID per
+// container unless shareProcessNamespace (or hostPID) says otherwise.
+func (r *Runtime) namespaces(pod *model.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if r.hostNetwork(pod) {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return ns
+}
+
+// podHostname is the pod's hostname, as the kubelet makes it: spec.hostname
+// or the pod's name, at most 63 characters.
+func podHostname(pod *model.Pod) string {
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+func portMappings(pod *model.Pod) []*runtimeapi.PortMapping {
+	var pms []*runtimeapi.PortMapping
+	for _, ref := range pod.Containers() {
+		for _, p := range pod.Container(ref).Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			pms = append(pms, &runtimeapi.PortMapping{
+				Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
+			})
+		}
+	}
+	return pms
+}
+
+// podCgroup is the pod's cgroup parent.
+func (r *Runtime) podCgroup(uid types.UID) string {
+	return path.Join("/", r.cgroupParent, string(uid))
+}
+
+// CleanupPod removes what the pod left in the CRI runtime and on disk:
+// its containers, its sandboxes (stopped first, which tears its network
+// down), its emptyDirs (hostPaths are left alone) and its cgroup parent,
+// which the CRI runtime never removes. It keeps the logs. It is
+// idempotent, and works for a pod the runtime knows only from ListPods:
+// only pod.UID is needed then. It must only be called when no container of
+// the pod runs; it fails without removing anything when one does.
+func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkUID(pod.UID); err != nil {
+		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)
+	}
+	if err := r.cleanupPod(ctx, pod.UID); err != nil {
+		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)
+	}
+	return nil
+}
+
+func (r *Runtime) cleanupPod(ctx context.Context, uid types.UID) error {
+	// Exits the relist has not seen yet are reported before their
+	// containers go: removed, they would look lost.
+	if err := r.relist(ctx); err != nil {
+		return err
+	}
+	cctx, cancel := r.call(ctx)
+	ctrs, err := r.rt.ListContainers(cctx, &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{LabelSelector: r.selector(LabelPodUID, string(uid))},
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	var running []string
+	for _, c := range ctrs.Containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running = append(running, c.GetMetadata().GetName())
+		}
+	}
+	if len(running) > 0 {
+		slices.Sort(running)
+		return fmt.Errorf("containers %s still run", strings.Join(slices.Compact(running), ", "))
+	}
+	var errs []error
+	for _, c := range ctrs.Containers {
+		if err := r.removeContainer(ctx, c.Id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.forgetSandbox(uid)
+
+	cctx, cancel = r.call(ctx)
+	sbs, err := r.rt.ListPodSandbox(cctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: r.selector(LabelPodUID, string(uid))},
+	})
+	cancel()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list sandboxes: %w", err))
+	}
+	for _, sb := range sbs.GetItems() {
+		if err := r.removeSandbox(ctx, sb.Id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := removeVolumes(r.volumesDir(uid)); err != nil {
+		errs = append(errs, err)
+	}
+	// The cgroups go last: they are empty only once the sandbox is gone.
+	if err := r.removePodCgroups(uid); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeContainer removes a container; one that is gone already is fine.
+func (r *Runtime) removeContainer(ctx context.Context, id string) error {
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	if _, err := r.rt.RemoveContainer(cctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}
+
+func (r *Runtime) removeSandbox(ctx context.Context, id string) error {
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	if _, err := r.rt.StopPodSandbox(cctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("stop pod sandbox %s: %w", id, err)
+	}
+	if _, err := r.rt.RemovePodSandbox(cctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove pod sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// removePodCgroups removes the pod's cgroup parent in every hierarchy
+// (cgroup v1: one per controller; v2: the unified one), deepest first. The
+// CRI runtime removes its containers' cgroups but not the parent it was
+// given.
+func (r *Runtime) removePodCgroups(uid types.UID) error {
+	rel := strings.TrimPrefix(r.podCgroup(uid), "/")
+	candidates := []string{filepath.Join(r.cgroupRoot, rel)}
+	entries, err := os.ReadDir(r.cgroupRoot)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	for _, e := range entries {
+		// cgroup v1 hierarchies are directories, some reached through
+		// symlinks (cpu -> cpu,cpuacct): each is tried, a missing one
+		// is skipped.
+		candidates = append(candidates, filepath.Join(r.cgroupRoot, e.Name(), rel))
+	}
+	var errs []error
+	for _, dir := range candidates {
+		if err := removeCgroupTree(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroupTree removes a cgroup directory and the cgroups below it,
+// children first. A cgroup's files cannot be removed, only the directory,
+// and only once no process is left in it.
+func removeCgroupTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeCgroupTree(filepath.Join(dir, e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
+	}
+	return errors.Join(errs...)
+}
