@@ -64,10 +64,6 @@ var httpClient = &http.Client{
 	},
 }
 
-// dialer opens the connections of tcpSocket handlers: they carry no data, so
-// they need no keep-alive probes.
-var dialer = net.Dialer{KeepAlive: -1}
-
 // HTTPGet runs an httpGet handler for container spec: a 2xx or 3xx answer
 // is a success. The host defaults to 127.0.0.1, a named port is looked up
 // in spec.Ports, and httpHeaders are sent (a Host header sets the request's
@@ -82,14 +78,16 @@ func HTTPGet(ctx context.Context, spec *v1.Container, g *v1.HTTPGetAction) error
 
 // TCPSocket runs a tcpSocket handler for container spec: it succeeds when a
 // connection to the port (by number, or by the name of one of spec.Ports)
-// on the host (default 127.0.0.1) opens. The connection is closed at once.
-// ctx bounds the dial.
+// on the host (default 127.0.0.1) opens. The connection is closed at once,
+// with a reset (see dial_linux.go). ctx bounds the dial; TCPSocket sets no
+// timeout of its own.
 func TCPSocket(ctx context.Context, spec *v1.Container, t *v1.TCPSocketAction) error {
 	addr, err := address(spec, t.Host, t.Port)
 	if err != nil {
 		return err
 	}
-	return dialTCP(ctx, addr)
+	target := newTCPTarget(addr)
+	return dialTCP(ctx, &target)
 }
 
 // newHTTPRequest builds the GET request of an httpGet handler, without a
@@ -145,15 +143,6 @@ func doHTTP(req *http.Request) error {
 	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
 		return fmt.Errorf("GET %s returned HTTP %d", resp.Request.URL.Redacted(), resp.StatusCode)
 	}
-	return nil
-}
-
-func dialTCP(ctx context.Context, addr string) error {
-	conn, err := dialer.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err // *net.OpError: "dial tcp 127.0.0.1:80: connect: connection refused"
-	}
-	_ = conn.Close() // the probe succeeded once the connection opened
 	return nil
 }
 
@@ -241,7 +230,8 @@ type action struct {
 	kind    handlerKind
 	cmd     []string
 	req     *http.Request // a template without context
-	addr    string        // tcp and grpc
+	tcp     tcpTarget     // tcpSocket
+	addr    string        // grpc
 	service string        // grpc
 	// target names what the attempt talks to, for the Output of a timeout.
 	target string
@@ -263,7 +253,7 @@ func prepare(spec *v1.Container, p *v1.Probe) action {
 		return action{kind: handlerHTTP, req: req, target: "GET " + req.URL.Redacted()}
 	case h.TCPSocket != nil:
 		addr, err := address(spec, h.TCPSocket.Host, h.TCPSocket.Port)
-		return action{kind: handlerTCP, addr: addr, target: "dial tcp " + addr, err: err}
+		return action{kind: handlerTCP, tcp: newTCPTarget(addr), target: "dial tcp " + addr, err: err}
 	case h.GRPC != nil:
 		addr, err := address(spec, "", intstr.FromInt32(h.GRPC.Port))
 		service := ""
@@ -300,7 +290,7 @@ func (a *action) run(ctx context.Context, ex Execer, pod *model.Pod, ref model.C
 	case handlerHTTP:
 		err = doHTTP(a.req.WithContext(ctx))
 	case handlerTCP:
-		err = dialTCP(ctx, a.addr)
+		err = dialTCP(ctx, &a.tcp)
 	case handlerGRPC:
 		err = grpcCheck(ctx, a.addr, a.service)
 	}
