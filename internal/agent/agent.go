@@ -60,6 +60,9 @@ type Config struct {
 	Planner  planner.Config
 	Logger   *slog.Logger
 	NodeName string
+	// NodeIP is the node's address: the pods' hostIP and podIP (they share
+	// the host's network). Default 127.0.0.1.
+	NodeIP string
 	// EventsPerPod bounds the events kept per pod.
 	EventsPerPod int
 	// Store, when set, makes the agent durable: pods, their workers'
@@ -135,6 +138,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Clock:    cfg.Clock,
 		Planner:  cfg.Planner,
 		Logger:   cfg.Logger,
+		HostIP:   cfg.NodeIP,
 		OnChange: a.podChanged,
 	}
 	pm := prober.New(prober.Config{
@@ -241,8 +245,49 @@ func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
+	a.recordLocked(pod)
+}
+
+// recordLocked records a pod that has its identity; a.mu must be held.
+func (a *Agent) recordLocked(pod *model.Pod) {
 	a.rv++
 	a.pods[pod.UID] = &entry{pod: pod, rv: a.rv}
+}
+
+// Sync hands the agent a pod that another source owns — in cluster mode
+// the API server, which gave it its UID and node. A pod it does not know is
+// admitted and started (InvalidError when it cannot run here); one it
+// knows is left as it is: a pod's spec does not change, and its deletion
+// comes through Delete. Pods are told apart by UID only: a pod deleted and
+// created again under the same name is another pod.
+func (a *Agent) Sync(pod *model.Pod) error {
+	model.Default(pod)
+	a.mu.Lock()
+	_, known := a.pods[pod.UID]
+	a.mu.Unlock()
+	if known {
+		return nil
+	}
+	if err := a.Admit(pod); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if _, known := a.pods[pod.UID]; known {
+		a.mu.Unlock()
+		return nil
+	}
+	a.recordLocked(pod)
+	a.mu.Unlock()
+	return a.launch(pod)
+}
+
+// Known says whether the agent has the pod (running, terminating, or
+// terminated and not yet removed).
+func (a *Agent) Known(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.pods[uid]
+	return ok
 }
 
 // launch stores a pod just added (write-ahead: before anything of it runs)

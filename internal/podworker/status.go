@@ -31,13 +31,17 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	obs := pw.observed()
 	phase := pw.phaseLocked()
 	terminated := phase == Terminated
-	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated), HostIP: "127.0.0.1", PodIP: "127.0.0.1"}
+	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated), HostIP: pw.w.cfg.HostIP, PodIP: pw.w.cfg.HostIP}
+	if st.HostIP != "" {
+		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
+		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}
+	}
 	if !pw.startTime.IsZero() {
 		t := metav1.NewTime(pw.startTime)
 		st.StartTime = &t
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
-		st.PodIP, st.HostIP = "", ""
+		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil
 	}
 
 	initsDone := true

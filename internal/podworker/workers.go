@@ -81,6 +81,9 @@ type Config struct {
 	// Checkpointer, when set, stores each worker's checkpoint so that a
 	// restarted agent can resume its pods (see Restore).
 	Checkpointer Checkpointer
+	// HostIP is the node's address, reported as hostIP and, since pods
+	// share the host's network, as podIP. Default 127.0.0.1.
+	HostIP string
 	// OnChange, when set, is called from a pod's goroutine, with no lock
 	// held, after the pod's status or phase changed. It must not block.
 	OnChange func(uid types.UID)
@@ -119,6 +122,9 @@ type Workers struct {
 func New(ctx context.Context, cfg Config) *Workers {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.HostIP == "" {
+		cfg.HostIP = "127.0.0.1"
 	}
 	return &Workers{cfg: cfg, ctx: ctx, log: cfg.Logger, pods: map[types.UID]*podWorker{}}
 }

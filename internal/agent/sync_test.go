@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime/fake"
+)
+
+// A pod from another source (the API server) keeps its UID and node; a
+// second Sync of it starts nothing more.
+func TestSyncKeepsIdentity(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := fake.New(clk)
+	a := New(ctx, Config{Runtime: rt, Clock: clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), NodeName: "n1", NodeIP: "10.1.2.3"})
+	t.Cleanup(func() { cancel(); a.Wait() })
+
+	pod := decode(t, manifest)
+	pod.UID = types.UID("api-uid-1")
+	pod.Spec.NodeName = "n1"
+	created := metav1.NewTime(time.Date(2025, 5, 5, 0, 0, 0, 0, time.UTC))
+	pod.CreationTimestamp = created
+	if a.Known(pod.UID) {
+		t.Fatal("known before Sync")
+	}
+	if err := a.Sync(pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(&model.Pod{Pod: pod.Pod.DeepCopy(), Defer: pod.Defer}); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Known(pod.UID) {
+		t.Fatal("not known after Sync")
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	for {
+		got, _, err := a.Get(pod.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase == "Running" {
+			if got.UID != "api-uid-1" || !got.CreationTimestamp.Equal(&created) || got.Spec.NodeName != "n1" {
+				t.Fatalf("identity changed: %+v", got.ObjectMeta)
+			}
+			if got.Status.HostIP != "10.1.2.3" || got.Status.PodIP != "10.1.2.3" {
+				t.Fatalf("hostIP %q podIP %q, want the node's address", got.Status.HostIP, got.Status.PodIP)
+			}
+			break
+		}
+		select {
+		case <-rt.Changed():
+		case <-wctx.Done():
+			t.Fatal("the pod never ran")
+		}
+	}
+	if n := countCalls(rt.Calls(), "start app"); n != 1 {
+		t.Fatalf("started app %d times, want once", n)
+	}
+}
+
+func TestSyncRejectsWhatCannotRun(t *testing.T) {
+	a, rt := newAgent(t)
+	rt.CheckErr = errors.New("spec.containers[0].command: Required value")
+	pod := decode(t, manifest)
+	pod.UID = "api-uid-2"
+	if err := a.Sync(pod); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	if a.Known(pod.UID) {
+		t.Fatal("a rejected pod is kept")
+	}
+}
+
+func countCalls(calls []string, call string) int {
+	n := 0
+	for _, c := range calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
