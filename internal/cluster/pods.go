@@ -1,0 +1,414 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/podworker"
+)
+
+// PodAgent is what the pod source needs of the node's agent: the same
+// agent, pod workers and runtime as standalone mode. The API server is only
+// another source of pods.
+type PodAgent interface {
+	Sync(pod *model.Pod) error
+	Known(uid types.UID) bool
+	Delete(uid types.UID, grace *int64, reason string) error
+	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
+	ListPods(ns string) []*v1.Pod
+	WatchPods(ctx context.Context, ns string) <-chan agent.WatchEvent
+	WatchEvents(ctx context.Context, ns string) <-chan v1.Event
+}
+
+// PodsConfig wires a Pods.
+type PodsConfig struct {
+	Client   kubernetes.Interface
+	NodeName string
+	Agent    PodAgent
+	Logger   *slog.Logger
+	// StatusDelay coalesces status writes: a pod's status is written at
+	// most once per StatusDelay, with its latest state, so that a busy
+	// node does not flood the API server. Default 200ms.
+	StatusDelay time.Duration
+}
+
+// Reasons of pods this node rejects, as the kubelet marks them.
+const (
+	// ReasonUnsupported: the pod asks for something this node's runtime
+	// cannot do (for example a container without a command on the
+	// process runtime).
+	ReasonUnsupported = "UnsupportedPodSpec"
+)
+
+// Pods keeps the agent's pods in step with the pods the API server binds to
+// this node, and the API server's pods in step with what the agent does:
+//
+//   - a pod bound to the node is handed to the agent (Sync);
+//   - a pod that gets a deletionTimestamp is killed with its deletion grace
+//     period, and its API object deleted (grace 0, UID precondition) as soon
+//     as the pod is terminated — not when the grace period ends; container
+//     and volume removal go on afterwards and never hold the deletion up;
+//   - a pod gone from the API server (force-deleted, or deleted while the
+//     agent was down) is killed;
+//   - the agent's status of each pod goes to the status subresource,
+//     coalesced; the defer containers' statuses to their annotation;
+//   - the agent's events go to core/v1 Events.
+type Pods struct {
+	cfg PodsConfig
+	log *slog.Logger
+
+	syncQ   workqueue.TypedDelayingInterface[types.UID]
+	statusQ workqueue.TypedDelayingInterface[types.UID]
+
+	mu sync.Mutex
+	// api is the latest API object of each pod the informer gave, nil
+	// once the API server no longer has it.
+	api map[types.UID]*v1.Pod
+	// written is the last status written per pod, to skip no-op writes.
+	written map[types.UID]string
+	// deleted: the API object was deleted (or found gone).
+	deleted map[types.UID]bool
+}
+
+// NewPods returns a pod source for cfg.NodeName.
+func NewPods(cfg PodsConfig) *Pods {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StatusDelay == 0 {
+		cfg.StatusDelay = 200 * time.Millisecond
+	}
+	return &Pods{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		syncQ:   workqueue.NewTypedDelayingQueue[types.UID](),
+		statusQ: workqueue.NewTypedDelayingQueue[types.UID](),
+		api:     map[types.UID]*v1.Pod{},
+		written: map[types.UID]string{},
+		deleted: map[types.UID]bool{},
+	}
+}
+
+// Run watches the node's pods until ctx ends. Once the informer has
+// synced, pods the agent runs but the API server does not have are killed:
+// they were deleted while the agent was down.
+func (p *Pods) Run(ctx context.Context) error {
+	defer p.syncQ.ShutDown()
+	defer p.statusQ.ShutDown()
+	factory := informers.NewSharedInformerFactoryWithOptions(p.cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", p.cfg.NodeName).String()
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { p.observe(obj, false) },
+		DeleteFunc: func(obj any) { p.observe(obj, true) },
+	}); err != nil {
+		return fmt.Errorf("watch the pods of node %s: %w", p.cfg.NodeName, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	p.killUnknown(inf.GetStore())
+
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() { defer wg.Done(); p.work(ctx, p.syncQ, p.syncPod) }()
+	go func() { defer wg.Done(); p.work(ctx, p.statusQ, p.writeStatus) }()
+	go func() { defer wg.Done(); p.watchAgent(ctx) }()
+	go func() { defer wg.Done(); p.postEvents(ctx) }()
+	<-ctx.Done()
+	p.syncQ.ShutDown()
+	p.statusQ.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// observe records the informer's view of a pod and queues its sync.
+func (p *Pods) observe(obj any, gone bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, gone = t.Obj, true
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	if gone {
+		p.api[pod.UID] = nil
+	} else {
+		p.api[pod.UID] = pod
+	}
+	p.mu.Unlock()
+	p.syncQ.Add(pod.UID)
+}
+
+// killUnknown kills the agent's pods that the API server does not have.
+func (p *Pods) killUnknown(store cache.Store) {
+	inAPI := map[types.UID]bool{}
+	for _, obj := range store.List() {
+		if pod, ok := obj.(*v1.Pod); ok {
+			inAPI[pod.UID] = true
+		}
+	}
+	for _, pod := range p.cfg.Agent.ListPods("") {
+		if inAPI[pod.UID] || pod.DeletionTimestamp != nil {
+			continue
+		}
+		p.log.Info("killing a pod the API server no longer has", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID)
+		p.mu.Lock()
+		p.deleted[pod.UID] = true
+		p.mu.Unlock()
+		if err := p.cfg.Agent.Delete(pod.UID, nil, "DeletedFromAPI"); err != nil && !errors.Is(err, agent.ErrNotFound) {
+			p.log.Error("kill pod", "podUID", pod.UID, "err", err)
+		}
+	}
+}
+
+// work runs fn for each queued pod until the queue shuts down. A failed fn
+// is retried a second later.
+func (p *Pods) work(ctx context.Context, q workqueue.TypedDelayingInterface[types.UID], fn func(context.Context, types.UID) error) {
+	for {
+		uid, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		if err := fn(ctx, uid); err != nil && ctx.Err() == nil {
+			p.log.Error("sync with the API server", "podUID", uid, "err", err)
+			q.AddAfter(uid, time.Second)
+		}
+		q.Done(uid)
+	}
+}
+
+// syncPod hands the API server's view of one pod to the agent.
+func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
+	p.mu.Lock()
+	pod, seen := p.api[uid]
+	p.mu.Unlock()
+	if !seen {
+		return nil
+	}
+	known := p.cfg.Agent.Known(uid)
+	switch {
+	case pod == nil:
+		// Gone from the API server (force-deleted): kill what runs.
+		p.mu.Lock()
+		delete(p.api, uid)
+		p.deleted[uid] = true
+		p.mu.Unlock()
+		if known {
+			if err := p.cfg.Agent.Delete(uid, nil, "DeletedFromAPI"); err != nil && !errors.Is(err, agent.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	case pod.DeletionTimestamp != nil:
+		if !known {
+			// Nothing of it runs here, and nothing will.
+			return p.deleteObject(ctx, pod.Namespace, pod.Name, uid)
+		}
+		if err := p.cfg.Agent.Delete(uid, pod.DeletionGracePeriodSeconds, "Deleted"); err != nil && !errors.Is(err, agent.ErrNotFound) {
+			return err
+		}
+		p.statusQ.Add(uid) // it may be terminated already
+		return nil
+	case known:
+		return nil
+	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
+		// It ran to its end (here, before a reboot, or was rejected):
+		// a finished pod never runs again.
+		return nil
+	}
+	mp, err := fromAPI(pod)
+	if err == nil {
+		err = p.cfg.Agent.Sync(mp)
+	}
+	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) {
+		return p.reject(ctx, pod, err)
+	}
+	return err
+}
+
+// fromAPI turns an API pod into podward's model, as if decoded from a
+// manifest: defer containers from their annotation, the legacy
+// init-containers annotation moved into the spec, defaults applied.
+func fromAPI(pod *v1.Pod) (*model.Pod, error) {
+	cp := pod.DeepCopy()
+	cp.APIVersion, cp.Kind = "v1", "Pod"
+	cp.ManagedFields = nil
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := model.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return pods[0], nil
+}
+
+// reject marks a pod this node cannot run as Failed, as the kubelet does
+// for pods it rejects at admission.
+func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
+	p.log.Info("rejecting a pod this node cannot run", "pod", pod.Namespace+"/"+pod.Name, "err", cause)
+	msg := fmt.Sprintf("Pod was rejected: %v", cause)
+	st := v1.PodStatus{Phase: v1.PodFailed, Reason: ReasonUnsupported, Message: msg}
+	if err := p.patchStatus(ctx, pod.Namespace, pod.Name, pod.UID, st); err != nil {
+		return err
+	}
+	ev := v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, time.Now().UnixNano()), Namespace: pod.Namespace},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Reason:         ReasonUnsupported, Message: msg, Type: v1.EventTypeWarning,
+		Source:         v1.EventSource{Component: "podward", Host: p.cfg.NodeName},
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+	}
+	if _, err := p.cfg.Client.CoreV1().Events(pod.Namespace).Create(ctx, &ev, metav1.CreateOptions{}); err != nil {
+		p.log.Error("post event", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+	return nil
+}
+
+// watchAgent queues a status write for every change the agent reports.
+func (p *Pods) watchAgent(ctx context.Context) {
+	for ev := range p.cfg.Agent.WatchPods(ctx, "") {
+		p.statusQ.AddAfter(ev.Pod.UID, p.cfg.StatusDelay)
+	}
+}
+
+// writeStatus writes the agent's status of one pod to the API server; once
+// a deleted pod is terminated, it deletes the API object instead.
+func (p *Pods) writeStatus(ctx context.Context, uid types.UID) error {
+	pod, phase, err := p.cfg.Agent.Get(uid)
+	if errors.Is(err, agent.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	api := p.api[uid]
+	gone := p.deleted[uid]
+	p.mu.Unlock()
+	if gone {
+		return nil
+	}
+	if phase == podworker.Terminated && pod.DeletionTimestamp != nil {
+		// Terminated: nothing runs and nothing will. The final status
+		// first, for whoever watches, then the object goes at once.
+		if err := p.writePodStatus(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+			p.log.Error("write final status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+		return p.deleteObject(ctx, pod.Namespace, pod.Name, uid)
+	}
+	if api == nil {
+		return nil // not (or no longer) an API pod
+	}
+	return p.writePodStatus(ctx, pod)
+}
+
+// writePodStatus writes pod's status and defer statuses when they changed.
+func (p *Pods) writePodStatus(ctx context.Context, pod *v1.Pod) error {
+	st := pod.Status
+	st.Conditions = append([]v1.PodCondition(nil), st.Conditions...)
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	deferSt := pod.Annotations[model.DeferContainerStatusesAnnotation]
+	key := string(data) + "\x00" + deferSt
+	p.mu.Lock()
+	same := p.written[pod.UID] == key
+	p.mu.Unlock()
+	if same {
+		return nil
+	}
+	if deferSt != "" {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"uid":         pod.UID, // a precondition: never another pod of that name
+			"annotations": map[string]string{model.DeferContainerStatusesAnnotation: deferSt},
+		}})
+		if _, err := p.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("write defer container statuses of %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	if err := p.patchStatus(ctx, pod.Namespace, pod.Name, pod.UID, st); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.written[pod.UID] = key
+	p.mu.Unlock()
+	return nil
+}
+
+// patchStatus replaces the pod's status through the status subresource. A
+// merge patch needs no resourceVersion, so it cannot conflict; the UID in
+// it is a precondition.
+func (p *Pods) patchStatus(ctx context.Context, ns, name string, uid types.UID, st v1.PodStatus) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": st})
+	if err != nil {
+		return err
+	}
+	_, err = p.cfg.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or another pod of that name now
+	}
+	if err != nil {
+		return fmt.Errorf("write status of %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// deleteObject deletes a terminated pod's API object with grace period 0
+// and a UID precondition, as the kubelet does.
+func (p *Pods) deleteObject(ctx context.Context, ns, name string, uid types.UID) error {
+	zero := int64(0)
+	err := p.cfg.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete terminated pod %s/%s: %w", ns, name, err)
+	}
+	p.mu.Lock()
+	p.deleted[uid] = true
+	p.mu.Unlock()
+	p.log.Info("deleted the terminated pod's API object", "pod", ns+"/"+name, "podUID", uid)
+	return nil
+}
+
+// postEvents posts the agent's events as core/v1 Events.
+func (p *Pods) postEvents(ctx context.Context) {
+	for ev := range p.cfg.Agent.WatchEvents(ctx, "") {
+		ev := ev
+		ev.InvolvedObject.APIVersion = "v1"
+		if ev.Namespace == "" {
+			ev.Namespace = metav1.NamespaceDefault
+		}
+		ev.Source = v1.EventSource{Component: "podward", Host: p.cfg.NodeName}
+		if _, err := p.cfg.Client.CoreV1().Events(ev.Namespace).Create(ctx, &ev, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+			p.log.Error("post event", "reason", ev.Reason, "err", err)
+		}
+	}
+}

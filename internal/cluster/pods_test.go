@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	rtfake "github.com/podward/podward/internal/runtime/fake"
+)
+
+// podsHarness is a Pods between a fake API server and a real agent on the
+// fake runtime.
+type podsHarness struct {
+	t      *testing.T
+	client *fake.Clientset
+	rt     *rtfake.Runtime
+	agent  *agent.Agent
+
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+func newPodsHarness(t *testing.T) *podsHarness {
+	t.Helper()
+	h := &podsHarness{t: t, client: fake.NewClientset(), changed: make(chan struct{})}
+	// Every API call wakes the waiters.
+	h.client.PrependReactor("*", "*", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		h.ring()
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clock.RealClock{}
+	h.rt = rtfake.New(clk)
+	cfg := planner.DefaultConfig()
+	cfg.PromptKill = 0
+	h.agent = agent.New(ctx, agent.Config{Runtime: h.rt, Clock: clk, Planner: cfg, Logger: slog.New(slog.DiscardHandler), NodeName: "node-a", NodeIP: "10.0.0.7"})
+	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.agent, StatusDelay: time.Millisecond})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = pods.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; h.agent.Wait() })
+	return h
+}
+
+func (h *podsHarness) ring() {
+	h.mu.Lock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *podsHarness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		h.mu.Lock()
+		ch := h.changed
+		h.mu.Unlock()
+		rch := h.rt.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-rch:
+		case <-deadline:
+			h.t.Fatalf("timed out waiting for %s; runtime calls %q; API actions %s", what, h.rt.Calls(), h.actions())
+		}
+	}
+}
+
+func (h *podsHarness) actions() string {
+	var out []string
+	for _, a := range h.client.Actions() {
+		out = append(out, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+	}
+	return strings.Join(out, ", ")
+}
+
+func (h *podsHarness) get(name string) (*v1.Pod, error) {
+	return h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func apiPod(name string, uid types.UID, annotations map[string]string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid, Annotations: annotations},
+		Spec: v1.PodSpec{
+			NodeName:                      "node-a",
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers:                    []v1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "100"}}},
+		},
+	}
+}
+
+func TestPodsRunsBoundPodAndWritesStatus(t *testing.T) {
+	h := newPodsHarness(t)
+	defers := `[{"name": "flush", "image": "busybox", "command": ["true"]}]`
+	if _, err := h.client.CoreV1().Pods("default").Create(context.Background(),
+		apiPod("web", "uid-1", map[string]string{model.DeferContainersAnnotation: defers}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the container to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
+	h.waitFor("a Running status", func() bool {
+		p, err := h.get("web")
+		return err == nil && p.Status.Phase == v1.PodRunning && p.Status.PodIP == "10.0.0.7" &&
+			len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready &&
+			strings.Contains(p.Annotations[model.DeferContainerStatusesAnnotation], `"flush"`)
+	})
+	h.waitFor("a Scheduled event posted", func() bool {
+		evs, _ := h.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		for _, e := range evs.Items {
+			if e.Reason == "Scheduled" && e.InvolvedObject.UID == "uid-1" && e.Source.Component == "podward" && e.Source.Host == "node-a" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// A deletion is the kubelet's: kill with the deletion's grace period; once
+// terminated, delete the object with grace 0 and a UID precondition.
+func TestPodsDeletesObjectOnceTerminated(t *testing.T) {
+	h := newPodsHarness(t)
+	ctx := context.Background()
+	pod, err := h.client.CoreV1().Pods("default").Create(ctx, apiPod("web", "uid-2", map[string]string{
+		model.DeferContainersAnnotation: `[{"name": "flush", "image": "busybox", "command": ["true"]}]`,
+	}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the container to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
+
+	// What the API server does on a graceful delete.
+	pod = pod.DeepCopy()
+	now := metav1.Now()
+	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = &now, ptr.To[int64](30)
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the defer container", func() bool { return slices.Contains(h.rt.Calls(), "start flush") })
+	if _, err := h.get("web"); err != nil {
+		t.Fatalf("the object went before the pod terminated: %v", err)
+	}
+	h.rt.Exit("uid-2", "flush", 0)
+	h.waitFor("the object deleted", func() bool {
+		_, err := h.get("web")
+		return apierrors.IsNotFound(err)
+	})
+	var del k8stesting.DeleteAction
+	for _, a := range h.client.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok && d.GetResource().Resource == "pods" {
+			del = d
+		}
+	}
+	opts := del.GetDeleteOptions()
+	if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 || opts.Preconditions == nil || *opts.Preconditions.UID != "uid-2" {
+		t.Fatalf("delete options %+v, want grace 0 and the pod's UID as precondition", opts)
+	}
+}
+
+// A pod the API server no longer has (force-deleted) is killed.
+func TestPodsKillsPodGoneFromAPI(t *testing.T) {
+	h := newPodsHarness(t)
+	ctx := context.Background()
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, apiPod("web", "uid-3", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the container to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
+	if err := h.client.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the pod killed", func() bool { return len(h.rt.Running("uid-3")) == 0 })
+}
+
+// A pod this node cannot run is marked Failed with a reason, as the kubelet
+// marks the pods it rejects.
+func TestPodsRejectsPodItCannotRun(t *testing.T) {
+	h := newPodsHarness(t)
+	h.rt.CheckErr = errors.New("spec.containers[0].command: Required value: the process runtime runs a command")
+	if _, err := h.client.CoreV1().Pods("default").Create(context.Background(), apiPod("web", "uid-4", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("a Failed status", func() bool {
+		p, err := h.get("web")
+		return err == nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == ReasonUnsupported &&
+			strings.Contains(p.Status.Message, "spec.containers[0].command")
+	})
+	if slices.ContainsFunc(h.rt.Calls(), func(c string) bool { return strings.HasPrefix(c, "start") || c == "prepare" }) {
+		t.Fatalf("a rejected pod was started: %q", h.rt.Calls())
+	}
+}
