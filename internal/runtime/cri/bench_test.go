@@ -41,30 +41,38 @@ func BenchmarkRelist(b *testing.B) {
 			measureRelist(b, h.r, 0)
 		})
 	}
-	b.Run("containerd/100", func(b *testing.B) {
-		criEndpoint(b)
-		r := realRuntime(b, b.TempDir(), nil)
-		scripts := map[string]string{}
-		var names []string
-		for i := range 100 {
-			name := fmt.Sprintf("sleeper-%02d", i)
-			scripts[name] = "exec sleep 3600"
-			names = append(names, name)
-		}
-		pod := realPod(b, "bench", scripts, names...)
-		pod.Spec.TerminationGracePeriodSeconds = new(int64)
-		setUp(b, r, pod)
-		t0 := time.Now()
-		for _, name := range names {
-			startIn(b, r, pod, name, 0)
-		}
-		b.Logf("100 containers started in %v", time.Since(t0))
-		var pid int
-		if s := os.Getenv("PODWARD_CRI_SERVER_PID"); s != "" {
-			pid, _ = strconv.Atoi(s)
-		}
-		measureRelist(b, r, pid)
-	})
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("containerd/%d", n), func(b *testing.B) {
+			criEndpoint(b)
+			if n > 100 && os.Getenv("PODWARD_CRI_BENCH_1000") == "" {
+				b.Skip("set PODWARD_CRI_BENCH_1000=1: starting 1,000 containers takes minutes")
+			}
+			r := realRuntime(b, b.TempDir(), nil)
+			// Ten pods of n/10 containers: one shim per pod.
+			t0 := time.Now()
+			for p := range 10 {
+				scripts := map[string]string{}
+				var names []string
+				for i := range n / 10 {
+					name := fmt.Sprintf("sleeper-%03d", i)
+					scripts[name] = "exec sleep 3600"
+					names = append(names, name)
+				}
+				pod := realPod(b, fmt.Sprintf("bench-%d", p), scripts, names...)
+				pod.Spec.TerminationGracePeriodSeconds = new(int64)
+				setUp(b, r, pod)
+				for _, name := range names {
+					startIn(b, r, pod, name, 0)
+				}
+			}
+			b.Logf("%d containers started in %v", n, time.Since(t0))
+			var pid int
+			if s := os.Getenv("PODWARD_CRI_SERVER_PID"); s != "" {
+				pid, _ = strconv.Atoi(s)
+			}
+			measureRelist(b, r, pid)
+		})
+	}
 }
 
 // measureRelist runs the relist in a loop and reports its cost.
