@@ -8,29 +8,20 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
-	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/staticpods"
-	"github.com/podward/podward/internal/store"
 )
 
 // RootStateDir is serve's state directory when it runs as root.
 const RootStateDir = "/var/lib/podward"
 
 type serveOptions struct {
-	root         string
-	manifests    string
-	backoffBase  time.Duration
-	promptKill   time.Duration
-	eventsPerPod int
-	verbose      bool
-	runtime      runtimeOptions
+	agentOptions
+	manifests string
 }
 
 func newServeCommand(s Streams, api *apiOptions) *cobra.Command {
@@ -54,13 +45,8 @@ stops the agent, never the containers: they keep running.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.root, "root", "", "state directory (default "+RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
+	o.addFlags(f, "state directory (default "+RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
 	f.StringVar(&o.manifests, "manifests", "", "directory of static pod manifests: a file appearing creates its pods, a changed file replaces them, a removed file deletes them")
-	f.DurationVar(&o.backoffBase, "backoff-base", planner.DefaultConfig().BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
-	f.DurationVar(&o.promptKill, "prompt-kill", planner.DefaultConfig().PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
-	f.IntVar(&o.eventsPerPod, "events-per-pod", store.DefaultEventsPerPod, "events kept per pod (the newest)")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "log the agent's decisions and refused requests to stderr")
-	o.runtime.addFlags(f)
 	return cmd
 }
 
@@ -96,9 +82,7 @@ func runServe(ctx context.Context, s Streams, api *apiOptions, o serveOptions) e
 	socket := api.socketPath()
 	log := newLogger(s.Err, o.verbose)
 
-	// The database lock is the agent's identity: a second agent on the same
-	// state refuses to start before it touches anything.
-	st, err := store.Open(filepath.Join(root, "state.db"), store.Options{EventsPerPod: o.eventsPerPod})
+	st, err := o.openStore(root)
 	if err != nil {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
@@ -107,27 +91,13 @@ func runServe(ctx context.Context, s Streams, api *apiOptions, o serveOptions) e
 	if err != nil {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
-	clk := clock.RealClock{}
-	rt, err := o.runtime.open(ctx, root, clk, log, nil)
+	// The agent outlives the API; it is stopped explicitly below.
+	a, err := o.startAgent(ctx, root, st, log, agent.Config{})
 	if err != nil {
 		_ = ln.Close()
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
-	defer rt.Close()
-
-	cfg := planner.DefaultConfig()
-	cfg.BackoffBase = o.backoffBase
-	cfg.PromptKill = o.promptKill
-	// The agent outlives the API; it is stopped explicitly below.
-	agentCtx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopAgent()
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: cfg, Logger: log, Store: st, EventsPerPod: o.eventsPerPod})
-	if err := a.Recover(agentCtx); err != nil {
-		_ = ln.Close()
-		stopAgent()
-		a.Wait()
-		return &ExitError{Code: ExitInternal, Err: err}
-	}
+	defer a.close()
 
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
@@ -138,7 +108,7 @@ func runServe(ctx context.Context, s Streams, api *apiOptions, o serveOptions) e
 			_ = ln.Close()
 			return &ExitError{Code: ExitBadInput, Err: err}
 		}
-		src := staticpods.New(dir, a, a, log)
+		src := staticpods.New(dir, a.Agent, a.Agent, log)
 		sources.Add(1)
 		go func() {
 			defer sources.Done()
@@ -149,11 +119,10 @@ func runServe(ctx context.Context, s Streams, api *apiOptions, o serveOptions) e
 	}
 
 	fmt.Fprintf(s.Err, "podward: agent serving on %s (state in %s)\n", socket, root)
-	serveErr := apiserver.New(a, log).Serve(ctx, ln)
+	serveErr := apiserver.New(a.Agent, log).Serve(ctx, ln)
 	stopSources()
 	sources.Wait()
-	stopAgent()
-	a.Wait()
+	a.close()
 	fmt.Fprintln(s.Err, "podward: agent stopped; the containers keep running")
 	if serveErr != nil {
 		return &ExitError{Code: ExitInternal, Err: serveErr}

@@ -257,6 +257,7 @@ func fromAPI(pod *v1.Pod) (*model.Pod, error) {
 	cp := pod.DeepCopy()
 	cp.APIVersion, cp.Kind = "v1", "Pod"
 	cp.ManagedFields = nil
+	restoreLegacyInitContainers(cp)
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return nil, err
@@ -266,6 +267,36 @@ func fromAPI(pod *v1.Pod) (*model.Pod, error) {
 		return nil, err
 	}
 	return pods[0], nil
+}
+
+// lastAppliedAnnotation is where kubectl apply keeps the manifest it
+// applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// restoreLegacyInitContainers puts back the legacy init-containers
+// annotation that the API server drops on create (it has ignored it since
+// Kubernetes 1.8), from the manifest kubectl apply recorded, so that a pod
+// written for it — like the original defer-containers demo — runs its init
+// containers here too. A pod created otherwise has lost them for good.
+func restoreLegacyInitContainers(pod *v1.Pod) {
+	if len(pod.Spec.InitContainers) > 0 || pod.Annotations[model.LegacyInitContainersAnnotation] != "" {
+		return
+	}
+	raw := pod.Annotations[lastAppliedAnnotation]
+	if raw == "" {
+		return
+	}
+	var applied struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(raw), &applied) != nil {
+		return
+	}
+	if legacy := applied.Metadata.Annotations[model.LegacyInitContainersAnnotation]; legacy != "" {
+		pod.Annotations[model.LegacyInitContainersAnnotation] = legacy
+	}
 }
 
 // reject marks a pod this node cannot run as Failed, as the kubelet does

@@ -206,3 +206,21 @@ func TestPodsRejectsPodItCannotRun(t *testing.T) {
 		t.Fatalf("a rejected pod was started: %q", h.rt.Calls())
 	}
 }
+
+// The API server drops the legacy init-containers annotation; podward takes
+// it back from the manifest kubectl apply recorded.
+func TestPodsRestoresLegacyInitContainersFromKubectlApply(t *testing.T) {
+	h := newPodsHarness(t)
+	applied := `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{"` + model.LegacyInitContainersAnnotation +
+		`":"[{\"name\": \"first\", \"image\": \"bash\", \"command\": [\"true\"]}]"},"name":"web"}}`
+	pod := apiPod("web", "uid-5", map[string]string{lastAppliedAnnotation: applied})
+	if _, err := h.client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the init container to start", func() bool { return slices.Contains(h.rt.Calls(), "start first") })
+	if slices.Contains(h.rt.Calls(), "start app") {
+		t.Fatalf("app started before its init container completed: %q", h.rt.Calls())
+	}
+	h.rt.Exit("uid-5", "first", 0)
+	h.waitFor("the app to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
+}

@@ -1007,3 +1007,29 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusAndVersion(t *testing.T) {
+	r, err := New(Config{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, version, err := r.Version(context.Background()); err != nil || name != RuntimeName || version == "" {
+		t.Fatalf("Version = %q %q %v", name, version, err)
+	}
+	if err := r.Status(context.Background()); err != nil {
+		t.Fatalf("Status of an open runtime: %v", err)
+	}
+	if err := os.Chmod(r.root, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 { // root writes anyway
+		if err := r.Status(context.Background()); err == nil {
+			t.Fatal("Status of a runtime whose root is read-only: nil")
+		}
+	}
+	_ = os.Chmod(r.root, 0o700)
+	r.Close()
+	if err := r.Status(context.Background()); err == nil {
+		t.Fatal("Status of a closed runtime: nil")
+	}
+}

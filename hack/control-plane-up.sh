@@ -1,0 +1,576 @@
+#!/usr/bin/env bash
+# control-plane-up.sh — start a throw-away Kubernetes control plane (etcd + kube-apiserver, no
+# scheduler, no controller-manager) on 127.0.0.1 for podward's cluster-mode tests.
+#
+# Usage:   hack/control-plane-up.sh            progress on stderr; the LAST line of stdout is
+#                                              KUBECONFIG=$PODWARD_CP_BASE/kubeconfig
+#          eval "$(hack/control-plane-up.sh)"  sets KUBECONFIG in the calling shell
+#          set -a; . "$PODWARD_CP_BASE/env"    every value listed below (written by this script)
+#          hack/control-plane-down.sh          stops it and removes its state (keeps the binaries)
+# Idempotent: when this base dir's etcd and kube-apiserver are running with the same command
+# lines and the apiserver is ready, they are reused (nothing is built or restarted, ~0.1 s).
+# Anything else of ours (one daemon dead, different ports or versions) is stopped and the
+# control plane is started afresh with an EMPTY etcd (certificates are kept).
+# Needs: go, openssl, curl, ss, flock, setsid. Not root (except for the default cache dir).
+#
+# Env (all optional):
+#   PODWARD_CP_BASE=/tmp/podward-cp     state: certs, kubeconfigs, etcd data, logs, pid files
+#                                       (absolute path, no white space)
+#   PODWARD_CP_CACHE=/var/cache/podward/control-plane   built binaries, named by version; kept by
+#                                       control-plane-down.sh. Default falls back to
+#                                       $HOME/.cache/podward/control-plane when /var/cache is not
+#                                       writable. Go's own GOCACHE/GOMODCACHE are used as they are.
+#   PODWARD_CP_ETCD_PORT, PODWARD_CP_ETCD_PEER_PORT, PODWARD_CP_APISERVER_PORT
+#                                       ports on 127.0.0.1. Each one set must be free (or already
+#                                       ours). Unset: the ports of the last start in this base dir
+#                                       when still free, else random free ports in 20000-32767
+#                                       (below the ephemeral range). The env file has the ports.
+#   PODWARD_CP_K8S_VERSION=1.37.2       k8s.io/kubernetes v$X; staging modules at v0.<minor>.<patch>
+#   PODWARD_CP_ETCD_VERSION=3.7.3       go.etcd.io/etcd/server/v3 v$X (latest v3.7 on the proxy)
+#   PODWARD_CP_SERVICE_CIDR=10.0.0.0/24 --service-cluster-ip-range
+#   PODWARD_CP_NODE_NAMES=""            names (space or comma separated) to mint node identities
+#                                       for: $BASE/nodes/NAME.kubeconfig, client cert
+#                                       CN=system:node:NAME O=system:nodes, restricted by the Node
+#                                       authorizer. Also minted on a reuse run.
+#   PODWARD_CP_KUBECTL=""               kubectl to advertise as KUBECTL: empty = `kubectl` on PATH,
+#                                       or, when there is none, build kubectl v$K8S_VERSION into the
+#                                       cache; "build" = always the built one; else a path.
+#   PODWARD_CP_READY_TIMEOUT=120        seconds to wait for the apiserver's /readyz
+#
+# $BASE/env (KEY=value lines, no quotes; values contain no white space):
+#   KUBECONFIG                admin kubeconfig (user podward-admin, O=system:masters; certs embedded)
+#   CP_APISERVER_URL          https://127.0.0.1:PORT
+#   CP_CA_FILE                the one cluster CA: signed the apiserver's serving cert, the admin and
+#                             node client certs, and the apiserver's kubelet-client cert
+#   CP_KUBELET_CLIENT_CERT_FILE  the client cert the apiserver presents when it calls a node's
+#                             kubelet port (logs, exec, attach, port-forward, proxy)
+#   CP_KUBELET_CLIENT_CN      its CN (kube-apiserver-kubelet-client; O=system:masters)
+#   CP_ADMIN_CERT_FILE, CP_ADMIN_KEY_FILE, CP_ADMIN_TOKEN   the admin identity as PEM files / as a
+#                             bearer token (--token-auth-file), for curl and hand-made clients
+#   CP_NODE_KUBECONFIG        kubeconfig for podward nodes in tests: the admin one (see below)
+#   CP_NODE_KUBECONFIG_DIR    $BASE/nodes: NAME.kubeconfig for each PODWARD_CP_NODE_NAMES entry
+#   CP_ETCD_URL, CP_ETCD_PORT, CP_ETCD_PEER_PORT, CP_APISERVER_PORT, CP_SERVICE_CIDR
+#   CP_K8S_VERSION, CP_ETCD_VERSION   v1.37.2 / v3.7.3 (what the server reports)
+#   CP_ETCD_LOG, CP_APISERVER_LOG     daemon logs
+#   KUBECTL                   path of a kubectl (/usr/bin/kubectl v1.32 warns about the version skew
+#                             with a 1.37 server but works)
+#   PODWARD_CP_BASE
+#
+# Node identity: tests may simply run nodes with the admin kubeconfig (CP_NODE_KUBECONFIG): the
+# apiserver then treats the node agent as cluster-admin, which hides authorization mistakes. For a
+# kubelet-like identity, set PODWARD_CP_NODE_NAMES and use $BASE/nodes/NAME.kubeconfig: the apiserver
+# runs --authorization-mode=Node,RBAC, so such a node may only do what the Node authorizer grants a
+# kubelet, and NodeRestriction admission keeps it to its own Node object and its own pods. Seen with
+# v1.37.2: it may create/get/update its own Node (not others': "only its own Node object"), PATCH
+# or PUT nodes/NAME/status (but not GET nodes/status, so `kubectl patch --subresource=status` fails
+# while client-go's Patch/UpdateStatus work), list/watch nodes only with the field selector
+# metadata.name=NAME and pods only with spec.nodeName=NAME, get only pods bound to it, patch their
+# status, delete only its own pods, create/update its Lease in kube-node-lease.
+#
+# Calls from the apiserver to a node (kubectl logs/exec/attach/port-forward): it dials the node's
+# status.addresses (InternalIP, then Hostname, then ExternalIP) at port
+# status.daemonEndpoints.kubeletEndpoint.Port (0 means 10250) over TLS, presenting
+# CP_KUBELET_CLIENT_CERT_FILE (verifiable with CP_CA_FILE). There is no --kubelet-certificate-authority,
+# so it does NOT verify the node's serving certificate: a self-signed one is fine. An InternalIP of
+# 127.0.0.1 works for logs/exec/port-forward; only the nodes/NAME/proxy subresource refuses loopback
+# addresses ("address not allowed").
+#
+# No scheduler: tests set spec.nodeName. No controller-manager: no `default` ServiceAccount
+# (ServiceAccount admission is disabled), no node lifecycle (taints stay, pods are never evicted),
+# no garbage collection, no endpoints. A pod bound to a node and deleted with a grace period stays
+# Terminating until someone deletes it with grace 0 (the node agent's job). Delete test nodes in
+# teardown. Keys are ECDSA P-256 (the service-account tokens are ES256).
+#
+# Layout: $BASE/{env,kubeconfig,nodes/,pki/,etcd/,apiserver-certs/,logs/,run/} and
+# $CACHE/bin/{etcd-vX,kube-apiserver-vX,kubectl-vX}, $CACHE/src/ (scratch build modules).
+set -euo pipefail
+umask 022
+export LC_ALL=C
+PATH=$PATH:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/sbin
+# Our stdout carries only the final KUBECONFIG= line: everything else goes to stderr.
+exec 3>&1 1>&2
+
+BASE=${PODWARD_CP_BASE:-/tmp/podward-cp}
+K8S_VERSION=${PODWARD_CP_K8S_VERSION:-1.37.2}
+ETCDVERSION=${PODWARD_CP_ETCD_VERSION:-3.7.3}
+SERVICE_CIDR=${PODWARD_CP_SERVICE_CIDR:-10.0.0.0/24}
+READY_TIMEOUT=${PODWARD_CP_READY_TIMEOUT:-120}
+KUBECTL_WANT=${PODWARD_CP_KUBECTL:-}
+NODE_NAMES=${PODWARD_CP_NODE_NAMES:-}
+KUBELET_CLIENT_CN=kube-apiserver-kubelet-client
+
+T0=$(date +%s%N)
+say() { local ms=$((($(date +%s%N) - T0) / 1000000)); printf '[cp-up %3d.%02ds] %s\n' $((ms / 1000)) $((ms % 1000 / 10)) "$*" >&2; }
+SHOW_LOGS=0
+die() {
+  say "FAILED: $*"
+  local f
+  if [ "$SHOW_LOGS" = 1 ]; then
+    for f in "$BASE/logs/etcd.log" "$BASE/logs/kube-apiserver.log"; do
+      [ -s "$f" ] && { echo "--- last lines of $f" >&2; tail -n 20 "$f" >&2; }
+    done
+  fi
+  exit 1
+}
+
+# ----------------------------------------------------------------------------- 0. preconditions
+case $BASE in
+  *[[:space:]]*) die "PODWARD_CP_BASE must not contain white space: '$BASE'" ;;
+  / | /*/.. | /*/../* | /*/. | /*/./*) die "PODWARD_CP_BASE must be a plain absolute directory: '$BASE'" ;;
+  /?*) BASE=${BASE%/} ;;
+  *) die "PODWARD_CP_BASE must be an absolute path: '$BASE'" ;;
+esac
+[[ $K8S_VERSION =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_K8S_VERSION '$K8S_VERSION' (want 1.MINOR.PATCH)"
+[[ $ETCDVERSION =~ ^3\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_ETCD_VERSION '$ETCDVERSION' (want 3.MINOR.PATCH)"
+[[ $SERVICE_CIDR =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || die "bad PODWARD_CP_SERVICE_CIDR '$SERVICE_CIDR'"
+[[ $READY_TIMEOUT =~ ^[0-9]+$ ]] || die "bad PODWARD_CP_READY_TIMEOUT '$READY_TIMEOUT'"
+NODE_NAMES=${NODE_NAMES//,/ }
+for n in $NODE_NAMES; do
+  [[ $n =~ ^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$ ]] || die "bad node name '$n' in PODWARD_CP_NODE_NAMES"
+done
+for b in openssl curl ss flock setsid base64; do
+  command -v "$b" >/dev/null || die "$b not found"
+done
+# etcd reads every ETCD_* environment variable as a flag (ETCD_VERSION=x makes it exit): drop them.
+# (So none of this script's own variables starts with ETCD_.)
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^ETCD_' || true)
+
+if [ -n "${PODWARD_CP_CACHE:-}" ]; then
+  CACHE=$PODWARD_CP_CACHE
+elif mkdir -p /var/cache/podward/control-plane 2>/dev/null && [ -w /var/cache/podward/control-plane ]; then
+  CACHE=/var/cache/podward/control-plane
+else
+  CACHE=${HOME:?}/.cache/podward/control-plane
+fi
+case $CACHE in /?*) ;; *) die "PODWARD_CP_CACHE must be an absolute path: '$CACHE'" ;; esac
+mkdir -p "$CACHE/bin" "$CACHE/src" || die "cannot create cache dir $CACHE (set PODWARD_CP_CACHE)"
+ETCDBIN=$CACHE/bin/etcd-v$ETCDVERSION
+APISERVER_BIN=$CACHE/bin/kube-apiserver-v$K8S_VERSION
+
+if [ -d "$BASE" ] && [ ! -e "$BASE/.podward-cp" ] && [ -n "$(ls -A "$BASE")" ]; then
+  die "$BASE exists, is not empty and was not made by this script (no .podward-cp marker)"
+fi
+mkdir -p "$BASE"
+touch "$BASE/.podward-cp"
+# One up or down at a time per base dir. fds 8 and 9 are closed for the daemons.
+exec 9>"$BASE/.lock"
+flock -w 900 9 || die "another control-plane-up/down holds $BASE/.lock"
+mkdir -p "$BASE"/{pki,nodes,logs,run}
+PKI=$BASE/pki
+KC=$BASE/kubeconfig
+
+# ----------------------------------------------------------------------------- helpers
+# alive PID: some thread is not a zombie. Our daemons are reparented to PID 1, which reaps late
+# here, and a Go process's leader thread can be Z while its other threads still hold sockets.
+alive() {
+  local st s
+  for st in /proc/"$1"/task/*/stat; do
+    read -r s 2>/dev/null <"$st" || continue
+    s=${s##*) }
+    [ "${s%% *}" != Z ] && return 0
+  done
+  return 1
+}
+# pids_with_arg ARG: alive pids one of whose argv elements is exactly ARG (a path under $BASE, so
+# only this base dir's daemons match; never a program name).
+pids_with_arg() {
+  local d a args
+  for d in /proc/[0-9]*; do
+    mapfile -d '' -t args 2>/dev/null <"$d/cmdline" || continue
+    for a in "${args[@]}"; do
+      if [ "$a" = "$1" ]; then alive "${d#/proc/}" && echo "${d#/proc/}"; break; fi
+    done
+  done
+  return 0
+}
+# same_argv PID FILE: the process's command line is exactly the NUL-separated argv in FILE
+# (through a pipe: `cmp -s` trusts st_size, which is 0 for /proc files)
+same_argv() { [ -r "/proc/$1/cmdline" ] && [ -s "$2" ] && cmp -s "$2" <(cat "/proc/$1/cmdline" 2>/dev/null); }
+any_alive() {
+  local p
+  for p in "$@"; do alive "$p" && return 0; done
+  return 1
+}
+stop_pids() { # NAME PID...: TERM, KILL after 10 s, then wait until every thread is gone
+  local name=$1
+  shift
+  [ $# -gt 0 ] || return 0
+  say "stopping $name (pid $*)"
+  kill -TERM "$@" 2>/dev/null || true
+  for _ in $(seq 1 200); do any_alive "$@" || return 0; sleep 0.05; done
+  kill -KILL "$@" 2>/dev/null || true
+  for _ in $(seq 1 200); do any_alive "$@" || return 0; sleep 0.05; done
+  die "$name (pid $*) does not go away"
+}
+port_busy() { [ -n "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ]; }
+valid_port() { [[ $1 =~ ^[0-9]{1,5}$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
+curl_admin() { curl -fsS --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"; }
+etcd_ok() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCDPORT/health" 2>/dev/null | grep -q '"health":"true"'; }
+api_ok() { [ "$(curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz" 2>/dev/null)" = ok ]; }
+
+ETCDMARK=--data-dir=$BASE/etcd
+API_MARK=--cert-dir=$BASE/apiserver-certs
+
+# ----------------------------------------------------------------------------- 1. certificates
+# One CA signs everything; kept across restarts so kubeconfigs and CA files stay valid.
+# ECDSA P-256 keys: generating five RSA keys takes seconds on a busy 2-core machine.
+EC=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1)
+sign() { # NAME SUBJECT EXTENSIONS: key + CSR + cert signed by the CA, 10 years
+  openssl req -new "${EC[@]}" -nodes -keyout "$PKI/$1.key" -out "$PKI/$1.csr" -subj "$2" 2>/dev/null &&
+    printf '%b' "$3" >"$PKI/$1.ext" &&
+    openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+      -days 3650 -sha256 -extfile "$PKI/$1.ext" -out "$PKI/$1.crt.tmp" 2>/dev/null &&
+    rm -f "$PKI/$1.csr" "$PKI/$1.ext" && mv "$PKI/$1.crt.tmp" "$PKI/$1.crt"
+}
+CLIENT_EXT='basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n'
+# .complete records the service CIDR: the serving cert has the first service IP as a SAN
+if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVICE_CIDR" ]; then
+  say "generating certificates in $PKI"
+  rm -rf "${PKI:?}"/* "$BASE/nodes"/*
+  svc_ip=$(awk -F'[./]' '{print $1"."$2"."$3"."$4+1}' <<<"$SERVICE_CIDR")
+  openssl req -x509 "${EC[@]}" -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -days 3650 -sha256 \
+    -subj "/CN=podward-control-plane-ca" \
+    -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature' \
+    2>/dev/null || die "openssl: CA"
+  sign apiserver /CN=kube-apiserver "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n" ||
+    die "openssl: apiserver serving cert"
+  sign admin "/O=system:masters/CN=podward-admin" "$CLIENT_EXT" || die "openssl: admin cert"
+  sign kubelet-client "/O=system:masters/CN=$KUBELET_CLIENT_CN" "$CLIENT_EXT" || die "openssl: kubelet-client cert"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null || die "openssl: service-account key"
+  openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null || die "openssl: service-account public key"
+  printf '%s,podward-admin-token,podward-admin-token,system:masters\n' "$(openssl rand -hex 24)" >"$PKI/tokens.csv"
+  chmod 600 "$PKI"/*.key "$PKI/tokens.csv"
+  echo "$SERVICE_CIDR" >"$PKI/.complete"
+fi
+TOKEN=$(cut -d, -f1 "$PKI/tokens.csv")
+
+# ----------------------------------------------------------------------------- 2. ports, argv
+saved() { sed -n "s/^$1=//p" "$BASE/run/ports" 2>/dev/null || true; }
+pick_port() { # VAR OVERRIDE: override, else the saved port when free, else a random free one
+  local var=$1 want=$2 p taken=" ${ETCDPORT:-} ${ETCDPEERPORT:-} ${APISERVER_PORT:-} "
+  if [ -n "$want" ]; then
+    valid_port "$want" || die "bad port '$want' for $var"
+    printf -v "$var" %s "$want"
+    return
+  fi
+  p=$(saved "$var")
+  if [ -n "$p" ] && ! port_busy "$p" && [[ $taken != *" $p "* ]]; then
+    printf -v "$var" %s "$p"
+    return
+  fi
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 12768))
+    if ! port_busy "$p" && [[ $taken != *" $p "* ]]; then
+      printf -v "$var" %s "$p"
+      return
+    fi
+  done
+  die "no free port found for $var"
+}
+write_argv() { # FILE ARGS...: the exact argv, NUL-separated, as /proc/PID/cmdline shows it
+  local f=$1
+  shift
+  printf '%s\0' "$@" >"$f"
+}
+make_argvs() {
+  ETCDARGV=("$ETCDBIN" --name=podward-cp "$ETCDMARK"
+    "--listen-client-urls=http://127.0.0.1:$ETCDPORT" "--advertise-client-urls=http://127.0.0.1:$ETCDPORT"
+    "--listen-peer-urls=http://127.0.0.1:$ETCDPEERPORT" "--initial-advertise-peer-urls=http://127.0.0.1:$ETCDPEERPORT"
+    "--initial-cluster=podward-cp=http://127.0.0.1:$ETCDPEERPORT" --initial-cluster-state=new
+    --unsafe-no-fsync --heartbeat-interval=20 --election-timeout=200
+    --quota-backend-bytes=2147483648 --snapshot-count=10000 --log-level=warn)
+  # shellcheck disable=SC2054 # the commas are inside flag values
+  API_ARGV=("$APISERVER_BIN" "--etcd-servers=http://127.0.0.1:$ETCDPORT"
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 "--secure-port=$APISERVER_PORT" "$API_MARK"
+    --endpoint-reconciler-type=none "--service-cluster-ip-range=$SERVICE_CIDR"
+    "--tls-cert-file=$PKI/apiserver.crt" "--tls-private-key-file=$PKI/apiserver.key"
+    "--client-ca-file=$PKI/ca.crt" "--token-auth-file=$PKI/tokens.csv"
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local
+    "--service-account-key-file=$PKI/sa.pub" "--service-account-signing-key-file=$PKI/sa.key"
+    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+    --disable-admission-plugins=ServiceAccount --allow-privileged=true
+    "--kubelet-client-certificate=$PKI/kubelet-client.crt" "--kubelet-client-key=$PKI/kubelet-client.key"
+    --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP
+    --profiling=false --v=1)
+}
+
+# ----------------------------------------------------------------------------- 3. reuse?
+ETCDPORT=${PODWARD_CP_ETCD_PORT:-$(saved ETCDPORT)}
+ETCDPEERPORT=${PODWARD_CP_ETCD_PEER_PORT:-$(saved ETCDPEERPORT)}
+APISERVER_PORT=${PODWARD_CP_APISERVER_PORT:-$(saved APISERVER_PORT)}
+REUSED=0
+if [ -n "$ETCDPORT" ] && [ -n "$ETCDPEERPORT" ] && [ -n "$APISERVER_PORT" ]; then
+  make_argvs
+  write_argv "$BASE/run/etcd.argv.want" "${ETCDARGV[@]}"
+  write_argv "$BASE/run/kube-apiserver.argv.want" "${API_ARGV[@]}"
+  ep=$(cat "$BASE/run/etcd.pid" 2>/dev/null) || ep=
+  ap=$(cat "$BASE/run/kube-apiserver.pid" 2>/dev/null) || ap=
+  if [ -n "$ep" ] && [ -n "$ap" ] && alive "$ep" && alive "$ap" &&
+    same_argv "$ep" "$BASE/run/etcd.argv.want" && same_argv "$ap" "$BASE/run/kube-apiserver.argv.want"; then
+    for _ in $(seq 1 100); do
+      api_ok && { REUSED=1; break; }
+      if ! alive "$ap" || ! alive "$ep"; then break; fi
+      sleep 0.1
+    done
+    if [ "$REUSED" = 1 ]; then
+      say "reusing the running control plane: etcd pid $ep, kube-apiserver pid $ap on https://127.0.0.1:$APISERVER_PORT"
+    else
+      say "our kube-apiserver (pid $ap) is running but not ready: restarting everything"
+    fi
+  fi
+fi
+
+KUBECTL_BIN=$CACHE/bin/kubectl-v$K8S_VERSION
+case $KUBECTL_WANT in
+  build) KUBECTL=$KUBECTL_BIN ;;
+  '') KUBECTL=$(command -v kubectl || echo "$KUBECTL_BIN") ;;
+  *) [ -x "$KUBECTL_WANT" ] || die "PODWARD_CP_KUBECTL=$KUBECTL_WANT is not executable"; KUBECTL=$KUBECTL_WANT ;;
+esac
+
+# ----------------------------------------------------------------------------- 4. build
+# Everything comes from the Go module proxy. Same flags every time (-trimpath, CGO_ENABLED=0), so
+# Go's default build cache makes a rebuild fast. Binaries are named by version.
+export CGO_ENABLED=0 GOWORK=off
+STAGING_VERSION=v0.${K8S_VERSION#1.}
+K8S_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION"
+K8S_LDFLAGS+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION")"
+K8S_LDFLAGS+=" -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.gitCommit=unknown"
+K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION"
+K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION")"
+
+build_etcd() {
+  [ -x "$ETCDBIN" ] && return 0
+  local d=$CACHE/src/etcd-v$ETCDVERSION t=$SECONDS
+  say "building etcd v$ETCDVERSION from the Go module proxy (cold: ~1 min)"
+  rm -rf "$d" && mkdir -p "$d"
+  # server/v3 is a main package at its module root, but its go.mod has replace directives, so
+  # `go install ...@v` refuses it: build it from a scratch module.
+  (
+    cd "$d" && go mod init podward.local/cpbuild/etcd >/dev/null 2>&1 &&
+      go get "go.etcd.io/etcd/server/v3@v$ETCDVERSION" &&
+      go build -mod=mod -trimpath -ldflags '-s -w' -o "$ETCDBIN.tmp.$$" go.etcd.io/etcd/server/v3
+  ) >"$CACHE/src/etcd-v$ETCDVERSION.log" 2>&1 || { tail -n 20 "$CACHE/src/etcd-v$ETCDVERSION.log" >&2; die "building etcd"; }
+  mv -f "$ETCDBIN.tmp.$$" "$ETCDBIN"
+  say "etcd built in $((SECONDS - t)) s: $ETCDBIN"
+}
+k8s_module() { # scratch module requiring k8s.io/kubernetes, each staging module replaced by its release
+  local d=$CACHE/src/kubernetes-v$K8S_VERSION gomod
+  [ -s "$d/.ready" ] && return 0
+  rm -rf "$d" && mkdir -p "$d"
+  gomod=$(cd "$d" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  [ -s "$gomod" ] || return 1
+  {
+    printf 'module podward.local/cpbuild/kubernetes\n\ngo 1.25\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_VERSION"
+    # k8s.io/kubernetes requires its staging modules as v0.0.0 with ./staging replaces, which a
+    # dependency's go.mod cannot use: replace each with its published release.
+    sed -n '/^require (/,/^)/p' "$gomod" | awk -v v="$STAGING_VERSION" '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print "\t" $1 " => " $1 " " v}'
+    printf ')\n'
+  } >"$d/go.mod"
+  grep -q '=> k8s.io/apiserver ' "$d/go.mod" || return 1
+  touch "$d/.ready"
+}
+build_k8s() { # CMD BIN
+  [ -x "$2" ] && return 0
+  local d=$CACHE/src/kubernetes-v$K8S_VERSION t=$SECONDS log=$CACHE/src/$1-v$K8S_VERSION.log
+  say "building $1 v$K8S_VERSION from the Go module proxy (cold: ~5 min and ~2.5 GB RAM on 2 cores)"
+  (
+    k8s_module && cd "$d" &&
+      go get "k8s.io/kubernetes/cmd/$1@v$K8S_VERSION" &&
+      go build -mod=mod -trimpath -ldflags "$K8S_LDFLAGS" -o "$2.tmp.$$" "k8s.io/kubernetes/cmd/$1"
+  ) >"$log" 2>&1 || { tail -n 20 "$log" >&2; die "building $1 (log: $log)"; }
+  mv -f "$2.tmp.$$" "$2"
+  say "$1 built in $((SECONDS - t)) s: $2"
+}
+if [ "$REUSED" = 0 ] || [ ! -x "$KUBECTL" ]; then
+  if [ ! -x "$ETCDBIN" ] || [ ! -x "$APISERVER_BIN" ] || [ ! -x "$KUBECTL" ]; then
+    command -v go >/dev/null || die "go not found (needed to build the binaries into $CACHE/bin)"
+    # one build at a time per cache dir (concurrent ups with other base dirs)
+    exec 8>"$CACHE/.lock"
+    flock -w 1800 8 || die "another control-plane-up holds $CACHE/.lock"
+    build_etcd
+    build_k8s kube-apiserver "$APISERVER_BIN"
+    [ "$KUBECTL" != "$KUBECTL_BIN" ] || build_k8s kubectl "$KUBECTL_BIN"
+    exec 8>&-
+  fi
+fi
+
+# ----------------------------------------------------------------------------- 5. start
+# If this run fails after starting a daemon, stop what it started (by pid) before exiting.
+STARTED=()
+on_exit() {
+  local rc=$?
+  if [ "$rc" != 0 ] && [ ${#STARTED[@]} -gt 0 ]; then
+    say "stopping what this run started (pid ${STARTED[*]}); logs are in $BASE/logs"
+    kill -KILL "${STARTED[@]}" 2>/dev/null || true
+    for _ in $(seq 1 200); do any_alive "${STARTED[@]}" || break; sleep 0.05; done
+    rm -f "$BASE/run"/*.pid
+  fi
+}
+trap on_exit EXIT
+start_daemon() { # NAME ARGV...: start in its own session, holding none of our fds
+  local name=$1 p
+  shift
+  write_argv "$BASE/run/$name.argv" "$@"
+  SHOW_LOGS=1
+  # a script has no job control, so the background child is no process-group leader and setsid
+  # execs in place: $! is the daemon itself.
+  setsid "$@" </dev/null >"$BASE/logs/$name.log" 2>&1 3>&- 8>&- 9>&- &
+  p=$!
+  disown "$p" # no "Killed" job report from bash if the EXIT trap has to stop it
+  STARTED+=("$p")
+  echo "$p" >"$BASE/run/$name.pid"
+  for _ in $(seq 1 100); do
+    same_argv "$p" "$BASE/run/$name.argv" && return 0
+    alive "$p" || break
+    sleep 0.02
+  done
+  return 0 # the health checks below tell whether it runs
+}
+if [ "$REUSED" = 0 ]; then
+  # a port asked for that another program holds: fail before stopping anything of ours
+  for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT; do
+    want=$(printenv "PODWARD_CP_$v" || true)
+    [ -n "$want" ] || continue
+    valid_port "$want" || die "bad PODWARD_CP_$v '$want'"
+    case " $(saved ETCDPORT) $(saved ETCDPEERPORT) $(saved APISERVER_PORT) " in *" $want "*) continue ;; esac
+    ! port_busy "$want" || die "PODWARD_CP_$v=$want: the port is in use by another program (ss -ltnp 'sport = :$want')"
+  done
+  # stop whatever of ours still runs (pid files, then any process with our base-dir arguments)
+  ap=$(pids_with_arg "$API_MARK")
+  ep=$(pids_with_arg "$ETCDMARK")
+  # shellcheck disable=SC2086 # word splitting of pid lists is intended
+  stop_pids kube-apiserver $ap
+  # shellcheck disable=SC2086
+  stop_pids etcd $ep
+  rm -f "$BASE/run"/*.pid
+  AUTO_PORTS=1
+  [ -z "${PODWARD_CP_ETCD_PORT:-}${PODWARD_CP_ETCD_PEER_PORT:-}${PODWARD_CP_APISERVER_PORT:-}" ] || AUTO_PORTS=0
+  for attempt in 1 2 3; do
+    ETCDPORT='' ETCDPEERPORT='' APISERVER_PORT=''
+    # the ports of a daemon stopped just now may take a moment to be released
+    for _ in $(seq 1 50); do
+      busy=0
+      for p in "${PODWARD_CP_ETCD_PORT:-}" "${PODWARD_CP_ETCD_PEER_PORT:-}" "${PODWARD_CP_APISERVER_PORT:-}"; do
+        [ -n "$p" ] && port_busy "$p" && busy=1
+      done
+      [ "$busy" = 0 ] && break
+      sleep 0.1
+    done
+    [ "$busy" = 0 ] || die "port(s) ${PODWARD_CP_ETCD_PORT:-} ${PODWARD_CP_ETCD_PEER_PORT:-} ${PODWARD_CP_APISERVER_PORT:-} in use by another program (ss -ltnp)"
+    pick_port ETCDPORT "${PODWARD_CP_ETCD_PORT:-}"
+    pick_port ETCDPEERPORT "${PODWARD_CP_ETCD_PEER_PORT:-}"
+    pick_port APISERVER_PORT "${PODWARD_CP_APISERVER_PORT:-}"
+    make_argvs
+    printf 'ETCDPORT=%s\nETCDPEERPORT=%s\nAPISERVER_PORT=%s\n' "$ETCDPORT" "$ETCDPEERPORT" "$APISERVER_PORT" >"$BASE/run/ports"
+
+    rm -rf "$BASE/etcd" "$BASE/apiserver-certs"
+    say "starting etcd v$ETCDVERSION on 127.0.0.1:$ETCDPORT (peer $ETCDPEERPORT)"
+    start_daemon etcd "${ETCDARGV[@]}"
+    ok=0
+    for _ in $(seq 1 300); do
+      etcd_ok && { ok=1; break; }
+      alive "$(cat "$BASE/run/etcd.pid")" || break
+      sleep 0.05
+    done
+    if [ "$ok" = 0 ]; then
+      if [ "$AUTO_PORTS" = 1 ] && [ "$attempt" -lt 3 ] && grep -q 'address already in use' "$BASE/logs/etcd.log"; then
+        say "etcd: a port was taken meanwhile, picking others"
+        stop_pids etcd "$(cat "$BASE/run/etcd.pid")"
+        rm -f "$BASE/run/ports"
+        continue
+      fi
+      die "etcd did not become healthy on 127.0.0.1:$ETCDPORT"
+    fi
+    say "etcd ready (pid $(cat "$BASE/run/etcd.pid"))"
+
+    say "starting kube-apiserver v$K8S_VERSION on https://127.0.0.1:$APISERVER_PORT"
+    start_daemon kube-apiserver "${API_ARGV[@]}"
+    ok=0
+    deadline=$((SECONDS + READY_TIMEOUT))
+    while [ "$SECONDS" -le "$deadline" ]; do
+      api_ok && { ok=1; break; }
+      alive "$(cat "$BASE/run/kube-apiserver.pid")" || break
+      sleep 0.1
+    done
+    if [ "$ok" = 0 ]; then
+      if [ "$AUTO_PORTS" = 1 ] && [ "$attempt" -lt 3 ] && grep -q 'address already in use' "$BASE/logs/kube-apiserver.log"; then
+        say "kube-apiserver: its port was taken meanwhile, picking others"
+        stop_pids kube-apiserver "$(cat "$BASE/run/kube-apiserver.pid")"
+        stop_pids etcd "$(cat "$BASE/run/etcd.pid")"
+        rm -f "$BASE/run/ports"
+        continue
+      fi
+      die "kube-apiserver did not become ready within $READY_TIMEOUT s (https://127.0.0.1:$APISERVER_PORT/readyz)"
+    fi
+    break
+  done
+  # /readyz can be ok a moment before the bootstrap controller has made the system namespaces
+  for _ in $(seq 1 100); do
+    curl_admin -o /dev/null "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/default" 2>/dev/null &&
+      curl_admin -o /dev/null "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/kube-node-lease" 2>/dev/null && break
+    sleep 0.1
+  done
+  say "kube-apiserver ready (pid $(cat "$BASE/run/kube-apiserver.pid"))"
+fi
+
+# ----------------------------------------------------------------------------- 6. kubeconfigs, env
+API_URL=https://127.0.0.1:$APISERVER_PORT
+kubeconfig() { # FILE USER CERT KEY
+  cat >"$1.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: podward-cp
+  cluster:
+    server: $API_URL
+    certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 <"$3")
+    client-key-data: $(base64 -w0 <"$4")
+contexts:
+- name: $2@podward-cp
+  context:
+    cluster: podward-cp
+    user: $2
+current-context: $2@podward-cp
+EOF
+  chmod 600 "$1.tmp"
+  mv -f "$1.tmp" "$1"
+}
+kubeconfig "$KC" podward-admin "$PKI/admin.crt" "$PKI/admin.key"
+for n in $NODE_NAMES; do
+  if [ ! -s "$PKI/node-$n.crt" ]; then
+    sign "node-$n" "/O=system:nodes/CN=system:node:$n" "$CLIENT_EXT" || die "openssl: node cert for $n"
+    chmod 600 "$PKI/node-$n.key"
+    say "minted node identity system:node:$n: $BASE/nodes/$n.kubeconfig"
+  fi
+  kubeconfig "$BASE/nodes/$n.kubeconfig" "system:node:$n" "$PKI/node-$n.crt" "$PKI/node-$n.key"
+done
+cat >"$BASE/env.tmp" <<EOF
+KUBECONFIG=$KC
+CP_APISERVER_URL=$API_URL
+CP_CA_FILE=$PKI/ca.crt
+CP_KUBELET_CLIENT_CERT_FILE=$PKI/kubelet-client.crt
+CP_KUBELET_CLIENT_CN=$KUBELET_CLIENT_CN
+CP_ADMIN_CERT_FILE=$PKI/admin.crt
+CP_ADMIN_KEY_FILE=$PKI/admin.key
+CP_ADMIN_TOKEN=$TOKEN
+CP_NODE_KUBECONFIG=$KC
+CP_NODE_KUBECONFIG_DIR=$BASE/nodes
+CP_ETCD_URL=http://127.0.0.1:$ETCDPORT
+CP_ETCD_PORT=$ETCDPORT
+CP_ETCD_PEER_PORT=$ETCDPEERPORT
+CP_APISERVER_PORT=$APISERVER_PORT
+CP_SERVICE_CIDR=$SERVICE_CIDR
+CP_K8S_VERSION=v$K8S_VERSION
+CP_ETCD_VERSION=v$ETCDVERSION
+CP_ETCD_LOG=$BASE/logs/etcd.log
+CP_APISERVER_LOG=$BASE/logs/kube-apiserver.log
+KUBECTL=$KUBECTL
+PODWARD_CP_BASE=$BASE
+EOF
+mv -f "$BASE/env.tmp" "$BASE/env"
+say "ready: $API_URL (etcd 127.0.0.1:$ETCDPORT, peer $ETCDPEERPORT); env in $BASE/env"
+echo "KUBECONFIG=$KC" >&3
