@@ -5,7 +5,7 @@ PKGS    := ./...
 # Packages with goroutines run under the race detector.
 RACE_PKGS := ./internal/...
 
-.PHONY: help build test test-unit test-integration bench vet fmt-check clean cri-up cri-down
+.PHONY: help build test test-unit test-integration bench vet fmt-check clean cri-up cri-down cp-up cp-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -23,8 +23,8 @@ fmt-check: ## fail when a file is not gofmt-formatted
 test-unit: ## the fast inner loop: unit tests of every internal package, with -race
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
-test-integration: build ## end-to-end tests on both runtimes: real processes, and real containers through a private containerd (hack/with-cri.sh; root)
-	hack/with-cri.sh $(GO) test -count=1 -timeout 20m ./internal/runtime/cri/ ./test/...
+test-integration: build ## end-to-end tests: both runtimes (real processes; real containers in a private containerd, hack/with-cri.sh; root) and cluster mode (a real kube-apiserver, hack/with-control-plane.sh)
+	hack/with-cri.sh hack/with-control-plane.sh $(GO) test -count=1 -timeout 30m ./internal/runtime/cri/ ./test/...
 
 test: fmt-check vet test-unit test-integration ## everything CI runs
 
@@ -36,6 +36,12 @@ cri-up: ## start the CRI test environment by hand (containerd + docker.io mirror
 
 cri-down: ## tear the CRI test environment down
 	hack/cri-down.sh
+
+cp-up: ## start the throw-away control plane by hand (etcd + kube-apiserver on loopback); prints KUBECONFIG
+	hack/control-plane-up.sh
+
+cp-down: ## stop the control plane
+	hack/control-plane-down.sh
 
 clean: ## remove build output
 	rm -rf bin

@@ -60,6 +60,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.PersistentFlags().StringVarP(&api.namespace, "namespace", "n", "default", "the namespace of the pods")
 	root.AddCommand(
 		newServeCommand(s, api),
+		newNodeCommand(s),
 		newApplyCommand(s, api),
 		newGetCommand(s, api),
 		newDescribeCommand(s, api),

@@ -29,6 +29,11 @@ type Program struct {
 	Bin *string
 }
 
+// LeakOptions are the goroutines a suite expects to outlive its tests,
+// for the leak check of Main: e.g. the idle API connections of client-go,
+// which a suite that talks to an API server keeps until it exits.
+var LeakOptions []goleak.Option
+
 // Main is the body of a suite's TestMain: it builds cmd/podward (and the
 // extra programs) into a temporary directory, sets *bin (and each
 // Program.Bin) to the binary's path, runs the tests and removes the
@@ -57,7 +62,7 @@ func Main(m *testing.M, suite string, bin *string, extra ...Program) int {
 	}
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(LeakOptions...); err != nil {
 			fmt.Fprintln(os.Stderr, suite+": leaked goroutines:", err)
 			return 1
 		}

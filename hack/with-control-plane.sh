@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# with-control-plane.sh CMD [ARGS...] - run CMD with a throw-away Kubernetes control plane up:
+# hack/control-plane-up.sh starts it (etcd + kube-apiserver on loopback, built from the Go module
+# proxy on first use and cached), CMD runs with PODWARD_CP_ENV (the control plane's env file,
+# KUBECONFIG and friends) and PODWARD_REQUIRE_CLUSTER=1 (so the cluster tests fail rather than
+# skip), and hack/control-plane-down.sh tears it down whatever CMD did. The exit status is CMD's.
+#
+# PODWARD_CP_ENV already set: that control plane is used as it is, nothing is started or stopped.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ -n "${PODWARD_CP_ENV:-}" ]; then
+  echo "with-control-plane: using PODWARD_CP_ENV=$PODWARD_CP_ENV" >&2
+  export PODWARD_REQUIRE_CLUSTER=1
+  exec "$@"
+fi
+base=${PODWARD_CP_BASE:-/tmp/podward-cp}
+export PODWARD_CP_BASE=$base
+if ! "$here/control-plane-up.sh" >/dev/null; then
+  echo "with-control-plane: hack/control-plane-up.sh failed" >&2
+  "$here/control-plane-down.sh" >&2 || true
+  exit 1
+fi
+trap '"$here/control-plane-down.sh" >&2 || echo "with-control-plane: hack/control-plane-down.sh failed" >&2' EXIT
+export PODWARD_CP_ENV=$base/env PODWARD_REQUIRE_CLUSTER=1
+echo "with-control-plane: PODWARD_CP_ENV=$PODWARD_CP_ENV" >&2
+status=0
+"$@" || status=$?
+exit "$status"

@@ -1,0 +1,285 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/agent"
+)
+
+// The kubelet's HTTPS server, the part of it that podward serves: the API
+// server connects to it (at the node's address and
+// status.daemonEndpoints.kubeletEndpoint.Port) to stream a container's log
+// for `kubectl logs`.
+//
+//	GET /containerLogs/{namespace}/{pod}/{container}   the log, text/plain
+//	GET /healthz                                       "ok"
+//
+// Anything else is 404 (exec, attach, port-forward, stats and metrics are
+// not served).
+//
+// Authentication is by client certificate, as the kubelet's
+// --client-ca-file: the API server presents its --kubelet-client-certificate,
+// which the cluster CA signed. A client without a certificate gets 401; a
+// certificate the CA did not sign fails the TLS handshake.
+//
+// Authorization: any client whose certificate the CA verified may do
+// anything the server serves. The kubelet (--authorization-mode=Webhook)
+// would ask the API server with a SubjectAccessReview whether that user may
+// get nodes/log or nodes/proxy; podward trusts every certificate of the
+// cluster CA instead, which in a cluster means the API server and whoever
+// the cluster admin gave a certificate to.
+
+// Names of the self-signed serving certificate and its key in
+// KubeletServerConfig.CertDir, the kubelet's.
+const (
+	SelfSignedCertFile = "kubelet.crt"
+	SelfSignedKeyFile  = "kubelet.key"
+)
+
+// LogSource finds container logs for the server. *agent.Agent implements
+// it.
+type LogSource interface {
+	// LogPath is the CRI log file of the current (or, with previous, the
+	// previous) instance of a container of pod ns/name. Its errors match
+	// agent.ErrNotFound for an unknown pod (404) and agent.ErrBadRequest
+	// for an unknown container or no previous instance (400, with the
+	// error's text).
+	LogPath(ns, name, container string, previous bool) (string, error)
+}
+
+var _ LogSource = (*agent.Agent)(nil)
+
+// LogEnds is an optional ability of a LogSource: knowing when a container
+// instance is done writing its log, so that `kubectl logs -f` ends when the
+// container does, as with the kubelet. Without it, following a log ends
+// only when the client goes away (kubectl is interrupted) or the server
+// stops.
+type LogEnds interface {
+	// LogEnded returns a channel that is closed once the container
+	// instance whose log is path (as LogPath returned it for ns/name's
+	// container) has exited and its log is closed; at once if it already
+	// has. It need not be closed once ctx (the request's) is done, and
+	// must release what it holds then.
+	LogEnded(ctx context.Context, ns, name, container, path string) <-chan struct{}
+}
+
+// KubeletServerConfig is what a KubeletServer needs. Logs is required; a
+// client CA (or an explicit AllowAnonymous) too.
+type KubeletServerConfig struct {
+	// Logs finds the log files; it may implement LogEnds.
+	Logs LogSource
+	// Address is the IP to listen on; "" for all.
+	Address string
+	// Port defaults to DefaultKubeletPort, 10250.
+	Port int32
+
+	// TLSCertFile and TLSPrivateKeyFile are the serving certificate (with
+	// its chain) and key, PEM, as the kubelet's --tls-cert-file and
+	// --tls-private-key-file. When both are empty, a self-signed
+	// certificate for NodeName and Addresses is used, kept in CertDir.
+	TLSCertFile       string
+	TLSPrivateKeyFile string
+	// CertDir holds the self-signed certificate (kubelet.crt,
+	// kubelet.key), so that a restart serves the same one; it is made
+	// again when it expired or does not name the node and its addresses.
+	CertDir   string
+	NodeName  string
+	Addresses []v1.NodeAddress
+
+	// ClientCAFile is the PEM bundle of the CAs whose client certificates
+	// are accepted, the kubelet's --client-ca-file: the cluster's CA,
+	// which signed the API server's --kubelet-client-certificate.
+	ClientCAFile string
+	// AllowAnonymous serves clients without a certificate. Without a
+	// ClientCAFile the server refuses to start unless it is set: anyone
+	// who reaches the port could then read every container's log. It is
+	// for development only (the kubelet's --anonymous-auth, which it
+	// pairs with an authorizer podward does not have).
+	AllowAnonymous bool
+
+	// Clock gives now for sinceSeconds and the certificate's validity;
+	// default the real clock.
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
+}
+
+// KubeletServer serves the kubelet's HTTPS API (container logs) to the API
+// server. Its methods are safe for concurrent use.
+type KubeletServer struct {
+	cfg     KubeletServerConfig
+	log     *slog.Logger
+	tls     *tls.Config
+	handler http.Handler
+}
+
+// NewKubeletServer loads or makes the serving certificate and loads the
+// client CAs. It fails without a ClientCAFile unless AllowAnonymous is set.
+func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
+	if cfg.Logs == nil {
+		return nil, errors.New("kubelet server: no log source")
+	}
+	if cfg.ClientCAFile == "" && !cfg.AllowAnonymous {
+		return nil, errors.New("kubelet server: no client CA file: every client would be anonymous; give the cluster's CA, or allow anonymous clients explicitly")
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultKubeletPort
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &KubeletServer{cfg: cfg, log: cfg.Logger}
+
+	cert, err := s.servingCert()
+	if err != nil {
+		return nil, fmt.Errorf("kubelet server: %w", err)
+	}
+	s.tls = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.NoClientCert,
+	}
+	if cfg.ClientCAFile != "" {
+		pool, err := loadCAs(cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet server: client CA: %w", err)
+		}
+		s.tls.ClientCAs = pool
+		// A certificate is verified when given; one that is not given is
+		// refused with a 401 (unless anonymous is allowed), which says
+		// more than a failed handshake.
+		s.tls.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/", http.NotFound)
+	s.handler = s.authenticate(mux)
+	return s, nil
+}
+
+// loadCAs reads a PEM bundle of CA certificates.
+func loadCAs(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s: no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// Handler is the server's HTTP handler. It expects requests that came over
+// TLS configured with TLSConfig: it authenticates them by their verified
+// client certificate.
+func (s *KubeletServer) Handler() http.Handler { return s.handler }
+
+// TLSConfig is the server's TLS configuration: its certificate and the
+// client CAs. The caller owns the returned copy.
+func (s *KubeletServer) TLSConfig() *tls.Config { return s.tls.Clone() }
+
+// Addr is where ListenAndServe listens.
+func (s *KubeletServer) Addr() string {
+	return net.JoinHostPort(s.cfg.Address, strconv.Itoa(int(s.cfg.Port)))
+}
+
+// ListenAndServe listens on Addr and serves until ctx ends; see Serve.
+func (s *KubeletServer) ListenAndServe(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.Addr())
+	if err != nil {
+		return fmt.Errorf("kubelet server: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// shutdownGrace bounds how long Serve waits for requests in flight once
+// its ctx is done; streams (follow) end at once, their ctx being
+// cancelled.
+const shutdownGrace = 5 * time.Second
+
+// Serve serves HTTPS on ln until ctx ends, then stops: streams in flight
+// are cancelled and the others are given a few seconds. It closes ln, and
+// returns nil after a shutdown for ctx, the error of the listener
+// otherwise.
+func (s *KubeletServer) Serve(ctx context.Context, ln net.Listener) error {
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         s.TLSConfig(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		// Failed handshakes (a client certificate of another CA, say)
+		// are only told here.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelInfo),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	s.log.Info("kubelet server listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("kubelet server: %w", err)
+	case <-ctx.Done():
+	}
+	cancelRequests()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("kubelet server: shutdown: %w", err)
+	}
+	return nil
+}
+
+// authenticate lets through the requests whose client certificate was
+// verified (the user is its subject's common name), and, with
+// AllowAnonymous, the others; it answers 401 to the rest.
+func (s *KubeletServer) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+			// Verified against ClientCAs: authenticated, and (see the
+			// package comment) authorized.
+			next.ServeHTTP(w, r)
+			return
+		}
+		if s.cfg.AllowAnonymous {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.log.Info("kubelet server: unauthenticated request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	})
+}
+
+// clientUser names the client of r for the log: its certificate's common name,
+// or "anonymous".
+func clientUser(r *http.Request) string {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		return r.TLS.VerifiedChains[0][0].Subject.CommonName
+	}
+	return "anonymous"
+}

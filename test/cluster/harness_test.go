@@ -1,0 +1,348 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	toolswatch "k8s.io/client-go/tools/watch"
+
+	"github.com/podward/podward/test/internal/bintest"
+)
+
+// podwardBin is the binary built once by TestMain.
+var podwardBin string
+
+func TestMain(m *testing.M) {
+	// client-go keeps its connections to the API server until the end.
+	bintest.LeakOptions = []goleak.Option{
+		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*clientConnReadLoop).run"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	}
+	os.Exit(bintest.Main(m, "cluster", &podwardBin))
+}
+
+// The control plane comes from hack/with-control-plane.sh: its env file
+// (KUBECONFIG, CP_CA_FILE, KUBECTL...) is in PODWARD_CP_ENV.
+const (
+	cpEnvEnv       = "PODWARD_CP_ENV"
+	requireEnvName = "PODWARD_REQUIRE_CLUSTER"
+)
+
+// Deadlines: they bound waits on conditions; a passing test never waits
+// for one to expire.
+const (
+	readyTimeout = 30 * time.Second
+	waitTimeout  = 60 * time.Second
+)
+
+// controlPlane is the running control plane as its env file describes it.
+type controlPlane struct {
+	env    map[string]string
+	client kubernetes.Interface
+}
+
+var (
+	cpOnce sync.Once
+	cp     *controlPlane
+	cpErr  error
+)
+
+// needControlPlane returns the control plane, or skips (fails under
+// PODWARD_REQUIRE_CLUSTER=1) without one.
+func needControlPlane(t *testing.T) *controlPlane {
+	t.Helper()
+	path := os.Getenv(cpEnvEnv)
+	if path == "" {
+		msg := cpEnvEnv + " is not set: run the tests through hack/with-control-plane.sh (make test does)"
+		if os.Getenv(requireEnvName) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	cpOnce.Do(func() { cp, cpErr = loadControlPlane(path) })
+	if cpErr != nil {
+		t.Fatal(cpErr)
+	}
+	return cp
+}
+
+func loadControlPlane(path string) (*controlPlane, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", env["KUBECONFIG"])
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if env["KUBECTL"] == "" {
+		env["KUBECTL"] = "kubectl"
+	}
+	return &controlPlane{env: env, client: client}, nil
+}
+
+// kubectl runs kubectl against the control plane, for at most within.
+func (c *controlPlane) kubectl(within time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.env["KUBECTL"], append([]string{"--kubeconfig", c.env["KUBECONFIG"]}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w; stderr: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+func (c *controlPlane) mustKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := c.kubectl(waitTimeout, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// nodeName makes a node name unique to the test.
+func nodeName(t *testing.T, suffix string) string {
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return strings.Trim(name, "-") + "-" + suffix
+}
+
+// node is one `podward node` of a test.
+type node struct {
+	t    *testing.T
+	cp   *controlPlane
+	name string
+	root string
+	port int
+	args []string // runtime flags
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *lockedBuffer
+	logs []*lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startNode starts `podward node` named name on a root of its own, with
+// runtime flags args, and waits until it registered. The cleanup stops it,
+// deletes its pods' containers' leftovers by killing the node's processes,
+// and deletes its Node object.
+func startNode(t *testing.T, cp *controlPlane, name string, args ...string) *node {
+	t.Helper()
+	n := &node{t: t, cp: cp, name: name, root: t.TempDir(), port: freePort(t), args: args}
+	n.start()
+	t.Cleanup(func() {
+		if n.cmd != nil {
+			n.signal(syscall.SIGTERM)
+		}
+		if t.Failed() {
+			for i, l := range n.logs {
+				t.Logf("--- log of node %s run #%d:\n%s", name, i+1, l.String())
+			}
+		}
+		// What the test left bound to the node goes with it.
+		ctx := context.Background()
+		zero := int64(0)
+		pods, _ := cp.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		if pods != nil {
+			for _, p := range pods.Items {
+				_ = cp.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
+		}
+		_ = cp.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return n
+}
+
+func (n *node) start() {
+	t := n.t
+	t.Helper()
+	n.log = &lockedBuffer{}
+	n.logs = append(n.logs, n.log)
+	args := append([]string{"node", "--kubeconfig", n.cp.env["KUBECONFIG"], "--node-name", n.name,
+		"--root", n.root, "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(n.port),
+		"--client-ca-file", n.cp.env["CP_CA_FILE"], "-v"}, n.args...)
+	n.cmd = exec.Command(podwardBin, args...)
+	pr, pw := io.Pipe()
+	n.cmd.Stdout, n.cmd.Stderr = pw, pw
+	n.cmd.WaitDelay = 5 * time.Second
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("start podward node: %v", err)
+	}
+	n.done = make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		registered := false
+		for sc.Scan() {
+			fmt.Fprintln(n.log, sc.Text())
+			if !registered && strings.HasPrefix(sc.Text(), "podward: node "+n.name+" registered") {
+				registered = true
+				close(ready)
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		_ = n.cmd.Wait()
+		pw.Close()
+		close(n.done)
+	}()
+	select {
+	case <-ready:
+		t.Logf("node %s up (pid %d)", n.name, n.cmd.Process.Pid)
+	case <-n.done:
+		t.Fatalf("podward node %s exited before it registered:\n%s", n.name, n.log.String())
+	case <-time.After(readyTimeout):
+		t.Fatalf("podward node %s did not register within %v:\n%s", n.name, readyTimeout, n.log.String())
+	}
+}
+
+// signal sends sig to the node agent and waits for it to exit.
+func (n *node) signal(sig syscall.Signal) {
+	n.t.Helper()
+	_ = n.cmd.Process.Signal(sig)
+	select {
+	case <-n.done:
+	case <-time.After(30 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.done
+		n.t.Errorf("node %s did not exit within 30s of %v", n.name, sig)
+	}
+	n.cmd = nil
+}
+
+// pod renders a pod manifest bound to the node: spec.nodeName is set, as
+// there is no scheduler.
+func (n *node) apply(t *testing.T, manifest string) {
+	t.Helper()
+	manifest = strings.Replace(manifest, "\nspec:\n", "\nspec:\n  nodeName: "+n.name+"\n", 1)
+	path := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.cp.mustKubectl(t, "apply", "-f", path)
+}
+
+// waitPod watches the pod until cond holds for it (nil: the pod is gone).
+func (c *controlPlane) waitPod(t *testing.T, ns, name, what string, within time.Duration, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	lw := cache.NewListWatchFromClient(c.client.CoreV1().RESTClient(), "pods", ns, fields.OneTermEqualSelector("metadata.name", name))
+	var last *v1.Pod
+	_, err := toolswatch.UntilWithSync(ctx, lw, &v1.Pod{}, func(store cache.Store) (bool, error) {
+		items := store.List()
+		if len(items) == 0 {
+			return cond(nil), nil
+		}
+		last = items[0].(*v1.Pod)
+		return cond(last), nil
+	}, func(ev watch.Event) (bool, error) {
+		p, _ := ev.Object.(*v1.Pod)
+		if ev.Type == watch.Deleted {
+			return cond(nil), nil
+		}
+		last = p
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s: no %s within %v: %v; last seen: %s", ns, name, what, within, err, podSummary(last))
+	}
+	return last
+}
+
+func podSummary(p *v1.Pod) string {
+	if p == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("phase %s, deletionTimestamp %v, ready %s", p.Status.Phase, p.DeletionTimestamp, readyColumn(p))
+}
+
+// readyColumn is kubectl's READY for a pod: ready regular containers and
+// sidecars, over their number.
+func readyColumn(p *v1.Pod) string {
+	total, ready := len(p.Spec.Containers), 0
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			total++
+		}
+	}
+	for _, cs := range append(append([]v1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if cs.Ready {
+			ready++
+		}
+	}
+	return fmt.Sprintf("%d/%d", ready, total)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func execCommand(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
