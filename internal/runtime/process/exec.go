@@ -60,6 +60,11 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	outW.Close()
 	if err != nil {
 		outR.Close()
+		if ctx.Err() != nil {
+			// The context ended while the command was being set up:
+			// Start killed it, whether or not it had begun to run.
+			return nil, 128 + int(unix.SIGKILL), ctx.Err()
+		}
 		return nil, 0, err
 	}
 	pid := proc.Process.Pid
