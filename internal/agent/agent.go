@@ -145,6 +145,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Execer: cfg.Runtime,
 		Clock:  cfg.Clock,
 		Logger: cfg.Logger,
+		PodIP:  podIPOf(cfg.Runtime),
 		Report: func(r prober.Result) {
 			a.workers.HandleProbe(podworker.ProbeResult{
 				PodUID: r.PodUID, Container: r.Container, ID: r.ID, Kind: podworker.ProbeKind(r.Kind),
@@ -167,6 +168,14 @@ func New(ctx context.Context, cfg Config) *Agent {
 	a.wg.Add(1)
 	go a.dispatch(ctx)
 	return a
+}
+
+// podIPOf is the runtime's PodIP when it gives pods networks of their own.
+func podIPOf(rt Runtime) func(types.UID) string {
+	if pa, ok := rt.(podworker.PodAddresser); ok {
+		return pa.PodIP
+	}
+	return nil
 }
 
 // Wait returns when every goroutine of the agent has returned (after the

@@ -365,3 +365,53 @@ func ToV1(e events.Event, host string) v1.Event {
 		Count:          1,
 	}
 }
+
+// LogEnded returns a channel closed once the container instance whose log
+// is path (as LogPath gave it for ns/name's container) no longer runs: it
+// exited, a newer instance replaced it, or the pod is gone. A follower of
+// the log then reads it to its end and stops, as `kubectl logs -f` does
+// when the container ends. The watch it holds ends with ctx.
+func (a *Agent) LogEnded(ctx context.Context, ns, name, container, path string) <-chan struct{} {
+	done := make(chan struct{})
+	events := a.WatchPods(ctx, ns)
+	ended := func() bool {
+		p, err := a.GetPod(ns, name)
+		if err != nil {
+			return true
+		}
+		if cur, err := a.LogPath(ns, name, container, false); err != nil || cur != path {
+			return true
+		}
+		return !containerRunning(p, container)
+	}
+	go func() {
+		defer func() {
+			for range events { // until ctx ends
+			}
+		}()
+		if ended() {
+			close(done)
+			return
+		}
+		for ev := range events {
+			if ev.Pod.Name == name && ended() {
+				close(done)
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// containerRunning says whether the pod's status shows the container
+// running.
+func containerRunning(p *v1.Pod, name string) bool {
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p)} {
+		for _, cs := range list {
+			if cs.Name == name {
+				return cs.State.Running != nil
+			}
+		}
+	}
+	return false
+}

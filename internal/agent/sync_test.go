@@ -91,3 +91,44 @@ func countCalls(calls []string, call string) int {
 	}
 	return n
 }
+
+// LogEnded closes once the instance whose log is followed exits.
+func TestLogEnded(t *testing.T) {
+	a, rt := newAgent(t)
+	pod, err := a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(rt.Running(pod.UID)) == 0 {
+		select {
+		case <-rt.Changed():
+		case <-ctx.Done():
+			t.Fatal("the container never started")
+		}
+	}
+	// The status shows it running (the watch's first events are the
+	// current state).
+	for ev := range a.WatchPods(ctx, "default") {
+		if ev.Pod.Name == "web" && containerRunning(ev.Pod, "app") {
+			break
+		}
+	}
+	path, err := a.LogPath("default", "web", "app", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := a.LogEnded(ctx, "default", "web", "app", path)
+	select {
+	case <-ended:
+		t.Fatal("ended while the container runs")
+	default:
+	}
+	rt.Exit(pod.UID, "app", 0)
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("LogEnded not closed after the container exited")
+	}
+}

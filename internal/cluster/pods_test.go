@@ -224,3 +224,6 @@ func TestPodsRestoresLegacyInitContainersFromKubectlApply(t *testing.T) {
 	h.rt.Exit("uid-5", "first", 0)
 	h.waitFor("the app to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
 }
+
+// The agent tells the kubelet server when a followed log's instance ended.
+var _ LogEnds = (*agent.Agent)(nil)

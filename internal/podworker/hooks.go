@@ -96,7 +96,7 @@ func (pw *podWorker) runHook(ctx context.Context, pod *model.Pod, ref model.Cont
 		}
 		return nil
 	case h.HTTPGet != nil:
-		return prober.HTTPGet(hctx, spec, h.HTTPGet)
+		return prober.HTTPGet(hctx, spec, prober.WithHost(h.HTTPGet, pw.podIP()))
 	default:
 		return fmt.Errorf("handler not supported: set exec, httpGet or sleep")
 	}

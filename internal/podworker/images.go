@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
@@ -36,6 +37,22 @@ type ImageService interface {
 // away, so an agent that restarts must not count on it.
 type GracefulStopper interface {
 	StopContainer(ctx context.Context, id string, sig syscall.Signal, timeout time.Duration) error
+}
+
+// PodAddresser is the optional runtime ability to give a pod a network of
+// its own (the CRI runtime with CNI): PodIP is the pod's address once its
+// sandbox exists, "" while the pod shares the host's network. The pod's
+// status reports it, and its hooks' httpGet go there.
+type PodAddresser interface {
+	PodIP(podUID types.UID) string
+}
+
+// podIP is the pod's own address, "" when it has none.
+func (pw *podWorker) podIP() string {
+	if pa, ok := pw.w.cfg.Runtime.(PodAddresser); ok {
+		return pa.PodIP(pw.uid)
+	}
+	return ""
 }
 
 // Waiting reasons of image pulls, as the kubelet reports them.

@@ -32,6 +32,9 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	phase := pw.phaseLocked()
 	terminated := phase == Terminated
 	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated), HostIP: pw.w.cfg.HostIP, PodIP: pw.w.cfg.HostIP}
+	if ip := pw.podIP(); ip != "" {
+		st.PodIP = ip
+	}
 	if st.HostIP != "" {
 		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
 		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}

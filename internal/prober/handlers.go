@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -88,6 +89,17 @@ func TCPSocket(ctx context.Context, spec *v1.Container, t *v1.TCPSocketAction) e
 	}
 	target := newTCPTarget(addr)
 	return dialTCP(ctx, &target)
+}
+
+// WithHost is g with host as its host when it names none: the handlers of a
+// pod with a network of its own go to the pod's IP.
+func WithHost(g *v1.HTTPGetAction, host string) *v1.HTTPGetAction {
+	if g.Host != "" || host == "" {
+		return g
+	}
+	cp := *g
+	cp.Host = host
+	return &cp
 }
 
 // newHTTPRequest builds the GET request of an httpGet handler, without a
@@ -239,23 +251,25 @@ type action struct {
 	err error
 }
 
-// prepare builds the action of probe p of container spec.
-func prepare(spec *v1.Container, p *v1.Probe) action {
+// prepare builds the action of probe p of container spec. podIP, when
+// set, is where network handlers without a host connect (a pod with a
+// network of its own); else 127.0.0.1.
+func prepare(spec *v1.Container, p *v1.Probe, podIP string) action {
 	h := &p.ProbeHandler
 	switch {
 	case h.Exec != nil:
 		return action{kind: handlerExec, cmd: h.Exec.Command, target: fmt.Sprintf("command %q", strings.Join(h.Exec.Command, " "))}
 	case h.HTTPGet != nil:
-		req, err := newHTTPRequest(spec, h.HTTPGet)
+		req, err := newHTTPRequest(spec, WithHost(h.HTTPGet, podIP))
 		if err != nil {
 			return action{kind: handlerHTTP, err: err}
 		}
 		return action{kind: handlerHTTP, req: req, target: "GET " + req.URL.Redacted()}
 	case h.TCPSocket != nil:
-		addr, err := address(spec, h.TCPSocket.Host, h.TCPSocket.Port)
+		addr, err := address(spec, cmp.Or(h.TCPSocket.Host, podIP), h.TCPSocket.Port)
 		return action{kind: handlerTCP, tcp: newTCPTarget(addr), target: "dial tcp " + addr, err: err}
 	case h.GRPC != nil:
-		addr, err := address(spec, "", intstr.FromInt32(h.GRPC.Port))
+		addr, err := address(spec, podIP, intstr.FromInt32(h.GRPC.Port))
 		service := ""
 		if h.GRPC.Service != nil {
 			service = *h.GRPC.Service

@@ -267,7 +267,7 @@ func TestGRPCProbe(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			a := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: tc.port, Service: tc.service}}})
+			a := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: tc.port, Service: tc.service}}}, "")
 			ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second)
 			switch {
 			case tc.wantErr == "" && !ok:
@@ -331,14 +331,39 @@ func TestTCPProbeThroughManager(t *testing.T) {
 }
 
 func TestProbeWithoutHandler(t *testing.T) {
-	a := prepare(nil, &v1.Probe{})
+	a := prepare(nil, &v1.Probe{}, "")
 	if ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "no handler") {
 		t.Errorf("run = %v, %q; want a failure for the missing handler", ok, output)
 	}
-	a = prepare(nil, execProbe("x"))
+	a = prepare(nil, execProbe("x"), "")
 	if ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "not supported") {
 		t.Errorf("run without an Execer = %v, %q; want a failure", ok, output)
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A pod with a network of its own is probed at its IP, unless the handler
+// names a host.
+func TestPrepareUsesPodIP(t *testing.T) {
+	tcp := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}}, "10.88.0.5")
+	if tcp.target != "dial tcp 10.88.0.5:80" {
+		t.Errorf("tcpSocket target %q", tcp.target)
+	}
+	named := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Host: "10.1.1.1", Port: intstr.FromInt32(80)}}}, "10.88.0.5")
+	if named.target != "dial tcp 10.1.1.1:80" {
+		t.Errorf("tcpSocket with a host: target %q", named.target)
+	}
+	get := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}}, "10.88.0.5")
+	if get.target != "GET http://10.88.0.5:8080/healthz" {
+		t.Errorf("httpGet target %q", get.target)
+	}
+	grpc := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}}, "10.88.0.5")
+	if grpc.addr != "10.88.0.5:9090" {
+		t.Errorf("grpc addr %q", grpc.addr)
+	}
+	host := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}}, "")
+	if host.target != "dial tcp 127.0.0.1:80" {
+		t.Errorf("host network target %q", host.target)
+	}
+}

@@ -45,6 +45,9 @@ type Config struct {
 	// Workers bounds how many probe attempts run at once (default
 	// DefaultWorkers).
 	Workers int
+	// PodIP, when set, gives the IP of a pod with a network of its own
+	// ("" for a pod on the host's network): its network probes go there.
+	PodIP func(podUID types.UID) string
 }
 
 // Manager runs the probes of every container instance it was given. Its
@@ -227,9 +230,13 @@ func (m *Manager) AddContainer(pod *model.Pod, ref model.ContainerRef, id string
 		return
 	}
 	inst := &instance{pod: pod, ref: ref, id: id}
+	podIP := ""
+	if m.cfg.PodIP != nil {
+		podIP = m.cfg.PodIP(pod.UID)
+	}
 	for i, k := range kinds {
 		if specs[i] != nil {
-			inst.probes[i] = newProbe(inst, k, spec, specs[i], startedAt)
+			inst.probes[i] = newProbe(inst, k, spec, specs[i], startedAt, podIP)
 		}
 	}
 
@@ -306,11 +313,11 @@ func (m *Manager) RemovePod(podUID types.UID) {
 	}
 }
 
-func newProbe(inst *instance, k Kind, spec *v1.Container, p *v1.Probe, startedAt time.Time) *probe {
+func newProbe(inst *instance, k Kind, spec *v1.Container, p *v1.Probe, startedAt time.Time, podIP string) *probe {
 	return &probe{
 		inst:             inst,
 		kind:             k,
-		act:              prepare(spec, p),
+		act:              prepare(spec, p, podIP),
 		period:           seconds(p.PeriodSeconds, 10),
 		timeout:          seconds(p.TimeoutSeconds, 1),
 		successThreshold: p.SuccessThreshold,

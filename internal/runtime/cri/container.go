@@ -475,6 +475,10 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, sig syscall.Sign
 	return nil
 }
 
+// execDeadlineSlack is how close to its deadline an exec's failure counts
+// as the deadline's.
+const execDeadlineSlack = 100 * time.Millisecond
+
 // timeoutSeconds is a stop timeout in CRI's whole seconds, rounded up: a
 // container never gets less than it was promised.
 func timeoutSeconds(d time.Duration) int64 {
@@ -551,6 +555,12 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, 0, fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		// The runtime's copy of the deadline (gRPC passes it on) can run
+		// out a moment before ours: its "context deadline exceeded"
+		// comes back as an Unknown error while ctx still looks alive.
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < execDeadlineSlack {
+			return nil, 0, fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 		}
 		return nil, 0, err
 	}

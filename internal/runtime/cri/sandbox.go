@@ -34,6 +34,11 @@ func (r *Runtime) hostNetwork(pod *model.Pod) bool {
 }
 
 // sandboxIP is the pod's IP on the pod network, once its sandbox runs.
+// PodIP is the address of a pod with a network of its own (see
+// Config.PodNetwork) once its sandbox runs; "" for a pod on the host's
+// network.
+func (r *Runtime) PodIP(uid types.UID) string { return r.sandboxIP(uid) }
+
 func (r *Runtime) sandboxIP(uid types.UID) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
