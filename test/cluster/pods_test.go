@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -96,19 +98,19 @@ spec:
 func TestKubectlLogs(t *testing.T) {
 	c := needControlPlane(t)
 	t.Parallel()
-	n := startNode(t, c, nodeName(t, "a"), "--backoff-base", "1s")
+	n := startNode(t, c, nodeName(t, "a"), "--backoff-base", "5s")
 	dir := t.TempDir()
 	n.apply(t, strings.ReplaceAll(restartingPod, "{{.Dir}}", dir))
 	c.waitPod(t, "default", "logs", "Running", waitTimeout, func(p *v1.Pod) bool {
 		return p != nil && p.Status.Phase == v1.PodRunning
 	})
-	waitLogs(t, c, "run 1", "logs", "logs", "-c", "app")
+	waitLogs(t, c, "run 1", "logs", "-c", "app")
 	touch(t, filepath.Join(dir, "exit-1"))
 	c.waitPod(t, "default", "logs", "a restart", waitTimeout, func(p *v1.Pod) bool {
 		return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1 &&
 			p.Status.ContainerStatuses[0].State.Running != nil
 	})
-	waitLogs(t, c, "run 2", "logs", "logs", "-c", "app")
+	waitLogs(t, c, "run 2", "logs", "-c", "app")
 	prev := c.mustKubectl(t, "logs", "logs", "-c", "app", "--previous")
 	if prev != "run 1\nbye 1\n" {
 		t.Errorf("kubectl logs --previous = %q, want the first instance's output", prev)
@@ -116,25 +118,51 @@ func TestKubectlLogs(t *testing.T) {
 	if out := c.mustKubectl(t, "logs", "logs", "--timestamps"); !strings.Contains(out, "Z run 2") {
 		t.Errorf("kubectl logs --timestamps = %q", out)
 	}
+	// -f ends once the container instance does, as with the kubelet.
+	done := make(chan string, 1)
+	go func() {
+		out, err := c.kubectl(waitTimeout, "logs", "-f", "logs", "-c", "app")
+		if err != nil {
+			out += " (" + err.Error() + ")"
+		}
+		done <- out
+	}()
+	touch(t, filepath.Join(dir, "exit-2"))
+	if out := <-done; !strings.HasSuffix(out, "run 2\nbye 2\n") {
+		t.Errorf("kubectl logs -f = %q, want it to end with the instance's last line", out)
+	}
 }
 
-// waitLogs runs kubectl ARGS until its output has want: the container may
-// not have written it yet.
+// waitLogs follows `kubectl logs -f ARGS` until a line has want: the
+// container may not have written it yet.
 func waitLogs(t *testing.T, c *controlPlane, want string, args ...string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		out, err := c.kubectl(waitTimeout, args...)
-		if err == nil && strings.Contains(out, want) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.env["KUBECTL"], append([]string{"--kubeconfig", c.env["KUBECONFIG"], "logs", "-f"}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(out)
+	var seen []string
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl %s: %q, %v; want %q", strings.Join(args, " "), out, err, want)
-		}
-		// kubectl logs -f would end only with the container; a new
-		// look is cheap and bounded by the deadline.
-		time.Sleep(100 * time.Millisecond)
+		seen = append(seen, sc.Text())
 	}
+	t.Fatalf("kubectl logs -f %s ended without %q: %q; stderr: %s", strings.Join(args, " "), want, seen, stderr.String())
 }
 
 func touch(t *testing.T, path string) {
