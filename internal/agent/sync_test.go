@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -44,25 +45,21 @@ func TestSyncKeepsIdentity(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	for {
-		got, _, err := a.Get(pod.UID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Phase == "Running" {
-			if got.UID != "api-uid-1" || !got.CreationTimestamp.Equal(&created) || got.Spec.NodeName != "n1" {
-				t.Fatalf("identity changed: %+v", got.ObjectMeta)
-			}
-			if got.Status.HostIP != "10.1.2.3" || got.Status.PodIP != "10.1.2.3" {
-				t.Fatalf("hostIP %q podIP %q, want the node's address", got.Status.HostIP, got.Status.PodIP)
-			}
+	var got *v1.Pod
+	for ev := range a.WatchPods(wctx, "default") {
+		if ev.Pod.UID == pod.UID && ev.Pod.Status.Phase == v1.PodRunning {
+			got = ev.Pod
 			break
 		}
-		select {
-		case <-rt.Changed():
-		case <-wctx.Done():
-			t.Fatal("the pod never ran")
-		}
+	}
+	if got == nil {
+		t.Fatal("the pod never ran")
+	}
+	if got.UID != "api-uid-1" || !got.CreationTimestamp.Equal(&created) || got.Spec.NodeName != "n1" {
+		t.Fatalf("identity changed: %+v", got.ObjectMeta)
+	}
+	if got.Status.HostIP != "10.1.2.3" || got.Status.PodIP != "10.1.2.3" {
+		t.Fatalf("hostIP %q podIP %q, want the node's address", got.Status.HostIP, got.Status.PodIP)
 	}
 	if n := countCalls(rt.Calls(), "start app"); n != 1 {
 		t.Fatalf("started app %d times, want once", n)

@@ -129,14 +129,18 @@ func (p *Pods) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}
+	// Watch the agent before anything is handed to it: what it records
+	// from then on must all reach the API server.
+	agentPods := p.cfg.Agent.WatchPods(ctx, "")
+	agentEvents := p.cfg.Agent.WatchEvents(ctx, "")
 	p.killUnknown(inf.GetStore())
 
 	var wg sync.WaitGroup
 	wg.Add(4)
 	go func() { defer wg.Done(); p.work(ctx, p.syncQ, p.syncPod) }()
 	go func() { defer wg.Done(); p.work(ctx, p.statusQ, p.writeStatus) }()
-	go func() { defer wg.Done(); p.watchAgent(ctx) }()
-	go func() { defer wg.Done(); p.postEvents(ctx) }()
+	go func() { defer wg.Done(); p.watchAgent(agentPods) }()
+	go func() { defer wg.Done(); p.postEvents(ctx, agentEvents) }()
 	<-ctx.Done()
 	p.syncQ.ShutDown()
 	p.statusQ.ShutDown()
@@ -322,8 +326,8 @@ func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
 }
 
 // watchAgent queues a status write for every change the agent reports.
-func (p *Pods) watchAgent(ctx context.Context) {
-	for ev := range p.cfg.Agent.WatchPods(ctx, "") {
+func (p *Pods) watchAgent(changes <-chan agent.WatchEvent) {
+	for ev := range changes {
 		p.statusQ.AddAfter(ev.Pod.UID, p.cfg.StatusDelay)
 	}
 }
@@ -430,8 +434,8 @@ func (p *Pods) deleteObject(ctx context.Context, ns, name string, uid types.UID)
 }
 
 // postEvents posts the agent's events as core/v1 Events.
-func (p *Pods) postEvents(ctx context.Context) {
-	for ev := range p.cfg.Agent.WatchEvents(ctx, "") {
+func (p *Pods) postEvents(ctx context.Context, recorded <-chan v1.Event) {
+	for ev := range recorded {
 		ev := ev
 		ev.InvolvedObject.APIVersion = "v1"
 		if ev.Namespace == "" {

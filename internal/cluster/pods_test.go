@@ -41,9 +41,14 @@ type podsHarness struct {
 func newPodsHarness(t *testing.T) *podsHarness {
 	t.Helper()
 	h := &podsHarness{t: t, client: fake.NewClientset(), changed: make(chan struct{})}
-	// Every API call wakes the waiters.
-	h.client.PrependReactor("*", "*", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
-		h.ring()
+	// Every change through the API wakes the waiters (reads do not: the
+	// waiters read).
+	h.client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			h.ring()
+		}
 		return false, nil, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -68,6 +68,7 @@ func TestImagePulledBeforeStart(t *testing.T) {
 	p.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
 	h.w.UpdatePod(UpdateOptions{Pod: p})
 	h.waitCalls("prepare", "pull busybox", "start app")
+	h.waitEvent(p.UID, "Started") // emitted once the start returned
 	msgs := h.eventMessages(p.UID)
 	pulling := slices.Index(msgs, `Pulling: Pulling image "busybox"`)
 	pulled := slices.IndexFunc(msgs, func(m string) bool {
