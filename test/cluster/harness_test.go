@@ -186,6 +186,19 @@ func startNode(t *testing.T, cp *controlPlane, name string, args ...string) *nod
 	n := &node{t: t, cp: cp, name: name, root: t.TempDir(), port: freePort(t), args: args}
 	n.start()
 	t.Cleanup(func() {
+		// What the test left bound to the node goes with it: deleted
+		// while the node runs, so that it kills the containers.
+		ctx := context.Background()
+		zero := int64(0)
+		pods, _ := cp.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+		if pods != nil {
+			for _, p := range pods.Items {
+				_ = cp.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				if n.cmd != nil {
+					cp.waitPod(t, p.Namespace, p.Name, "deletion", waitTimeout, func(p *v1.Pod) bool { return p == nil })
+				}
+			}
+		}
 		if n.cmd != nil {
 			n.signal(syscall.SIGTERM)
 		}
@@ -194,16 +207,13 @@ func startNode(t *testing.T, cp *controlPlane, name string, args ...string) *nod
 				t.Logf("--- log of node %s run #%d:\n%s", name, i+1, l.String())
 			}
 		}
-		// What the test left bound to the node goes with it.
-		ctx := context.Background()
-		zero := int64(0)
-		pods, _ := cp.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
-		if pods != nil {
-			for _, p := range pods.Items {
-				_ = cp.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-			}
-		}
 		_ = cp.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		// Whatever still runs under the node's root (a shim and its
+		// container, if a pod outlived its deletion) is killed.
+		for _, pid := range bintest.ProcessesRunning(n.root + "/") {
+			t.Errorf("process %d (%s) outlived the node's pods; killing it", pid, bintest.Cmdline(pid))
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	})
 	return n
 }
