@@ -112,7 +112,9 @@ func TestNodeNotReadyWhenRuntimeUnreachable(t *testing.T) {
 	rt.Need(t)
 	t.Parallel()
 	base := filepath.Join(os.TempDir(), "pw-cri-"+strconv.Itoa(os.Getpid()))
-	env := append(os.Environ(), "PODWARD_CRI_BASE="+base)
+	// A port of its own for its registry: cri-up.sh's choice of a free
+	// one races with other suites starting theirs at the same time.
+	env := append(os.Environ(), "PODWARD_CRI_BASE="+base, "PODWARD_CRI_REGISTRY_PORT="+strconv.Itoa(freePort(t)))
 	up := runScript(t, env, "../../hack/cri-up.sh")
 	t.Cleanup(func() { runScript(t, append(env, "PODWARD_CRI_KEEP_CACHE=0"), "../../hack/cri-down.sh") })
 	endpoint := strings.TrimPrefix(lastLine(up), "CRI_ENDPOINT=")

@@ -41,7 +41,9 @@ func TestPodNetworkOnCRI(t *testing.T) {
 	bintest.CRI().Need(t)
 	t.Parallel()
 	base := filepath.Join(os.TempDir(), "pw-cri-cni-"+strconv.Itoa(os.Getpid()))
-	env := append(os.Environ(), "PODWARD_CRI_BASE="+base, "PODWARD_CRI_CNI=1", "PODWARD_CRI_REGISTRY_PORT=")
+	// A port of its own for its registry: cri-up.sh's choice of a free
+	// one races with other suites starting theirs at the same time.
+	env := append(os.Environ(), "PODWARD_CRI_BASE="+base, "PODWARD_CRI_CNI=1", "PODWARD_CRI_REGISTRY_PORT="+strconv.Itoa(freePort(t)))
 	up := exec.Command("../../hack/cri-up.sh")
 	up.Env = env
 	var stderr strings.Builder
