@@ -205,7 +205,7 @@ stop_pids() { # NAME PID...: TERM, KILL after 10 s, then wait until every thread
 port_busy() { [ -n "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ]; }
 valid_port() { [[ $1 =~ ^[0-9]{1,5}$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
 curl_admin() { curl -fsS --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"; }
-etcd_ok() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCDPORT/health" 2>/dev/null | grep -q '"health":"true"'; }
+etcd_ok() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCDPORT/health" 2>/dev/null | grep '"health":"true"' >/dev/null; }
 api_ok() { [ "$(curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz" 2>/dev/null)" = ok ]; }
 
 ETCDMARK=--data-dir=$BASE/etcd

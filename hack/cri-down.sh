@@ -124,7 +124,7 @@ collect() {
 }
 sandboxes=()
 collect
-first_shim=$(shim_pids | head -n1)
+first_shim=$(shim_pids | sed -n 1p)
 read_hierarchies "${cd_pid%% *}" 2>/dev/null || read_hierarchies "${first_shim:-x}" 2>/dev/null || read_hierarchies $$
 
 # ----------------------------------------------------------------------------- 1. pods, via containerd

@@ -159,7 +159,7 @@ stop_pid() { # pid: TERM, then KILL after 10 s
   kill -KILL "$1" 2>/dev/null || true
 }
 
-reg_pid=$(pids_of "$REG_CMD" | head -n1)
+reg_pid=$(pids_of "$REG_CMD" | sed -n 1p)
 reg_port=$(cat "$BASE/registry/port" 2>/dev/null) || reg_port=
 if [ -n "${PODWARD_CRI_REGISTRY_PORT:-}" ]; then
   PORT=$PODWARD_CRI_REGISTRY_PORT
@@ -294,7 +294,7 @@ printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' "
 # ----------------------------------------------------------------------------- 4. containerd
 CTR=(ctr --address "$SOCK")
 ctr_ok() { timeout 5 "${CTR[@]}" version >/dev/null 2>&1; }
-cd_pid=$(pids_of "$CD_CMD" | head -n1)
+cd_pid=$(pids_of "$CD_CMD" | sed -n 1p)
 if ! cmp -s "$BASE/config.toml.new" "$BASE/config.toml"; then
   mv "$BASE/config.toml.new" "$BASE/config.toml"
   if [ -n "$cd_pid" ]; then # its containers survive the restart
@@ -421,10 +421,10 @@ done
 # Its own config means removing any other image never removes it.
 pause_cfg=$(cat "$IMGDIR/pause-local.config")
 if [ "$(cat "$BASE/containerd/pause.imported" 2>/dev/null)" != "$pause_cfg" ] ||
-  ! timeout 10 "${CTR[@]}" -n k8s.io images ls -q | grep -qxF "$SANDBOX_IMAGE"; then
+  ! timeout 10 "${CTR[@]}" -n k8s.io images ls -q | grep -xF "$SANDBOX_IMAGE" >/dev/null; then
   timeout 60 "${CTR[@]}" -n k8s.io images import "$IMGDIR/pause-local.tar" >/dev/null ||
     die "import $SANDBOX_IMAGE"
-  timeout 10 "${CTR[@]}" -n k8s.io images ls -q | grep -qxF "$SANDBOX_IMAGE" ||
+  timeout 10 "${CTR[@]}" -n k8s.io images ls -q | grep -xF "$SANDBOX_IMAGE" >/dev/null ||
     die "$SANDBOX_IMAGE missing after import"
   echo "$pause_cfg" >"$BASE/containerd/pause.imported"
   say "imported sandbox image $SANDBOX_IMAGE"
@@ -447,7 +447,7 @@ for name in "${IMAGES[@]}"; do
 done
 if [ -x "$BASE/cache/bin/crictl" ]; then
   CRI_CONFIG_FILE=$BASE/crictl.yaml timeout 10 "$BASE/cache/bin/crictl" info 2>/dev/null |
-    tr -d ' \n' | grep -o '{[^{}]*"type":"RuntimeReady"[^{}]*}' | grep -q '"status":true' ||
+    tr -d ' \n' | grep -o '{[^{}]*"type":"RuntimeReady"[^{}]*}' | grep '"status":true' >/dev/null ||
     die "crictl info: RuntimeReady is not true"
   say "crictl: $BASE/cache/bin/crictl (config $BASE/crictl.yaml), RuntimeReady"
 fi
