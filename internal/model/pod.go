@@ -173,3 +173,13 @@ func (p *Pod) DeferStatuses() []v1.ContainerStatus {
 	}
 	return out
 }
+
+// Volume is the pod's volume of that name, nil when it has none.
+func (p *Pod) Volume(name string) *v1.Volume {
+	for i := range p.Spec.Volumes {
+		if p.Spec.Volumes[i].Name == name {
+			return &p.Spec.Volumes[i]
+		}
+	}
+	return nil
+}

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // unsupportedError is a reason why this runtime cannot run a pod as written.
@@ -155,7 +155,7 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	}
 	for i, m := range c.VolumeMounts {
 		mp := fmt.Sprintf("%s.volumeMounts[%d]", p, i)
-		if findVolume(pod, m.Name) == nil {
+		if pod.Volume(m.Name) == nil {
 			return unsupported("%s.name: Not found: %q", mp, m.Name)
 		}
 		if path.Clean("/"+m.MountPath) == "/" {
@@ -164,7 +164,7 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
 			return unsupported("%s.recursiveReadOnly: Unsupported value: %q: not supported by the CRI runtime", mp, *m.RecursiveReadOnly)
 		}
-		if err := checkSubPath(m.SubPath); err != nil {
+		if err := hostfs.CheckSubPath(m.SubPath); err != nil {
 			return unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
 		}
 	}
@@ -198,31 +198,6 @@ func checkSecurity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) 
 	if group != nil && user == nil {
 		// containerd refuses a group without a user.
 		return unsupported("%s.securityContext.runAsGroup: Forbidden: the CRI runtime needs runAsUser too", p)
-	}
-	return nil
-}
-
-// checkSubPath rejects a subPath that could leave its volume.
-func checkSubPath(sub string) error {
-	if sub == "" {
-		return nil
-	}
-	if path.IsAbs(sub) {
-		return errors.New("must be a relative path")
-	}
-	for _, elem := range strings.Split(sub, "/") {
-		if elem == ".." {
-			return errors.New("must not contain '..'")
-		}
-	}
-	return nil
-}
-
-func findVolume(pod *model.Pod, name string) *v1.Volume {
-	for i := range pod.Spec.Volumes {
-		if pod.Spec.Volumes[i].Name == name {
-			return &pod.Spec.Volumes[i]
-		}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // execOutputLimit caps the output Exec returns, as the process runtime's
@@ -47,7 +48,7 @@ func (r *Runtime) StartContainer(ctx context.Context, pod *model.Pod, ref model.
 }
 
 func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.ContainerRef, attempt int) (runtime.Container, error) {
-	if err := checkUID(pod.UID); err != nil {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return runtime.Container{}, err
 	}
 	c := pod.Container(ref)

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // Defaults of Config.
@@ -214,7 +214,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
 		return nil, fmt.Errorf("CRI runtime root: %w", err)
 	}
-	lock, err := lockRoot(root)
+	lock, err := hostfs.LockRoot(root, "CRI runtime", ErrRootInUse)
 	if err != nil {
 		return nil, err
 	}
@@ -291,30 +291,6 @@ func cmpOr(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-// lockRoot takes the root's lock, which the kernel releases when the
-// process dies.
-func lockRoot(root string) (*os.File, error) {
-	path := filepath.Join(root, "runtime.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("CRI runtime root: %w", err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrRootInUse, root)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // Close stops the runtime's own work and waits for it to end: the relist
@@ -442,15 +418,6 @@ func (r *Runtime) volumesDir(uid types.UID) string { return filepath.Join(r.podD
 
 func (r *Runtime) volumeDir(uid types.UID, volume string) string {
 	return filepath.Join(r.volumesDir(uid), volume)
-}
-
-// checkUID makes sure a pod UID is usable as a directory name.
-func checkUID(uid types.UID) error {
-	s := string(uid)
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\x00") {
-		return fmt.Errorf("pod UID %q is not usable as a directory name", s)
-	}
-	return nil
 }
 
 // call bounds one CRI call with the call timeout.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // sandboxRef is a pod's ready sandbox, and what CreateContainer needs to
@@ -63,7 +64,7 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 }
 
 func (r *Runtime) preparePod(ctx context.Context, pod *model.Pod) error {
-	if err := checkUID(pod.UID); err != nil {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return err
 	}
 	if r.isClosed() {
@@ -301,7 +302,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkUID(pod.UID); err != nil {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)
 	}
 	if err := r.cleanupPod(ctx, pod.UID); err != nil {
@@ -355,7 +356,7 @@ func (r *Runtime) cleanupPod(ctx context.Context, uid types.UID) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := removeVolumes(r.volumesDir(uid)); err != nil {
+	if err := hostfs.RemoveVolumes(r.volumesDir(uid)); err != nil {
 		errs = append(errs, err)
 	}
 	// The cgroups go last: they are empty only once the sandbox is gone.

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // prepareVolume creates an emptyDir's directory (a tmpfs for medium
@@ -42,7 +41,7 @@ func (r *Runtime) prepareEmptyDir(pod *model.Pod, vol *v1.Volume) error {
 		return err
 	}
 	if vol.EmptyDir.Medium == v1.StorageMediumMemory {
-		mounted, err := isMountpoint(dir)
+		mounted, err := hostfs.IsMountpoint(dir)
 		if err != nil {
 			return err
 		}
@@ -114,7 +113,7 @@ func statIs(what string, ok func(fs.FileMode) bool) func(string) error {
 func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for _, m := range c.VolumeMounts {
-		vol := findVolume(pod, m.Name)
+		vol := pod.Volume(m.Name)
 		if vol == nil {
 			return nil, fmt.Errorf("volume %q not found", m.Name)
 		}
@@ -133,7 +132,7 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 		}
 		if sub != "" {
 			var err error
-			if src, err = subPathSource(src, sub); err != nil {
+			if src, err = hostfs.SubPathSource(src, sub); err != nil {
 				return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 			}
 		}
@@ -153,71 +152,4 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 		mounts = append(mounts, mount)
 	}
 	return mounts, nil
-}
-
-// subPathSource is the host path of sub inside the volume at root, created
-// as a directory when missing, as the kubelet does. Symlinks must not lead
-// out of the volume.
-func subPathSource(root, sub string) (string, error) {
-	if err := checkSubPath(sub); err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	p := filepath.Join(root, sub)
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(p, 0o750); err != nil {
-			return "", err
-		}
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("subPath %q leads out of its volume", sub)
-	}
-	return real, nil
-}
-
-// isMountpoint says whether dir is the root of a mount, by comparing its
-// device with its parent's.
-func isMountpoint(dir string) (bool, error) {
-	var st, parent unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return false, os.NewSyscallError("lstat", err)
-	}
-	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
-		return false, os.NewSyscallError("lstat", err)
-	}
-	return st.Dev != parent.Dev, nil
-}
-
-// removeVolumes unmounts the tmpfs emptyDirs in dir and removes dir.
-func removeVolumes(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		mounted, err := isMountpoint(p)
-		if err != nil {
-			return err
-		}
-		if mounted {
-			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-				return fmt.Errorf("unmount %s: %w", p, err)
-			}
-		}
-	}
-	return os.RemoveAll(dir)
 }

@@ -13,12 +13,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
@@ -136,7 +135,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
 		return nil, fmt.Errorf("process runtime root: %w", err)
 	}
-	lock, err := lockRoot(root)
+	lock, err := hostfs.LockRoot(root, "process runtime", ErrRootInUse)
 	if err != nil {
 		return nil, err
 	}
@@ -166,30 +165,6 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("process runtime: attach to %s: %w", root, err)
 	}
 	return r, nil
-}
-
-// lockRoot takes the root's lock, which the kernel releases when the
-// process dies.
-func lockRoot(root string) (*os.File, error) {
-	path := filepath.Join(root, "runtime.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("process runtime root: %w", err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrRootInUse, root)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // Events reports the exit of every container instance this Runtime
@@ -251,15 +226,6 @@ func (r *Runtime) instancesDir(uid types.UID) string {
 
 func (r *Runtime) instanceDir(uid types.UID, id string) string {
 	return filepath.Join(r.instancesDir(uid), id)
-}
-
-// checkUID makes sure a pod UID is usable as a directory name.
-func checkUID(uid types.UID) error {
-	s := string(uid)
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\x00") {
-		return fmt.Errorf("pod UID %q is not usable as a directory name", s)
-	}
-	return nil
 }
 
 // instance is one started container instance, running or exited.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
@@ -20,7 +21,7 @@ import (
 // the container's command (for Exec). It also returns the created
 // mountpoints the pod counts as a user of.
 func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, argv []string) (launch.Spec, []shim.Mountpoint, error) {
-	if err := checkUID(pod.UID); err != nil {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return launch.Spec{}, nil, err
 	}
 	if err := r.checkContainer(pod, ref, c); err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
@@ -29,7 +30,7 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkUID(pod.UID); err != nil {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
 	}
 	for _, dir := range []string{"volumes", "logs"} {
@@ -73,7 +74,7 @@ func (r *Runtime) prepareEmptyDir(uid types.UID, vol *v1.Volume) error {
 		// volumeMounts), so a plain directory does.
 		return nil
 	}
-	mounted, err := isMountpoint(dir)
+	mounted, err := hostfs.IsMountpoint(dir)
 	if err != nil || mounted {
 		return err
 	}
@@ -151,19 +152,6 @@ func prepareHostPath(hp *v1.HostPathVolumeSource) error {
 	return nil
 }
 
-// isMountpoint says whether dir is the root of a mount, by comparing its
-// device with its parent's.
-func isMountpoint(dir string) (bool, error) {
-	var st, parent unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return false, os.NewSyscallError("lstat", err)
-	}
-	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
-		return false, os.NewSyscallError("lstat", err)
-	}
-	return st.Dev != parent.Dev, nil
-}
-
 // CleanupPod removes the pod's volumes (hostPaths are left alone), the
 // mountpoints created for it that no other pod uses and the state
 // directories of its container instances, and forgets the instances; it
@@ -175,7 +163,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkUID(pod.UID); err != nil {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)
 	}
 	var running []string
@@ -202,7 +190,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	if err := os.RemoveAll(r.instancesDir(pod.UID)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeVolumes(filepath.Join(r.podDir(pod.UID), "volumes")); err != nil {
+	if err := hostfs.RemoveVolumes(filepath.Join(r.podDir(pod.UID), "volumes")); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.mountpoints.release(pod.UID); err != nil {
@@ -214,33 +202,6 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	return nil
 }
 
-// removeVolumes unmounts the tmpfs emptyDirs in dir and removes dir.
-func removeVolumes(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if !e.IsDir() {
-			continue
-		}
-		mounted, err := isMountpoint(p)
-		if err != nil {
-			return err
-		}
-		if mounted {
-			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-				return fmt.Errorf("unmount %s: %w", p, err)
-			}
-		}
-	}
-	return os.RemoveAll(dir)
-}
-
 // containerMounts resolves the container's volumeMounts to bind mounts,
 // parents before children, creating missing subPath directories and the
 // mountpoints on the host. vars are the container's variables for
@@ -250,7 +211,7 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 	mounts := make([]launch.Mount, 0, len(c.VolumeMounts))
 	var created []shim.Mountpoint
 	for _, m := range c.VolumeMounts {
-		vol := findVolume(pod, m.Name)
+		vol := pod.Volume(m.Name)
 		if vol == nil {
 			return nil, nil, fmt.Errorf("volume %q not found", m.Name)
 		}
@@ -272,7 +233,7 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 		}
 		if sub != "" {
 			var err error
-			if src, err = subPathSource(src, sub); err != nil {
+			if src, err = hostfs.SubPathSource(src, sub); err != nil {
 				return nil, nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 			}
 		}
@@ -293,33 +254,6 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[stri
 		return strings.Count(a.Target, "/") - strings.Count(b.Target, "/")
 	})
 	return mounts, created, nil
-}
-
-// subPathSource is the host path of sub inside the volume at root, created
-// as a directory when missing, as the kubelet does. Symlinks must not lead
-// out of the volume.
-func subPathSource(root, sub string) (string, error) {
-	if err := checkSubPath(sub); err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	p := filepath.Join(root, sub)
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(p, 0o750); err != nil {
-			return "", err
-		}
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("subPath %q leads out of its volume", sub)
-	}
-	return real, nil
 }
 
 // mountpoints counts the pods that use each path the runtime created on the
