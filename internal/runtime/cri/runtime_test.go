@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -594,6 +595,14 @@ func TestEventStreamPokesTheRelist(t *testing.T) {
 	// No clock step: the stream's stop event pokes the relist.
 	if ev := h.event(); ev.ID != c.ID || ev.Exit.ExitCode != 2 {
 		t.Fatalf("event = %+v", ev)
+	}
+	// The exit may have been found by the relist that follows a start,
+	// before the stream's event was read: wait for the stream's reader,
+	// which sets the flag as soon as it has the event (a matter of
+	// scheduling, so the wait yields rather than sleeps).
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.r.streaming.Load() && time.Now().Before(deadline) {
+		goruntime.Gosched()
 	}
 	if !h.r.streaming.Load() || h.r.period() != 10*time.Hour {
 		t.Errorf("streaming %v, period %v", h.r.streaming.Load(), h.r.period())
