@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -75,6 +76,20 @@ func (r ContainerRef) FieldPath() string {
 		return "spec.deferContainers{" + r.Name + "}"
 	default:
 		return "spec.containers{" + r.Name + "}"
+	}
+}
+
+// SpecPath is where the container is declared, as validation names it:
+// "spec.containers[0]", "spec.initContainers[1]", or the defer containers'
+// annotation.
+func (r ContainerRef) SpecPath() string {
+	switch r.Role {
+	case RoleInit, RoleSidecar:
+		return fmt.Sprintf("spec.initContainers[%d]", r.Index)
+	case RoleDefer:
+		return fmt.Sprintf("metadata.annotations[%s][%d]", DeferContainersAnnotation, r.Index)
+	default:
+		return fmt.Sprintf("spec.containers[%d]", r.Index)
 	}
 }
 
@@ -182,4 +197,38 @@ func (p *Pod) Volume(name string) *v1.Volume {
 		}
 	}
 	return nil
+}
+
+// FieldRef resolves a downward-API fieldPath of an env var's fieldRef with
+// what a node knows without an API server: the pod's metadata, node and
+// service account, and the addresses given. ok is false for a path it
+// cannot resolve.
+func (p *Pod) FieldRef(field, hostIP, podIP string) (value string, ok bool) {
+	switch field {
+	case "metadata.name":
+		return p.Name, true
+	case "metadata.namespace":
+		return p.Namespace, true
+	case "metadata.uid":
+		return string(p.UID), true
+	case "spec.nodeName":
+		return p.Spec.NodeName, true
+	case "spec.serviceAccountName":
+		return p.Spec.ServiceAccountName, true
+	case "status.hostIP", "status.hostIPs":
+		return hostIP, true
+	case "status.podIP", "status.podIPs":
+		return podIP, true
+	}
+	for _, m := range []struct {
+		prefix string
+		values map[string]string
+	}{{"metadata.labels", p.Labels}, {"metadata.annotations", p.Annotations}} {
+		if key, ok := strings.CutPrefix(field, m.prefix+"['"); ok {
+			if key, ok = strings.CutSuffix(key, "']"); ok {
+				return m.values[key], true
+			}
+		}
+	}
+	return "", false
 }

@@ -12,20 +12,10 @@ import (
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
-// unsupportedError is a reason why this runtime cannot run a pod as written.
-type unsupportedError struct{ msg string }
-
-func (e *unsupportedError) Error() string { return e.msg }
-func (e *unsupportedError) Unwrap() error { return runtime.ErrUnsupported }
-
-func unsupported(format string, args ...any) error {
-	return &unsupportedError{msg: fmt.Sprintf(format, args...)}
-}
-
 // notSupported is the usual message: the field, and that this runtime
 // cannot honour it.
 func notSupported(field string) error {
-	return unsupported("%s: not supported by the CRI runtime", field)
+	return runtime.Unsupported("%s: not supported by the CRI runtime", field)
 }
 
 // Check says whether this runtime can run pod as written, before anything
@@ -48,7 +38,7 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 	var errs []error
 	spec := &pod.Spec
 	if spec.OS != nil && spec.OS.Name != v1.Linux {
-		errs = append(errs, unsupported("spec.os.name: Unsupported value: %q: the CRI runtime runs Linux containers", spec.OS.Name))
+		errs = append(errs, runtime.Unsupported("spec.os.name: Unsupported value: %q: the CRI runtime runs Linux containers", spec.OS.Name))
 	}
 	if spec.HostUsers != nil && !*spec.HostUsers {
 		errs = append(errs, notSupported("spec.hostUsers"))
@@ -68,10 +58,10 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 			errs = append(errs, err)
 		}
 		if len(sc.Sysctls) > 0 && r.hostNetwork(pod) {
-			errs = append(errs, unsupported("%s.sysctls: Forbidden: the pod shares the host's network (and IPC) namespaces: its sysctls would change the host's", p))
+			errs = append(errs, runtime.Unsupported("%s.sysctls: Forbidden: the pod shares the host's network (and IPC) namespaces: its sysctls would change the host's", p))
 		}
 		if sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyMerge {
-			errs = append(errs, unsupported("%s.supplementalGroupsPolicy: Unsupported value: %q: not supported by the CRI runtime", p, *sc.SupplementalGroupsPolicy))
+			errs = append(errs, runtime.Unsupported("%s.supplementalGroupsPolicy: Unsupported value: %q: not supported by the CRI runtime", p, *sc.SupplementalGroupsPolicy))
 		}
 	}
 	for i := range spec.Volumes {
@@ -89,16 +79,16 @@ func checkVolume(vol *v1.Volume, i int) error {
 		case v1.StorageMediumDefault, v1.StorageMediumMemory:
 			return nil
 		}
-		return unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the CRI runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
+		return runtime.Unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the CRI runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
 	case vol.HostPath != nil:
 		if vol.HostPath.Type != nil {
 			if _, ok := hostPathChecks[*vol.HostPath.Type]; !ok {
-				return unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
+				return runtime.Unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
 			}
 		}
 		return nil
 	}
-	return unsupported("spec.volumes[%d]: Unsupported value: volume %q: the CRI runtime supports only emptyDir and hostPath volumes", i, vol.Name)
+	return runtime.Unsupported("spec.volumes[%d]: Unsupported value: volume %q: the CRI runtime supports only emptyDir and hostPath volumes", i, vol.Name)
 }
 
 // checkProfiles rejects the seccomp and AppArmor profiles this runtime
@@ -106,25 +96,12 @@ func checkVolume(vol *v1.Volume, i int) error {
 // directory) and any AppArmor profile but Unconfined.
 func checkProfiles(seccomp *v1.SeccompProfile, apparmor *v1.AppArmorProfile, p string) error {
 	if seccomp != nil && seccomp.Type == v1.SeccompProfileTypeLocalhost {
-		return unsupported("%s.seccompProfile.type: Unsupported value: %q: not supported by the CRI runtime", p, seccomp.Type)
+		return runtime.Unsupported("%s.seccompProfile.type: Unsupported value: %q: not supported by the CRI runtime", p, seccomp.Type)
 	}
 	if apparmor != nil && apparmor.Type != v1.AppArmorProfileTypeUnconfined {
-		return unsupported("%s.appArmorProfile.type: Unsupported value: %q: not supported by the CRI runtime", p, apparmor.Type)
+		return runtime.Unsupported("%s.appArmorProfile.type: Unsupported value: %q: not supported by the CRI runtime", p, apparmor.Type)
 	}
 	return nil
-}
-
-// fieldPath is where the container is declared, such as "spec.containers[0]".
-func fieldPath(ref model.ContainerRef) string {
-	switch ref.Role {
-	case model.RoleInit, model.RoleSidecar:
-		return fmt.Sprintf("spec.initContainers[%d]", ref.Index)
-	case model.RoleDefer:
-		// Where the user wrote it, as validation names it.
-		return fmt.Sprintf("metadata.annotations[%s][%d]", model.DeferContainersAnnotation, ref.Index)
-	default:
-		return fmt.Sprintf("spec.containers[%d]", ref.Index)
-	}
 }
 
 // checkContainer is Check for one container.
@@ -132,7 +109,7 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	if c == nil {
 		return fmt.Errorf("pod %s has no %s container %q: %w", pod.Key(), ref.Role, ref.Name, runtime.ErrNotFound)
 	}
-	p := fieldPath(ref)
+	p := ref.SpecPath()
 	if _, _, err := r.containerEnv(pod, c, p); err != nil {
 		return err
 	}
@@ -140,11 +117,11 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 		return notSupported(p + ".volumeDevices")
 	}
 	if c.Stdin || c.TTY {
-		return unsupported("%s.stdin: Unsupported value: the CRI runtime gives containers no stdin or terminal", p)
+		return runtime.Unsupported("%s.stdin: Unsupported value: the CRI runtime gives containers no stdin or terminal", p)
 	}
 	for name := range c.Resources.Limits {
 		if name != v1.ResourceCPU && name != v1.ResourceMemory {
-			return unsupported("%s.resources.limits[%s]: not supported by the CRI runtime, which limits only cpu and memory", p, name)
+			return runtime.Unsupported("%s.resources.limits[%s]: not supported by the CRI runtime, which limits only cpu and memory", p, name)
 		}
 	}
 	if len(c.Resources.Claims) > 0 {
@@ -156,16 +133,16 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	for i, m := range c.VolumeMounts {
 		mp := fmt.Sprintf("%s.volumeMounts[%d]", p, i)
 		if pod.Volume(m.Name) == nil {
-			return unsupported("%s.name: Not found: %q", mp, m.Name)
+			return runtime.Unsupported("%s.name: Not found: %q", mp, m.Name)
 		}
 		if path.Clean("/"+m.MountPath) == "/" {
-			return unsupported("%s.mountPath: Invalid value: %q: cannot mount over the container's root", mp, m.MountPath)
+			return runtime.Unsupported("%s.mountPath: Invalid value: %q: cannot mount over the container's root", mp, m.MountPath)
 		}
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
-			return unsupported("%s.recursiveReadOnly: Unsupported value: %q: not supported by the CRI runtime", mp, *m.RecursiveReadOnly)
+			return runtime.Unsupported("%s.recursiveReadOnly: Unsupported value: %q: not supported by the CRI runtime", mp, *m.RecursiveReadOnly)
 		}
 		if err := hostfs.CheckSubPath(m.SubPath); err != nil {
-			return unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
+			return runtime.Unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
 		}
 	}
 	return nil
@@ -183,7 +160,7 @@ func checkSecurity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) 
 		case c.SELinuxOptions != nil:
 			return notSupported(p + ".seLinuxOptions")
 		case c.ProcMount != nil && *c.ProcMount != v1.DefaultProcMount:
-			return unsupported("%s.procMount: Unsupported value: %q: not supported by the CRI runtime", p, *c.ProcMount)
+			return runtime.Unsupported("%s.procMount: Unsupported value: %q: not supported by the CRI runtime", p, *c.ProcMount)
 		}
 		if err := checkProfiles(c.SeccompProfile, c.AppArmorProfile, p); err != nil {
 			return err
@@ -197,7 +174,7 @@ func checkSecurity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) 
 	}
 	if group != nil && user == nil {
 		// containerd refuses a group without a user.
-		return unsupported("%s.securityContext.runAsGroup: Forbidden: the CRI runtime needs runAsUser too", p)
+		return runtime.Unsupported("%s.securityContext.runAsGroup: Forbidden: the CRI runtime needs runAsUser too", p)
 	}
 	return nil
 }

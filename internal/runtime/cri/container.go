@@ -229,7 +229,7 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 	if err != nil {
 		return nil, err
 	}
-	envs, vars, err := r.containerEnv(pod, c, fieldPath(ref))
+	envs, vars, err := r.containerEnv(pod, c, ref.SpecPath())
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 )
 
 // The environment follows the process runtime's rules (package process,
@@ -60,7 +61,7 @@ func expandVars(s string, vars map[string]string) string {
 // container's field path for error messages.
 func (r *Runtime) containerEnv(pod *model.Pod, c *v1.Container, path string) ([]*runtimeapi.KeyValue, map[string]string, error) {
 	if len(c.EnvFrom) > 0 {
-		return nil, nil, unsupported("%s.envFrom: Unsupported value: the CRI runtime has no ConfigMaps or Secrets to read", path)
+		return nil, nil, runtime.Unsupported("%s.envFrom: Unsupported value: the CRI runtime has no ConfigMaps or Secrets to read", path)
 	}
 	vars := make(map[string]string, len(c.Env))
 	kvs := make([]*runtimeapi.KeyValue, 0, len(c.Env))
@@ -91,38 +92,16 @@ func (r *Runtime) containerEnv(pod *model.Pod, c *v1.Container, path string) ([]
 // make sense without an API server.
 func (r *Runtime) envSource(pod *model.Pod, src *v1.EnvVarSource, path string) (string, error) {
 	if src.FieldRef == nil {
-		return "", unsupported("%s: Unsupported value: the CRI runtime supports only fieldRef", path)
+		return "", runtime.Unsupported("%s: Unsupported value: the CRI runtime supports only fieldRef", path)
 	}
 	field := src.FieldRef.FieldPath
-	switch field {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP", "status.hostIPs":
-		return r.nodeIP, nil
-	case "status.podIP", "status.podIPs":
-		if r.hostNetwork(pod) {
-			return r.nodeIP, nil
-		}
+	podIP := r.nodeIP
+	if !r.hostNetwork(pod) {
 		// The pod's IP is known once its sandbox runs.
-		return r.sandboxIP(pod.UID), nil
+		podIP = r.sandboxIP(pod.UID)
 	}
-	for _, m := range []struct {
-		prefix string
-		values map[string]string
-	}{{"metadata.labels", pod.Labels}, {"metadata.annotations", pod.Annotations}} {
-		if key, ok := strings.CutPrefix(field, m.prefix+"['"); ok {
-			if key, ok = strings.CutSuffix(key, "']"); ok {
-				return m.values[key], nil
-			}
-		}
+	if v, ok := pod.FieldRef(field, r.nodeIP, podIP); ok {
+		return v, nil
 	}
-	return "", unsupported("%s.fieldRef.fieldPath: Unsupported value: %q is not supported by the CRI runtime", path, field)
+	return "", runtime.Unsupported("%s.fieldRef.fieldPath: Unsupported value: %q is not supported by the CRI runtime", path, field)
 }

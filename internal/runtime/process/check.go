@@ -13,16 +13,6 @@ import (
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
-// unsupportedError is a reason why this runtime cannot run a pod as written.
-type unsupportedError struct{ msg string }
-
-func (e *unsupportedError) Error() string { return e.msg }
-func (e *unsupportedError) Unwrap() error { return runtime.ErrUnsupported }
-
-func unsupported(format string, args ...any) error {
-	return &unsupportedError{msg: fmt.Sprintf(format, args...)}
-}
-
 // Check says whether this runtime can run pod as written, before anything
 // of it starts. It reports every problem it finds, joined; each wraps
 // runtime.ErrUnsupported. It has no side effects and may be called at any
@@ -49,32 +39,19 @@ func checkVolume(vol *v1.Volume, i int) error {
 		case v1.StorageMediumDefault, v1.StorageMediumMemory:
 			return nil
 		}
-		return unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the process runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
+		return runtime.Unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the process runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
 	case vol.HostPath != nil:
 		if vol.HostPath.Type != nil {
 			switch *vol.HostPath.Type {
 			case v1.HostPathUnset, v1.HostPathDirectoryOrCreate, v1.HostPathDirectory, v1.HostPathFileOrCreate,
 				v1.HostPathFile, v1.HostPathSocket, v1.HostPathCharDev, v1.HostPathBlockDev:
 			default:
-				return unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
+				return runtime.Unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
 			}
 		}
 		return nil
 	}
-	return unsupported("spec.volumes[%d]: Unsupported value: volume %q: the process runtime supports only emptyDir and hostPath volumes", i, vol.Name)
-}
-
-// fieldPath is where the container is declared, such as "spec.containers[0]".
-func fieldPath(ref model.ContainerRef) string {
-	switch ref.Role {
-	case model.RoleInit, model.RoleSidecar:
-		return fmt.Sprintf("spec.initContainers[%d]", ref.Index)
-	case model.RoleDefer:
-		// Where the user wrote it, as validation names it.
-		return fmt.Sprintf("metadata.annotations[%s][%d]", model.DeferContainersAnnotation, ref.Index)
-	default:
-		return fmt.Sprintf("spec.containers[%d]", ref.Index)
-	}
+	return runtime.Unsupported("spec.volumes[%d]: Unsupported value: volume %q: the process runtime supports only emptyDir and hostPath volumes", i, vol.Name)
 }
 
 // checkContainer is Check for one container; StartContainer and Exec check
@@ -83,18 +60,18 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	if c == nil {
 		return fmt.Errorf("pod %s has no %s container %q: %w", pod.Key(), ref.Role, ref.Name, runtime.ErrNotFound)
 	}
-	p := fieldPath(ref)
+	p := ref.SpecPath()
 	if len(c.Command) == 0 {
-		return unsupported("%s.command: Required value: the process runtime runs the command itself and has no image to take it from", p)
+		return runtime.Unsupported("%s.command: Required value: the process runtime runs the command itself and has no image to take it from", p)
 	}
 	if _, _, err := containerEnv(pod, c, p); err != nil {
 		return err
 	}
 	if len(c.VolumeDevices) > 0 {
-		return unsupported("%s.volumeDevices: Unsupported value: the process runtime has no block devices to give", p)
+		return runtime.Unsupported("%s.volumeDevices: Unsupported value: the process runtime has no block devices to give", p)
 	}
 	if c.Stdin || c.TTY {
-		return unsupported("%s.stdin: Unsupported value: the process runtime gives containers no stdin or terminal", p)
+		return runtime.Unsupported("%s.stdin: Unsupported value: the process runtime gives containers no stdin or terminal", p)
 	}
 	// Identity settings would be silently ignored: the container would run
 	// as the agent's user. Refuse them rather than run with more rights
@@ -103,24 +80,24 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 		return err
 	}
 	if len(c.VolumeMounts) > 0 && r.euid() != 0 {
-		return unsupported("%s.volumeMounts: Forbidden: the process runtime needs root to give the container a private mount namespace for its volumes, and podward is not running as root", p)
+		return runtime.Unsupported("%s.volumeMounts: Forbidden: the process runtime needs root to give the container a private mount namespace for its volumes, and podward is not running as root", p)
 	}
 	for i, m := range c.VolumeMounts {
 		mp := fmt.Sprintf("%s.volumeMounts[%d]", p, i)
 		if pod.Volume(m.Name) == nil {
-			return unsupported("%s.name: Not found: %q", mp, m.Name)
+			return runtime.Unsupported("%s.name: Not found: %q", mp, m.Name)
 		}
 		if path.Clean("/"+m.MountPath) == "/" {
-			return unsupported("%s.mountPath: Invalid value: %q: the process runtime shares the host's root and cannot mount over it", mp, m.MountPath)
+			return runtime.Unsupported("%s.mountPath: Invalid value: %q: the process runtime shares the host's root and cannot mount over it", mp, m.MountPath)
 		}
 		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
-			return unsupported("%s.mountPropagation: Unsupported value: %q: the process runtime supports only None", mp, *m.MountPropagation)
+			return runtime.Unsupported("%s.mountPropagation: Unsupported value: %q: the process runtime supports only None", mp, *m.MountPropagation)
 		}
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
-			return unsupported("%s.recursiveReadOnly: Unsupported value: %q", mp, *m.RecursiveReadOnly)
+			return runtime.Unsupported("%s.recursiveReadOnly: Unsupported value: %q", mp, *m.RecursiveReadOnly)
 		}
 		if err := hostfs.CheckSubPath(m.SubPath); err != nil {
-			return unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
+			return runtime.Unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
 		}
 	}
 	return nil
@@ -133,25 +110,25 @@ func checkIdentity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) 
 	if c != nil {
 		switch {
 		case c.RunAsUser != nil:
-			return unsupported("%s.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user", p)
+			return runtime.Unsupported("%s.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user", p)
 		case c.RunAsGroup != nil:
-			return unsupported("%s.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group", p)
+			return runtime.Unsupported("%s.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group", p)
 		case c.RunAsNonRoot != nil && *c.RunAsNonRoot && os.Geteuid() == 0:
-			return unsupported("%s.securityContext.runAsNonRoot: Forbidden: the process runtime would run the container as root", p)
+			return runtime.Unsupported("%s.securityContext.runAsNonRoot: Forbidden: the process runtime would run the container as root", p)
 		}
 	}
 	if pod != nil {
 		switch {
 		case pod.RunAsUser != nil:
-			return unsupported("spec.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user")
+			return runtime.Unsupported("spec.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user")
 		case pod.RunAsGroup != nil:
-			return unsupported("spec.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group")
+			return runtime.Unsupported("spec.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group")
 		case len(pod.SupplementalGroups) > 0:
-			return unsupported("spec.securityContext.supplementalGroups: Unsupported value: the process runtime does not set groups")
+			return runtime.Unsupported("spec.securityContext.supplementalGroups: Unsupported value: the process runtime does not set groups")
 		case pod.FSGroup != nil:
-			return unsupported("spec.securityContext.fsGroup: Unsupported value: the process runtime does not change volume ownership")
+			return runtime.Unsupported("spec.securityContext.fsGroup: Unsupported value: the process runtime does not change volume ownership")
 		case pod.RunAsNonRoot != nil && *pod.RunAsNonRoot && os.Geteuid() == 0:
-			return unsupported("spec.securityContext.runAsNonRoot: Forbidden: the process runtime would run the containers as root")
+			return runtime.Unsupported("spec.securityContext.runAsNonRoot: Forbidden: the process runtime would run the containers as root")
 		}
 	}
 	return nil

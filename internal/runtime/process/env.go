@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 )
 
 // defaultPath is the PATH of a container whose spec sets none.
@@ -64,7 +65,7 @@ func expand(s string, lookup func(string) (string, bool)) string {
 // for error messages, such as "spec.containers[0]".
 func containerEnv(pod *model.Pod, c *v1.Container, path string) (env []string, vars map[string]string, err error) {
 	if len(c.EnvFrom) > 0 {
-		return nil, nil, unsupported("%s.envFrom: Unsupported value: the process runtime has no ConfigMaps or Secrets to read", path)
+		return nil, nil, runtime.Unsupported("%s.envFrom: Unsupported value: the process runtime has no ConfigMaps or Secrets to read", path)
 	}
 	vars = make(map[string]string, len(c.Env))
 	lookup := func(name string) (string, bool) {
@@ -101,37 +102,11 @@ func containerEnv(pod *model.Pod, c *v1.Container, path string) (env []string, v
 // sense without an API server are supported.
 func valueFrom(pod *model.Pod, src *v1.EnvVarSource, path string) (string, error) {
 	if src.FieldRef == nil {
-		return "", unsupported("%s: Unsupported value: the process runtime supports only fieldRef", path)
+		return "", runtime.Unsupported("%s: Unsupported value: the process runtime supports only fieldRef", path)
 	}
 	field := src.FieldRef.FieldPath
-	switch field {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
-		return localIP, nil
+	if v, ok := pod.FieldRef(field, localIP, localIP); ok {
+		return v, nil
 	}
-	if key, ok := subscript(field, "metadata.labels"); ok {
-		return pod.Labels[key], nil
-	}
-	if key, ok := subscript(field, "metadata.annotations"); ok {
-		return pod.Annotations[key], nil
-	}
-	return "", unsupported("%s.fieldRef.fieldPath: Unsupported value: %q is not supported by the process runtime", path, field)
-}
-
-// subscript returns key for a field path of the form prefix['key'].
-func subscript(field, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(field, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
+	return "", runtime.Unsupported("%s.fieldRef.fieldPath: Unsupported value: %q is not supported by the process runtime", path, field)
 }

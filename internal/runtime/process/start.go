@@ -27,7 +27,7 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err := r.checkContainer(pod, ref, c); err != nil {
 		return launch.Spec{}, nil, err
 	}
-	env, vars, err := containerEnv(pod, c, fieldPath(ref))
+	env, vars, err := containerEnv(pod, c, ref.SpecPath())
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
