@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -80,13 +79,13 @@ type instance struct {
 
 	state    instState
 	seen     uint64 // the last relist that listed it running
-	follower *follower
+	follower *crilog.Follower
 }
 
 // running marks in as started, from which on the relist watches it, and
 // starts following its log from offset for Output.
 func (r *Runtime) running(in *instance, offset int64) {
-	var f *follower
+	var f *crilog.Follower
 	if r.output != nil {
 		f = r.follow(in, offset)
 	}
@@ -97,7 +96,7 @@ func (r *Runtime) running(in *instance, offset int64) {
 	r.mu.Unlock()
 	if closed {
 		// Close did not see this follower.
-		f.stop()
+		f.Stop()
 	}
 }
 
@@ -274,7 +273,7 @@ func (r *Runtime) deliver(in *instance, exit runtime.ExitStatus) {
 	f := in.follower
 	r.mu.Unlock()
 	started := r.goTracked(func() {
-		f.finish()
+		f.Finish()
 		r.log.Debug("container exited", "podUID", in.podUID, "container", in.container, "id", in.id,
 			"exitCode", exit.ExitCode, "reason", exit.Reason)
 		select {
@@ -284,7 +283,7 @@ func (r *Runtime) deliver(in *instance, exit runtime.ExitStatus) {
 		}
 	})
 	if !started {
-		f.stop()
+		f.Stop()
 	}
 }
 
@@ -342,53 +341,14 @@ func (r *Runtime) adopt(c *runtimeapi.Container) {
 	r.running(in, offset)
 }
 
-// follower hands an instance's log lines to Output.
-type follower struct {
-	cancel    context.CancelFunc
-	until     chan struct{}
-	untilOnce sync.Once
-	done      chan struct{}
-}
-
-// follow starts following in's log from offset for Output.
-func (r *Runtime) follow(in *instance, offset int64) *follower {
-	// Not under r.ctx: Close stops the followers of running instances
-	// itself, and lets those of exited ones read to the end.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
-	f := &follower{cancel: cancel, until: make(chan struct{}), done: make(chan struct{})}
+// follow starts following in's log from offset for Output. Close stops
+// the followers of running instances itself, and lets those of exited
+// ones read to the end.
+func (r *Runtime) follow(in *instance, offset int64) *crilog.Follower {
 	log := r.log.With("pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id)
-	go func() {
-		defer close(f.done)
-		opts := crilog.ReadOptions{Follow: true, Tail: crilog.AllLines, Offset: offset, Split: true, Until: f.until}
-		err := crilog.ReadLog(ctx, in.logPath, opts, func(l crilog.Line) error {
-			r.output(in.pod, in.container, l.Stream, l.Content)
-			return nil
-		})
-		if err != nil && ctx.Err() == nil {
-			log.Warn("follow the container log", "err", err)
-		}
-	}()
-	return f
-}
-
-// finish waits for the follower to read the log of an exited instance to
-// its end. A nil follower does nothing.
-func (f *follower) finish() {
-	if f == nil {
-		return
-	}
-	f.untilOnce.Do(func() { close(f.until) })
-	<-f.done
-	f.cancel()
-}
-
-// stop stops the follower and waits for it. A nil follower does nothing.
-func (f *follower) stop() {
-	if f == nil {
-		return
-	}
-	f.cancel()
-	<-f.done
+	return crilog.Follow(in.logPath, offset, log, func(stream string, line []byte) {
+		r.output(in.pod, in.container, stream, line)
+	})
 }
 
 // watchEvents follows the runtime's container event stream, where it has

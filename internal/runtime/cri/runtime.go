@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
@@ -307,7 +308,7 @@ func (r *Runtime) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
-		followers := make([]*follower, 0, len(r.tracked))
+		followers := make([]*crilog.Follower, 0, len(r.tracked))
 		for _, in := range r.tracked {
 			if in.follower != nil {
 				followers = append(followers, in.follower)
@@ -316,7 +317,7 @@ func (r *Runtime) Close() error {
 		r.mu.Unlock()
 		r.cancel()
 		for _, f := range followers {
-			f.stop()
+			f.Stop()
 		}
 		r.wg.Wait()
 		if err := r.conn.Close(); err != nil {

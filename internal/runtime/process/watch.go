@@ -1,7 +1,6 @@
 package process
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"syscall"
@@ -46,7 +45,7 @@ func (r *Runtime) watch(in *instance, shimProc *shim.Proc, offset int64) {
 	defer shimProc.Close()
 	log := r.log.With("pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id)
 
-	var f *follower
+	var f *crilog.Follower
 	if r.output != nil {
 		f = r.follow(in, offset, log)
 	}
@@ -55,14 +54,14 @@ func (r *Runtime) watch(in *instance, shimProc *shim.Proc, offset int64) {
 			log.Error("wait for the shim", "err", err)
 		}
 		// Closed: the instance is the next Runtime's.
-		f.stop()
+		f.Stop()
 		return
 	}
 	// A shim this process started is its child.
 	shimProc.Reap()
 	status := r.settle(in.dir, log)
 	in.setExit(status)
-	f.finish()
+	f.Finish()
 	log.Debug("container exited", "exitCode", status.ExitCode, "reason", status.Reason)
 
 	ev := runtime.Event{PodUID: in.podUID, Container: in.container, ID: in.id, Exit: status}
@@ -130,49 +129,11 @@ func killOrphan(id shim.Ident, log *slog.Logger) {
 	}
 }
 
-// follower hands an instance's log lines to Output.
-type follower struct {
-	cancel context.CancelFunc
-	until  chan struct{}
-	done   chan struct{}
-}
-
 // follow starts following in's log from offset for Output.
-func (r *Runtime) follow(in *instance, offset int64, log *slog.Logger) *follower {
-	// Not under r.ctx: Close stops a follower through its watcher, which
-	// lets the follower of an exited instance read to the end.
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{cancel: cancel, until: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		opts := crilog.ReadOptions{Follow: true, Tail: crilog.AllLines, Offset: offset, Split: true, Until: f.until}
-		err := crilog.ReadLog(ctx, in.logPath, opts, func(l crilog.Line) error {
-			r.output(in.pod, in.container, l.Stream, l.Content)
-			return nil
-		})
-		if err != nil && ctx.Err() == nil {
-			log.Warn("follow the container log", "err", err)
-		}
-	}()
-	return f
-}
-
-// finish waits for the follower to read the log of an instance that
-// exited to its end. A nil follower does nothing.
-func (f *follower) finish() {
-	if f == nil {
-		return
-	}
-	close(f.until)
-	<-f.done
-	f.cancel()
-}
-
-// stop stops the follower and waits for it. A nil follower does nothing.
-func (f *follower) stop() {
-	if f == nil {
-		return
-	}
-	f.cancel()
-	<-f.done
+func (r *Runtime) follow(in *instance, offset int64, log *slog.Logger) *crilog.Follower {
+	// Close stops a follower through its watcher, which lets the follower
+	// of an exited instance read to the end.
+	return crilog.Follow(in.logPath, offset, log, func(stream string, line []byte) {
+		r.output(in.pod, in.container, stream, line)
+	})
 }
