@@ -34,18 +34,6 @@ var ErrNotFound = errors.New("pod not found")
 // taken by a pod that is not terminated.
 var ErrAlreadyExists = errors.New("pod already exists")
 
-// Runtime is the container runtime as the agent needs it: what the pod
-// workers need, plus admission and the event stream.
-type Runtime interface {
-	podworker.Runtime
-	// Check says whether the runtime can run the pod as written.
-	Check(pod *model.Pod) error
-	// Events reports container exits.
-	Events() <-chan runtime.Event
-	// LogPath is where an instance's CRI log is.
-	LogPath(podUID types.UID, container string, attempt int) string
-}
-
 // Clock is what the agent needs of time: timers for the pod workers,
 // tickers for the probes. clock.RealClock and the fake clock have both.
 type Clock interface {
@@ -55,7 +43,7 @@ type Clock interface {
 
 // Config wires an Agent.
 type Config struct {
-	Runtime  Runtime
+	Runtime  runtime.Runtime
 	Clock    Clock
 	Planner  planner.Config
 	Logger   *slog.Logger
@@ -171,8 +159,8 @@ func New(ctx context.Context, cfg Config) *Agent {
 }
 
 // podIPOf is the runtime's PodIP when it gives pods networks of their own.
-func podIPOf(rt Runtime) func(types.UID) string {
-	if pa, ok := rt.(podworker.PodAddresser); ok {
+func podIPOf(rt runtime.Runtime) func(types.UID) string {
+	if pa, ok := rt.(runtime.PodAddresser); ok {
 		return pa.PodIP
 	}
 	return nil

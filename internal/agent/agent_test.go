@@ -20,7 +20,6 @@ import (
 	"github.com/podward/podward/internal/prober"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
-	"github.com/podward/podward/internal/runtime/process"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -129,15 +128,6 @@ func TestCreateRejectsInvalidAndUnsupported(t *testing.T) {
 		t.Fatalf("a rejected pod touched the runtime: %q", rt.Calls())
 	}
 }
-
-// Both runtimes are what the agent and the pod workers need.
-var (
-	_ Runtime          = (*fake.Runtime)(nil)
-	_ Runtime          = (*process.Runtime)(nil)
-	_ podworker.Lister = (*fake.Runtime)(nil)
-	_ podworker.Lister = (*process.Runtime)(nil)
-	_ podLister        = (*process.Runtime)(nil)
-)
 
 // The agent converts prober kinds to pod worker kinds by value.
 func TestProbeKindsAgree(t *testing.T) {

@@ -53,18 +53,6 @@ func (c checkpointer) SaveCheckpoint(uid types.UID, data []byte) error {
 	return c.s.PutCheckpoint(uid, data)
 }
 
-// podLister is the optional runtime ability to name every pod it has
-// state of, so that the agent can kill the orphans of pods it no longer
-// knows.
-type podLister interface {
-	ListPods() ([]types.UID, error)
-}
-
-// containerLister lists a pod's instances (see podworker.Lister).
-type containerLister interface {
-	ListContainers(ctx context.Context, podUID types.UID) ([]runtime.ContainerStatus, error)
-}
-
 // bootIDPath tells one boot of the machine from the next.
 var bootIDPath = "/proc/sys/kernel/random/boot_id"
 
@@ -315,7 +303,7 @@ func remaining(deadline, now time.Time) *int64 {
 // down, or whose removal the agent did not finish), then drops their state
 // once every one of them has exited.
 func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) {
-	pl, ok := a.cfg.Runtime.(podLister)
+	pl, ok := a.cfg.Runtime.(runtime.PodLister)
 	if !ok {
 		return
 	}
@@ -340,7 +328,7 @@ func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
 	defer a.unwatchOrphan(uid)
 	for {
 		running := 0
-		if cl, ok := a.cfg.Runtime.(containerLister); ok {
+		if cl, ok := a.cfg.Runtime.(runtime.ContainerLister); ok {
 			list, err := cl.ListContainers(ctx, uid)
 			if err != nil {
 				log.Error("list orphaned containers", "err", err)

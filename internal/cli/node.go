@@ -16,6 +16,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/cluster"
+	"github.com/podward/podward/internal/runtime"
 )
 
 // RootNodeStateDir is node's state directory when it runs as root.
@@ -64,11 +65,6 @@ containers.`,
 	f.BoolVar(&o.anonymous, "anonymous-auth", false, "serve the kubelet API to clients without a certificate (development only: anyone who reaches the port reads every log)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
-}
-
-// nodeRuntime is what the node asks of the runtime beyond the agent.
-type nodeRuntime interface {
-	cluster.RuntimeInfo
 }
 
 func runNode(ctx context.Context, s Streams, o nodeOptions) error {
@@ -120,7 +116,7 @@ func runNode(ctx context.Context, s Streams, o nodeOptions) error {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	defer a.close()
-	info, ok := a.rt.(nodeRuntime)
+	info, ok := a.rt.(runtime.Info)
 	if !ok {
 		return &ExitError{Code: ExitInternal, Err: fmt.Errorf("runtime %s cannot report its status", o.runtime.kind)}
 	}

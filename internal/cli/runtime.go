@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/utils/clock"
 
-	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cri"
 	"github.com/podward/podward/internal/runtime/process"
 )
@@ -34,7 +34,7 @@ func (o *runtimeOptions) addFlags(f *pflag.FlagSet) {
 
 // openRuntime is the agent's runtime, whose state lives under root.
 type openRuntime interface {
-	agent.Runtime
+	runtime.Runtime
 	io.Closer
 }
 

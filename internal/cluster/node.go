@@ -21,6 +21,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/runtime"
 )
 
 // KubeletVersion is what the Node reports as status.nodeInfo.kubeletVersion.
@@ -65,19 +67,6 @@ const (
 	registerBackoffMax = 7 * time.Second
 )
 
-// RuntimeInfo is what the Node asks of the container runtime: its name and
-// version for status.nodeInfo.containerRuntimeVersion, and whether it can
-// run pods, for the Ready condition. Both are called with a ctx bounded by
-// a timeout, from the Node's goroutines.
-type RuntimeInfo interface {
-	// Version returns the runtime's name and version, "containerd" and
-	// "1.7.2" say.
-	Version(ctx context.Context) (name, version string, err error)
-	// Status is nil when the runtime is ready to run pods; otherwise it
-	// says why not.
-	Status(ctx context.Context) error
-}
-
 // NodeConfig is what a Node needs. Client, NodeName and Runtime are
 // required; every other field has a default.
 type NodeConfig struct {
@@ -91,7 +80,7 @@ type NodeConfig struct {
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 	// Runtime is asked for the Ready condition and the runtime version.
-	Runtime RuntimeInfo
+	Runtime runtime.Info
 	// KubeletPort is where the kubelet server listens, reported in
 	// status.daemonEndpoints so that the API server finds it for
 	// kubectl logs; default 10250.

@@ -37,7 +37,7 @@ var testMachine = Machine{
 	OSImage:       "Debian GNU/Linux 13 (trixie)",
 }
 
-// fakeRuntime is a RuntimeInfo whose readiness the test sets.
+// fakeRuntime is a runtime.Info whose readiness the test sets.
 type fakeRuntime struct {
 	mu  sync.Mutex
 	err error

@@ -24,13 +24,6 @@ type Checkpointer interface {
 	SaveCheckpoint(uid types.UID, data []byte) error
 }
 
-// Lister is the optional runtime ability a worker needs to resume a pod
-// after an agent restart: every instance the runtime has of a pod, running
-// or exited. A runtime without it cannot resume pods.
-type Lister interface {
-	ListContainers(ctx context.Context, podUID types.UID) ([]runtime.ContainerStatus, error)
-}
-
 // checkpointVersion changes when the checkpoint's meaning changes.
 const checkpointVersion = 1
 
@@ -155,7 +148,7 @@ func (pw *podWorker) restore(data []byte) error {
 // instance the checkpoint believed running but the runtime lost is counted
 // as exited with an unknown status.
 func (pw *podWorker) recover(ctx context.Context) error {
-	lister, ok := pw.w.cfg.Runtime.(Lister)
+	lister, ok := pw.w.cfg.Runtime.(runtime.ContainerLister)
 	if !ok {
 		return fmt.Errorf("the runtime cannot list containers: pod %s cannot be resumed", pw.pod.Key())
 	}
@@ -187,7 +180,7 @@ func (pw *podWorker) recover(ctx context.Context) error {
 				c.obs.State = planner.Exited
 				c.obs.FinishedAt = now
 				c.obs.ExitCode = 137
-				c.exit = runtime.ExitStatus{ExitCode: 137, Reason: "ContainerStatusUnknown", Message: "The container could not be located when the agent restarted", FinishedAt: now}
+				c.exit = runtime.ExitStatus{ExitCode: 137, Reason: runtime.ReasonStatusUnknown, Message: "The container could not be located when the agent restarted", FinishedAt: now}
 				c.obs.Started, c.obs.StopRequestedAt, c.obs.Killed = false, time.Time{}, false
 			}
 			continue

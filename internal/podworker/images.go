@@ -3,11 +3,9 @@ package podworker
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
@@ -15,41 +13,9 @@ import (
 	"github.com/podward/podward/internal/runtime"
 )
 
-// ImageService is the optional runtime ability to pull images. A runtime
-// without it (the process runtime) runs host binaries and has no images;
-// with it the worker applies imagePullPolicy before each start, reports
-// Pulling/Pulled/Failed, backs failed pulls off (ErrImagePull,
-// ImagePullBackOff) and pre-pulls the defer containers' images while the
-// pod runs.
-type ImageService interface {
-	// ImagePresent says whether the runtime has the image.
-	ImagePresent(ctx context.Context, image string) (bool, error)
-	// PullImage pulls the image with the pod's pull credentials.
-	PullImage(ctx context.Context, pod *model.Pod, image string) (runtime.PulledImage, error)
-}
-
-// GracefulStopper is the optional runtime ability to stop a container the
-// runtime's own way: send the stop signal, and SIGKILL once timeout has
-// passed (the CRI's StopContainer, which cannot send other signals). It
-// returns once the stop is under way; the exit comes as a runtime event.
-// Runtimes without it get Signal(sig). Either way the worker sends SIGKILL
-// itself at the kill time: containerd gives a stop up when its caller goes
-// away, so an agent that restarts must not count on it.
-type GracefulStopper interface {
-	StopContainer(ctx context.Context, id string, sig syscall.Signal, timeout time.Duration) error
-}
-
-// PodAddresser is the optional runtime ability to give a pod a network of
-// its own (the CRI runtime with CNI): PodIP is the pod's address once its
-// sandbox exists, "" while the pod shares the host's network. The pod's
-// status reports it, and its hooks' httpGet go there.
-type PodAddresser interface {
-	PodIP(podUID types.UID) string
-}
-
 // podIP is the pod's own address, "" when it has none.
 func (pw *podWorker) podIP() string {
-	if pa, ok := pw.w.cfg.Runtime.(PodAddresser); ok {
+	if pa, ok := pw.w.cfg.Runtime.(runtime.PodAddresser); ok {
 		return pa.PodIP(pw.uid)
 	}
 	return ""
@@ -96,7 +62,7 @@ func (pw *podWorker) pullPolicy(c *ctr, spec *v1.Container) v1.PullPolicy {
 // reports whether the image is there to start from; when it is not, wake
 // is when to try again (zero: only on news, e.g. a cancelled pull).
 func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container) (ok bool, wake time.Time) {
-	is, has := pw.w.cfg.Runtime.(ImageService)
+	is, has := pw.w.cfg.Runtime.(runtime.ImageService)
 	if !has {
 		return true, time.Time{}
 	}
@@ -160,7 +126,7 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 
 // pull pulls one image with its Pulling/Pulled/Failed events; note
 // qualifies the events' messages (a pre-pull).
-func (pw *podWorker) pull(ctx context.Context, is ImageService, ref model.ContainerRef, image, note string) (runtime.PulledImage, error) {
+func (pw *podWorker) pull(ctx context.Context, is runtime.ImageService, ref model.ContainerRef, image, note string) (runtime.PulledImage, error) {
 	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, "Pulling", "Pulling image %q%s", image, note)
 	pulled, err := is.PullImage(ctx, pw.pod, image)
 	if err != nil {
@@ -203,7 +169,7 @@ func prePullNote(name string) string {
 // Always; a pre-pull that fails is simply not recorded, and the start at
 // termination pulls (and retries) within the grace period.
 func (pw *podWorker) maybePrePull(ctx context.Context) {
-	is, has := pw.w.cfg.Runtime.(ImageService)
+	is, has := pw.w.cfg.Runtime.(runtime.ImageService)
 	if !has || pw.prePullStarted || len(pw.pod.Defer) == 0 || pw.Phase() != Syncing {
 		return
 	}

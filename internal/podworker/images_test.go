@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
 )
 
@@ -21,7 +22,7 @@ import (
 func newImageHarness(t *testing.T, present ...string) (*harness, *fake.ImageRuntime) {
 	t.Helper()
 	var ir *fake.ImageRuntime
-	h := newHarnessWith(t, func(rt *fake.Runtime) Runtime {
+	h := newHarnessWith(t, func(rt *fake.Runtime) runtime.Runtime {
 		ir = fake.NewImageRuntime(rt, present...)
 		return ir
 	})
@@ -267,7 +268,7 @@ func (r *stopRuntime) StopContainer(ctx context.Context, id string, sig syscall.
 // deadline, so that it kills on time even without the agent.
 func TestGracefulStopperGetsTimeToDeadline(t *testing.T) {
 	var sr *stopRuntime
-	h := newHarnessWith(t, func(rt *fake.Runtime) Runtime {
+	h := newHarnessWith(t, func(rt *fake.Runtime) runtime.Runtime {
 		sr = &stopRuntime{Runtime: rt}
 		return sr
 	})

@@ -586,7 +586,7 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 		c.obs.State = planner.Exited
 		c.obs.StartedAt, c.obs.FinishedAt = now, now
 		c.obs.ExitCode = 128
-		c.exit = runtime.ExitStatus{ExitCode: 128, Reason: "StartError", Message: err.Error(), FinishedAt: now}
+		c.exit = runtime.ExitStatus{ExitCode: 128, Reason: runtime.ReasonStartError, Message: err.Error(), FinishedAt: now}
 		pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %v", err)
 		pw.log.Error("start container", "container", c.ref.Name, "err", err)
 		return true
@@ -673,7 +673,7 @@ type signalNote struct {
 
 func (pw *podWorker) signalStop(ctx context.Context, ref model.ContainerRef, id string, spec *v1.Container, killAt time.Time) {
 	var err error
-	if gs, ok := pw.w.cfg.Runtime.(GracefulStopper); ok {
+	if gs, ok := pw.w.cfg.Runtime.(runtime.GracefulStopper); ok {
 		// The runtime enforces the kill time itself, even if this agent
 		// is gone by then.
 		timeout := time.Duration(pw.pod.GracePeriodSeconds()) * time.Second

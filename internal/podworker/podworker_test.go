@@ -48,12 +48,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return newHarnessWith(t, func(rt *fake.Runtime) Runtime { return rt })
+	return newHarnessWith(t, func(rt *fake.Runtime) runtime.Runtime { return rt })
 }
 
 // newHarnessWith gives the workers the runtime wrap makes of the fake one
 // (e.g. one with images).
-func newHarnessWith(t *testing.T, wrap func(*fake.Runtime) Runtime) *harness {
+func newHarnessWith(t *testing.T, wrap func(*fake.Runtime) runtime.Runtime) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, clk: clocktesting.NewFakeClock(t0), changed: make(chan struct{})}

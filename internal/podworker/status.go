@@ -139,7 +139,7 @@ func (c *ctr) terminatedState() *v1.ContainerStateTerminated {
 	}
 	return &v1.ContainerStateTerminated{
 		ExitCode:    c.exit.ExitCode,
-		Reason:      c.exit.Reason,
+		Reason:      string(c.exit.Reason),
 		Message:     c.exit.Message,
 		StartedAt:   metav1.NewTime(c.obs.StartedAt),
 		FinishedAt:  metav1.NewTime(c.obs.FinishedAt),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,25 +42,6 @@ func (p Phase) String() string {
 	}
 }
 
-// Runtime is what the worker needs from a container runtime. Calls that take
-// a ctx return when it is done; none of them may block on the pod worker.
-type Runtime interface {
-	// PreparePod creates what the pod's containers share (volumes,
-	// sandbox). Idempotent.
-	PreparePod(ctx context.Context, pod *model.Pod) error
-	// StartContainer starts one instance of a container and returns once it
-	// runs. With ctx already done it must start nothing.
-	StartContainer(ctx context.Context, pod *model.Pod, ref model.ContainerRef, attempt int) (runtime.Container, error)
-	// Signal sends sig to a container instance; an instance that already
-	// exited is not an error.
-	Signal(ctx context.Context, id string, sig syscall.Signal) error
-	// Exec runs a command in a container's context (hooks, probes).
-	Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error)
-	// CleanupPod removes the pod's volumes and leftovers, keeping its logs.
-	// Called once nothing of the pod runs.
-	CleanupPod(ctx context.Context, pod *model.Pod) error
-}
-
 // Recorder receives the events the workers emit.
 type Recorder interface {
 	Eventf(pod *model.Pod, fieldPath, eventType, reason, format string, args ...any)
@@ -69,7 +49,7 @@ type Recorder interface {
 
 // Config wires a Workers.
 type Config struct {
-	Runtime  Runtime
+	Runtime  runtime.Runtime
 	Recorder Recorder
 	// Clock drives every timing decision; a fake one in tests.
 	Clock   clock.WithDelayedExecution

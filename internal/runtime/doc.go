@@ -1,8 +1,16 @@
-// Package runtime holds the vocabulary shared by podward's container
-// runtimes and their one consumer, the pod worker: container handles, exit
-// statuses and the events a runtime reports. The runtimes themselves live in
-// sub-packages (process, fake); the interface they satisfy is declared by the
-// pod worker, which is where it is used.
+// Package runtime is the contract between podward's container runtimes and
+// their consumers (the pod worker, the agent, the cluster node): the core
+// Runtime interface, each optional ability as an interface of its own
+// (ContainerLister, PodLister, ImageService, GracefulStopper, PodAddresser,
+// Info) checked with a type assertion, and the vocabulary they share —
+// container handles, exit statuses and typed exit reasons, the events a
+// runtime reports, the errors ErrNotFound and ErrUnsupported.
 //
-// It imports only the model and the Kubernetes API types.
+// The runtimes live in sub-packages: process (host processes under a shim,
+// the embedded default), cri (containers through a CRI v1 runtime) and fake
+// (for tests); hostfs holds the host-filesystem rules both real runtimes
+// share. Each asserts `var _ runtime.X = (*Runtime)(nil)` beside its type.
+//
+// It imports only the model and the Kubernetes API types; no runtime
+// package imports the pod worker, the agent or anything above them.
 package runtime

@@ -15,11 +15,27 @@ var ErrNotFound = errors.New("container not found")
 // bad input, not a transient failure: retrying cannot help.
 var ErrUnsupported = errors.New("not supported by this runtime")
 
-// Exit reasons, as Kubernetes reports them in ContainerStateTerminated.
+// ExitReason is why a container instance ended, as Kubernetes reports it in
+// ContainerStateTerminated.reason.
+type ExitReason string
+
+// Exit reasons. Every runtime and the pod worker use these; none is spelt
+// out elsewhere.
 const (
-	ReasonCompleted = "Completed"
-	ReasonError     = "Error"
-	ReasonOOMKilled = "OOMKilled"
+	// ReasonCompleted: the process exited 0.
+	ReasonCompleted ExitReason = "Completed"
+	// ReasonError: the process exited non-zero or was killed by a signal.
+	ReasonError ExitReason = "Error"
+	// ReasonOOMKilled: the kernel's OOM killer ended it.
+	ReasonOOMKilled ExitReason = "OOMKilled"
+	// ReasonStartError: the container never ran its command (exit code
+	// 128).
+	ReasonStartError ExitReason = "StartError"
+	// ReasonStatusUnknown: the instance vanished while it ran (its shim
+	// died, the runtime lost it, the agent could not find it after a
+	// restart), so its exit status is lost; exit code 137, as the kubelet
+	// reports it.
+	ReasonStatusUnknown ExitReason = "ContainerStatusUnknown"
 )
 
 // Container is one started instance of a pod's container.
@@ -36,7 +52,7 @@ type ExitStatus struct {
 	// ExitCode is the process exit code, or 128+signal when a signal
 	// killed it, as a container runtime reports it.
 	ExitCode   int32
-	Reason     string // ReasonCompleted, ReasonError or ReasonOOMKilled
+	Reason     ExitReason
 	Message    string
 	FinishedAt time.Time
 }

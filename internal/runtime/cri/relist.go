@@ -220,7 +220,7 @@ func (r *Runtime) relist(ctx context.Context) error {
 // exitOf asks the runtime how a tracked instance that is not listed
 // running any more stands: its exit, or nil when it still runs after all
 // (it started after the list was taken). An instance the runtime lost gets
-// exit code 137, ReasonStatusUnknown.
+// exit code 137, runtime.ReasonStatusUnknown.
 func (r *Runtime) exitOf(ctx context.Context, in *instance) (*runtime.ExitStatus, error) {
 	cctx, cancel := r.call(ctx)
 	resp, err := r.rt.ContainerStatus(cctx, &runtimeapi.ContainerStatusRequest{ContainerId: in.id})
@@ -229,7 +229,7 @@ func (r *Runtime) exitOf(ctx context.Context, in *instance) (*runtime.ExitStatus
 		r.log.Warn("a running container vanished from the runtime", "podUID", in.podUID, "container", in.container, "id", in.id)
 		return &runtime.ExitStatus{
 			ExitCode:   137,
-			Reason:     ReasonStatusUnknown,
+			Reason:     runtime.ReasonStatusUnknown,
 			Message:    "the container was removed from the runtime before its exit was seen",
 			FinishedAt: r.clock.Now(),
 		}, nil
@@ -251,7 +251,7 @@ func (r *Runtime) exitOf(ctx context.Context, in *instance) (*runtime.ExitStatus
 // container that exits at once can seem to end before it started) is the
 // start time.
 func exitStatus(st *runtimeapi.ContainerStatus) runtime.ExitStatus {
-	e := runtime.ExitStatus{ExitCode: st.ExitCode, Reason: st.Reason, Message: st.Message}
+	e := runtime.ExitStatus{ExitCode: st.ExitCode, Reason: runtime.ExitReason(st.Reason), Message: st.Message}
 	if st.FinishedAt > 0 {
 		e.FinishedAt = time.Unix(0, max(st.FinishedAt, st.StartedAt))
 	}
@@ -405,7 +405,7 @@ func (r *Runtime) followEvents() error {
 // container, which StartContainer removes when the next attempt starts),
 // sorted by container name, then attempt, then start time. An instance
 // created but never started is reported exited with code 128,
-// ReasonStartError. The caller owns the result.
+// runtime.ReasonStartError. The caller owns the result.
 func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runtime.ContainerStatus, error) {
 	cctx, cancel := r.call(ctx)
 	resp, err := r.rt.ListContainers(cctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
@@ -450,7 +450,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runti
 				continue // being started right now
 			}
 			cs.Exit = &runtime.ExitStatus{
-				ExitCode: 128, Reason: ReasonStartError,
+				ExitCode: 128, Reason: runtime.ReasonStartError,
 				Message:    "the container was created but never started",
 				FinishedAt: time.Unix(0, st.GetCreatedAt()),
 			}

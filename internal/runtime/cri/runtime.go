@@ -58,15 +58,6 @@ const maxMsgSize = 16 * 1024 * 1024
 // deliveries start to wait for it.
 const eventBuffer = 128
 
-// ReasonStatusUnknown is the exit reason of a running instance that
-// vanished from the runtime before its exit was seen (someone removed it,
-// or the runtime lost it); its exit code is 137, as the kubelet reports it.
-const ReasonStatusUnknown = "ContainerStatusUnknown"
-
-// ReasonStartError is the exit reason ListContainers gives an instance that
-// was created but never started (exit code 128).
-const ReasonStartError = "StartError"
-
 var (
 	// ErrRootInUse is returned by New when another Runtime, in this
 	// process or another, holds the root.
@@ -144,6 +135,18 @@ type Config struct {
 	// to wait for its timer, of delay, or a poke.
 	loopWaiting func(delay time.Duration)
 }
+
+// The contract and every optional ability: the CRI runtime is a drop-in for
+// the process runtime, with images, graceful stops and pod networks besides.
+var (
+	_ runtime.Runtime         = (*Runtime)(nil)
+	_ runtime.ContainerLister = (*Runtime)(nil)
+	_ runtime.PodLister       = (*Runtime)(nil)
+	_ runtime.Info            = (*Runtime)(nil)
+	_ runtime.ImageService    = (*Runtime)(nil)
+	_ runtime.GracefulStopper = (*Runtime)(nil)
+	_ runtime.PodAddresser    = (*Runtime)(nil)
+)
 
 // Runtime runs pods as OCI containers through a CRI v1 runtime (containerd,
 // CRI-O): a pod sandbox per pod, a container per instance. All its methods

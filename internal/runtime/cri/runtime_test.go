@@ -484,7 +484,7 @@ func TestStartReplacesALeftoverOfTheSameAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, err := h.r.ListContainers(context.Background(), "uid-1")
-	if err != nil || len(list) != 1 || list[0].Exit == nil || list[0].Exit.ExitCode != 128 || list[0].Exit.Reason != ReasonStartError {
+	if err != nil || len(list) != 1 || list[0].Exit == nil || list[0].Exit.ExitCode != 128 || list[0].Exit.Reason != runtime.ReasonStartError {
 		t.Fatalf("ListContainers with a created container = %+v, %v", list, err)
 	}
 	c := h.start(pod, "app", 0)
@@ -618,7 +618,7 @@ func TestVanishedContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.relist()
-	if ev := h.event(); ev.ID != c.ID || ev.Exit.ExitCode != 137 || ev.Exit.Reason != ReasonStatusUnknown {
+	if ev := h.event(); ev.ID != c.ID || ev.Exit.ExitCode != 137 || ev.Exit.Reason != runtime.ReasonStatusUnknown {
 		t.Fatalf("event = %+v", ev)
 	}
 }

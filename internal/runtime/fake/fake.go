@@ -17,6 +17,15 @@ import (
 	"github.com/podward/podward/internal/runtime"
 )
 
+// The fake has the contract and what a restarted agent needs; ImageRuntime
+// adds images.
+var (
+	_ runtime.Runtime         = (*Runtime)(nil)
+	_ runtime.ContainerLister = (*Runtime)(nil)
+	_ runtime.PodLister       = (*Runtime)(nil)
+	_ runtime.ImageService    = (*ImageRuntime)(nil)
+)
+
 // Runtime is a fake container runtime. Its zero value is not usable; use New.
 type Runtime struct {
 	clock  clock.PassiveClock
@@ -287,7 +296,7 @@ func (r *Runtime) exit(id string, code int32, notify bool) {
 	}
 }
 
-func reason(code int32) string {
+func reason(code int32) runtime.ExitReason {
 	if code == 0 {
 		return runtime.ReasonCompleted
 	}

@@ -384,8 +384,8 @@ func TestShimDeathIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := h.waitExit(c.ID)
-	if ev.Exit.ExitCode != 137 || ev.Exit.Reason != ReasonStatusUnknown {
-		t.Errorf("exit %+v, want 137 %s", ev.Exit, ReasonStatusUnknown)
+	if ev.Exit.ExitCode != 137 || ev.Exit.Reason != runtime.ReasonStatusUnknown {
+		t.Errorf("exit %+v, want 137 %s", ev.Exit, runtime.ReasonStatusUnknown)
 	}
 	// Nothing of the container runs unsupervised.
 	for what, pid := range map[string]int{"container": st.Container.Process.Pid, "container's child": child} {
@@ -395,7 +395,7 @@ func TestShimDeathIsReported(t *testing.T) {
 		}
 	}
 	// The runtime recorded the exit for the next one.
-	if exit, err := shim.LoadExit(h.r.instanceDir(pod.UID, c.ID)); err != nil || exit == nil || exit.Reason != ReasonStatusUnknown {
+	if exit, err := shim.LoadExit(h.r.instanceDir(pod.UID, c.ID)); err != nil || exit == nil || exit.Reason != runtime.ReasonStatusUnknown {
 		t.Errorf("exit.json = %+v, %v", exit, err)
 	}
 }
@@ -423,8 +423,8 @@ func TestShimDeathWhileNoRuntimeWatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].Exit == nil || list[0].Exit.ExitCode != 137 || list[0].Exit.Reason != ReasonStatusUnknown {
-		t.Fatalf("ListContainers = %+v, want exit 137 %s", list, ReasonStatusUnknown)
+	if len(list) != 1 || list[0].Exit == nil || list[0].Exit.ExitCode != 137 || list[0].Exit.Reason != runtime.ReasonStatusUnknown {
+		t.Fatalf("ListContainers = %+v, want exit 137 %s", list, runtime.ReasonStatusUnknown)
 	}
 	for what, pid := range map[string]int{"container": st.Container.Process.Pid, "container's child": child} {
 		if !processGone(t, pid) {
@@ -493,8 +493,8 @@ func TestAttachSettlesInstancesThatNeverRan(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].ID != "noshim" || list[0].Exit == nil ||
-		list[0].Exit.ExitCode != 128 || list[0].Exit.Reason != ReasonStartError || list[0].Attempt != 1 {
-		t.Fatalf("ListContainers = %+v, want noshim exited 128 %s", list, ReasonStartError)
+		list[0].Exit.ExitCode != 128 || list[0].Exit.Reason != runtime.ReasonStartError || list[0].Attempt != 1 {
+		t.Fatalf("ListContainers = %+v, want noshim exited 128 %s", list, runtime.ReasonStartError)
 	}
 	select {
 	case ev := <-h2.r.Events():

@@ -25,7 +25,7 @@
 // before anyone learns that it exited, and no orphan of a container
 // outlives it. A shim that dies itself (SIGKILL, OOM) is seen the same way:
 // with no exit.json, the runtime kills what is left of the container and
-// records exit code 137, ReasonStatusUnknown, as the kubelet does.
+// records exit code 137, runtime.ReasonStatusUnknown, as the kubelet does.
 //
 // Close stops the runtime's own work (watchers, log followers) but never a
 // container or a shim, because stopping the agent and killing a pod are

@@ -26,15 +26,10 @@ import (
 
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/podworker"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
-
-// The pod worker declares the interface; the assertion lives in a test so
-// that the runtime itself does not import its consumer.
-var _ podworker.Runtime = (*Runtime)(nil)
 
 func TestMain(m *testing.M) {
 	MaybeRunInit()
@@ -255,7 +250,7 @@ func TestExitCodes(t *testing.T) {
 	tests := map[string]struct {
 		script     string
 		wantCode   int32
-		wantReason string
+		wantReason runtime.ExitReason
 	}{
 		"success": {"exit 0", 0, runtime.ReasonCompleted},
 		"failure": {"exit 3", 3, runtime.ReasonError},

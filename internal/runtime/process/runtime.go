@@ -32,18 +32,6 @@ import (
 // start to wait for it.
 const eventBuffer = 128
 
-// Exit reasons this runtime adds to runtime's, as the kubelet uses them.
-const (
-	// ReasonStartError: the instance never ran its command (exit code
-	// 128), because its shim died, or its agent went away, during the
-	// start.
-	ReasonStartError = shim.ReasonStartError
-	// ReasonStatusUnknown: the instance's shim died while the container
-	// ran, so its exit status is lost (exit code 137). The runtime killed
-	// what was left of the container.
-	ReasonStatusUnknown = shim.ReasonStatusUnknown
-)
-
 // errClosed is returned by StartContainer and Exec after Close.
 var errClosed = errors.New("process runtime is closed")
 
@@ -77,6 +65,14 @@ type Config struct {
 	// runtime attached to, pod has only its name, namespace and UID.
 	Output func(pod *model.Pod, container string, stream string, line []byte)
 }
+
+// The contract and the optional abilities the process runtime has.
+var (
+	_ runtime.Runtime         = (*Runtime)(nil)
+	_ runtime.ContainerLister = (*Runtime)(nil)
+	_ runtime.PodLister       = (*Runtime)(nil)
+	_ runtime.Info            = (*Runtime)(nil)
+)
 
 // Runtime runs containers as host processes, each under a shim of its own
 // that outlives the Runtime. All its methods are safe for concurrent use.
@@ -112,8 +108,8 @@ type Runtime struct {
 //   - an instance that exited while no Runtime watched it is not reported
 //     on Events; ListContainers has its exit status;
 //   - an instance whose shim died without recording an exit gets one now:
-//     ReasonStartError (128) when its container never started, else
-//     ReasonStatusUnknown (137), after what is left of the container was
+//     runtime.ReasonStartError (128) when its container never started, else
+//     runtime.ReasonStatusUnknown (137), after what is left of the container was
 //     killed; it too is only in ListContainers;
 //   - an instance directory without a spec (its agent died before it
 //     started a shim) is removed;
@@ -318,7 +314,7 @@ func (r *Runtime) Signal(_ context.Context, id string, sig syscall.Signal) error
 // running or exited, until CleanupPod: those it started and those it found
 // when it attached. They are sorted by container name, then attempt, then
 // start time. StartedAt is zero for an instance that never started (exit
-// reason ReasonStartError). An instance's Exit is set once the runtime
+// reason runtime.ReasonStartError). An instance's Exit is set once the runtime
 // knows it: found at attach time, or read when its shim exited, just
 // before its exit event is sent. The caller owns the result. ctx is not
 // used: the runtime answers from memory.

@@ -93,10 +93,10 @@ func (r *Runtime) settle(dir string, log *slog.Logger) runtime.ExitStatus {
 func (r *Runtime) recordLost(dir string, st shim.State, log *slog.Logger) runtime.ExitStatus {
 	e := &shim.Exit{FinishedAt: r.clock.Now()}
 	if st.Container == nil {
-		e.ExitCode, e.Reason = 128, ReasonStartError
+		e.ExitCode, e.Reason = 128, runtime.ReasonStartError
 		e.Message = "the shim exited before the container started"
 	} else {
-		e.ExitCode, e.Reason = 137, ReasonStatusUnknown
+		e.ExitCode, e.Reason = 137, runtime.ReasonStatusUnknown
 		e.Message = "the shim died while the container ran; its exit status is lost"
 		killOrphan(st.Container.Process, log)
 	}

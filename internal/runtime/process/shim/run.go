@@ -165,7 +165,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	}
 	exit := s.finish(logFile, pipes[:2], copied)
 	if abort != nil {
-		exit = &Exit{ExitCode: 128, Reason: ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
+		exit = &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
 	}
 	if err := WriteExit(s.dir, exit); err != nil {
 		return fmt.Errorf("write %s: %w", ExitFile, err)
@@ -201,7 +201,7 @@ func (s *supervisor) openFiles() (*os.File, []*os.File, error) {
 
 // startFailed records and reports that the container could not start.
 func (s *supervisor) startFailed(cause error) error {
-	exit := &Exit{ExitCode: 128, Reason: ReasonStartError, Message: cause.Error(), FinishedAt: s.clock.Now()}
+	exit := &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: cause.Error(), FinishedAt: s.clock.Now()}
 	if err := WriteExit(s.dir, exit); err != nil {
 		s.log.Error("write exit", "err", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podward/podward/internal/crilog"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
 
@@ -118,8 +119,8 @@ func TestStartFailureIsReported(t *testing.T) {
 		t.Fatalf("Start = %v, want executable file not found", err)
 	}
 	// Start waited for the shim: its record is complete.
-	if exit, err := LoadExit(dir); err != nil || exit == nil || exit.Reason != ReasonStartError || exit.ExitCode != 128 {
-		t.Errorf("exit %+v, %v; want 128 %s", exit, err, ReasonStartError)
+	if exit, err := LoadExit(dir); err != nil || exit == nil || exit.Reason != runtime.ReasonStartError || exit.ExitCode != 128 {
+		t.Errorf("exit %+v, %v; want 128 %s", exit, err, runtime.ReasonStartError)
 	}
 }
 
@@ -154,7 +155,7 @@ func TestShimGivesUpWhenTheAgentCancels(t *testing.T) {
 	ours.Close()
 	waitGone(t, p)
 	exit, err := LoadExit(dir)
-	if err != nil || exit == nil || exit.Reason != ReasonStartError || !strings.Contains(exit.Message, "cancelled") {
+	if err != nil || exit == nil || exit.Reason != runtime.ReasonStartError || !strings.Contains(exit.Message, "cancelled") {
 		t.Errorf("exit %+v, %v; want a start error", exit, err)
 	}
 	// The container was killed, and reaped by the shim.

@@ -26,16 +26,6 @@ const (
 	ExitFile      = "exit.json"
 )
 
-// Exit reasons the shim and the runtime add to runtime's, as the kubelet
-// uses them.
-const (
-	// ReasonStartError: the container never ran its command (exit code 128).
-	ReasonStartError = "StartError"
-	// ReasonStatusUnknown: the shim died while the container ran, so its
-	// exit status is lost (exit code 137, as the kubelet reports it).
-	ReasonStatusUnknown = "ContainerStatusUnknown"
-)
-
 // ErrCorrupt is wrapped by Load's error when spec.json is not a spec: a
 // file the machine's crash cut, say (only exit.json is fsynced).
 var ErrCorrupt = errors.New("corrupt instance state")
@@ -74,10 +64,10 @@ type Started struct {
 // Exit is how an instance ended.
 type Exit struct {
 	// ExitCode is 128+signal when a signal killed the process.
-	ExitCode   int32     `json:"exitCode"`
-	Reason     string    `json:"reason"`
-	Message    string    `json:"message,omitempty"`
-	FinishedAt time.Time `json:"finishedAt"`
+	ExitCode   int32              `json:"exitCode"`
+	Reason     runtime.ExitReason `json:"reason"`
+	Message    string             `json:"message,omitempty"`
+	FinishedAt time.Time          `json:"finishedAt"`
 }
 
 // Status is e as the runtime reports it.

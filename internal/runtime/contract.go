@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// Runtime is what every container runtime implements: admission, a pod's
+// shared setup and clean-up, starting and signalling container instances,
+// running commands in their context, and reporting their exits.
+//
+// Calls that take a ctx return when it is done; none of them may block on
+// the pod worker (the runtime's events are read by the agent, not by the
+// worker that called). ctx is the caller's request, never the lifetime of
+// the container: cancelling it must not stop a container that runs.
+type Runtime interface {
+	// Check says, before anything starts, whether the runtime can run the
+	// pod as written. Its error wraps ErrUnsupported and names the field.
+	Check(pod *model.Pod) error
+	// PreparePod creates what the pod's containers share (volumes,
+	// sandbox). Idempotent: it is called again after a failure.
+	PreparePod(ctx context.Context, pod *model.Pod) error
+	// StartContainer starts one instance of a container and returns once it
+	// runs. With ctx already done it must start nothing.
+	StartContainer(ctx context.Context, pod *model.Pod, ref model.ContainerRef, attempt int) (Container, error)
+	// Signal sends sig to a container instance; an instance that already
+	// exited is not an error, an unknown one is ErrNotFound.
+	Signal(ctx context.Context, id string, sig syscall.Signal) error
+	// Exec runs a command in a container's context (hooks, probes) and
+	// returns its combined output and exit code.
+	Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error)
+	// CleanupPod removes the pod's volumes and leftovers, keeping its logs.
+	// Called once nothing of the pod runs.
+	CleanupPod(ctx context.Context, pod *model.Pod) error
+	// Events reports container exits, each once, for as long as the
+	// runtime is open. The channel is owned by the runtime.
+	Events() <-chan Event
+	// LogPath is where an instance's CRI log is (the file may not exist).
+	LogPath(podUID types.UID, container string, attempt int) string
+}
+
+// ContainerLister is the optional ability a restarted agent needs to resume
+// a pod: every instance the runtime has of the pod, running or exited. A
+// runtime without it cannot resume pods.
+type ContainerLister interface {
+	ListContainers(ctx context.Context, podUID types.UID) ([]ContainerStatus, error)
+}
+
+// PodLister is the optional ability to name every pod the runtime has state
+// of, so that the agent can kill the orphans of pods it no longer knows.
+type PodLister interface {
+	ListPods() ([]types.UID, error)
+}
+
+// ImageService is the optional ability to pull images. A runtime without it
+// (the process runtime) runs host binaries and has no images; with it the
+// pod worker applies imagePullPolicy before each start, reports
+// Pulling/Pulled/Failed, backs failed pulls off (ErrImagePull,
+// ImagePullBackOff) and pre-pulls the defer containers' images while the
+// pod runs.
+type ImageService interface {
+	// ImagePresent says whether the runtime has the image.
+	ImagePresent(ctx context.Context, image string) (bool, error)
+	// PullImage pulls the image with the pod's pull credentials. With
+	// policy Never a missing image is ErrImageNotPresent (see the worker).
+	PullImage(ctx context.Context, pod *model.Pod, image string) (PulledImage, error)
+}
+
+// GracefulStopper is the optional ability to stop a container the runtime's
+// own way: send the stop signal, and SIGKILL once timeout has passed (the
+// CRI's StopContainer, which cannot send other signals). It returns once the
+// stop is under way; the exit comes as an Event. Runtimes without it get
+// Signal(sig). Either way the worker sends SIGKILL itself at the kill time:
+// containerd gives a stop up when its caller goes away, so an agent that
+// restarts must not count on it.
+type GracefulStopper interface {
+	StopContainer(ctx context.Context, id string, sig syscall.Signal, timeout time.Duration) error
+}
+
+// PodAddresser is the optional ability to give a pod a network of its own
+// (the CRI runtime with CNI): PodIP is the pod's address once its sandbox
+// exists, "" while the pod shares the host's network. The pod's status
+// reports it, and its hooks' and probes' httpGet go there.
+type PodAddresser interface {
+	PodIP(podUID types.UID) string
+}
+
+// Info is the optional ability to describe the runtime to a cluster: the
+// Node's nodeInfo.containerRuntimeVersion and its Ready condition.
+type Info interface {
+	// Version returns the runtime's name and version, "containerd" and
+	// "1.7.2" say.
+	Version(ctx context.Context) (name, version string, err error)
+	// Status is nil when the runtime is ready to run pods; otherwise it
+	// says why not.
+	Status(ctx context.Context) error
+}
