@@ -14,6 +14,8 @@
 // committed with fsync before the call returns.
 //
 // It imports only the model, the events, the Kubernetes API types and
-// bbolt. Nothing in it knows how a pod is run; only the agent and the pod
-// worker should need to import it.
+// bbolt. Nothing in it knows how a pod is run. The agent declares what it
+// needs of a store (agent.Store) and uses its errors; the daemons' assembly
+// opens it; the pod worker never sees it (its checkpoints go through the
+// agent).
 package store

@@ -1,0 +1,18 @@
+// Package cluster makes a podward agent a node of a Kubernetes cluster
+// (`podward node`), with the API server as one more source of pods:
+//
+//   - Node registers the Node object (capacity, addresses, labels, the
+//     runtime's version), keeps its Ready condition in step with the
+//     runtime's Status and renews its Lease in kube-node-lease;
+//   - Pods watches the pods bound to the node and hands them to the agent
+//     (PodAgent), kills those deleted or gone, writes their status and defer
+//     statuses back as coalesced patches, posts events, and deletes a pod's
+//     object once its worker terminated it;
+//   - KubeletServer serves the kubelet's log API (`kubectl logs`) over TLS,
+//     authenticating clients by the cluster CA.
+//
+// It imports the agent (the engine it drives), the pod worker's phases, the
+// model, crilog and the runtime contract (runtime.Info); it never imports a
+// concrete runtime.
+// Where it differs from the kubelet is in docs/lifecycle.md.
+package cluster
