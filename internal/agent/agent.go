@@ -297,7 +297,7 @@ func (a *Agent) launch(pod *model.Pod) error {
 		a.notify()
 		return err
 	}
-	a.recorder.Eventf(pod, "", events.Normal, "Scheduled", "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
+	a.recorder.Eventf(pod, "", events.Normal, events.Scheduled, "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod})
 	a.notify()
 	return nil

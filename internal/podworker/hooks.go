@@ -58,8 +58,8 @@ func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
 		pw.running(c)
 		return
 	}
-	pw.eventf(c.ref.FieldPath(), events.Warning, "FailedPostStartHook", "PostStart hook for container %s failed: %v", c.ref.Name, r.err)
-	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Killing container %s: its postStart hook failed", c.ref.Name)
+	pw.eventf(c.ref.FieldPath(), events.Warning, events.FailedPostStartHook, "PostStart hook for container %s failed: %v", c.ref.Name, r.err)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: its postStart hook failed", c.ref.Name)
 	c.obs.Killed = true
 	if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil {
 		pw.log.Error("kill container after its postStart hook failed", "container", c.ref.Name, "err", err)

@@ -80,8 +80,8 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 		}
 		if !st.backOffShown {
 			st.backOffShown = true
-			pw.eventf(c.ref.FieldPath(), events.Normal, "BackOff", "Back-off pulling image %q", spec.Image)
-			pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %s", st.reason)
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.BackOff, "Back-off pulling image %q", spec.Image)
+			pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %s", st.reason)
 			pw.publish()
 		}
 		return false, st.retryAt
@@ -103,7 +103,7 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 			return pw.pullFailed(c, spec, reasonErrImagePull, fmt.Errorf("checking the image: %w", err))
 		}
 		if present {
-			pw.eventf(c.ref.FieldPath(), events.Normal, "Pulled", "Container image %q already present on machine", spec.Image)
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.Pulled, "Container image %q already present on machine", spec.Image)
 			c.image = imageState{ref: st.ref}
 			return true, time.Time{}
 		}
@@ -127,15 +127,15 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 // pull pulls one image with its Pulling/Pulled/Failed events; note
 // qualifies the events' messages (a pre-pull).
 func (pw *podWorker) pull(ctx context.Context, is runtime.ImageService, ref model.ContainerRef, image, note string) (runtime.PulledImage, error) {
-	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, "Pulling", "Pulling image %q%s", image, note)
+	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, events.Pulling, "Pulling image %q%s", image, note)
 	pulled, err := is.PullImage(ctx, pw.pod, image)
 	if err != nil {
 		if ctx.Err() == nil {
-			pw.eventFor(pw.pod, ref.FieldPath(), events.Warning, "Failed", "Failed to pull image %q%s: %v", image, note, err)
+			pw.eventFor(pw.pod, ref.FieldPath(), events.Warning, events.Failed, "Failed to pull image %q%s: %v", image, note, err)
 		}
 		return pulled, err
 	}
-	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, "Pulled", "Successfully pulled image %q in %s%s. Image size: %d bytes.",
+	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, events.Pulled, "Successfully pulled image %q in %s%s. Image size: %d bytes.",
 		image, pulled.Duration.Round(time.Millisecond), note, pulled.Size)
 	return pulled, nil
 }
@@ -150,9 +150,9 @@ func (pw *podWorker) pullFailed(c *ctr, spec *v1.Container, reason string, err e
 	st.retryAt = now.Add(pw.w.cfg.Planner.Delay(st.steps))
 	st.backOffShown = false
 	if reason == reasonErrImageNeverPull {
-		pw.eventf(c.ref.FieldPath(), events.Warning, reasonErrImageNeverPull, "%v", err)
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.ErrImageNeverPull, "%v", err)
 	}
-	pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %s", reason)
+	pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %s", reason)
 	pw.log.Error("image pull", "container", c.ref.Name, "image", spec.Image, "err", err)
 	pw.publish()
 	return false, now.Add(imageBackOffShownAfter)

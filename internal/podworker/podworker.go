@@ -305,13 +305,13 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 				// rang the notify channel.
 				return time.Time{}
 			}
-			pw.eventf("", events.Warning, "FailedMount", "Preparing the pod's volumes failed: %v", err)
+			pw.eventf("", events.Warning, events.FailedMount, "Preparing the pod's volumes failed: %v", err)
 			pw.retryAt = clk.Now().Add(pw.w.cfg.Planner.BackoffBase)
 			return pw.retryAt
 		}
 		pw.prepared = true
 		for _, vol := range pw.pod.Spec.Volumes {
-			pw.eventf("", events.Normal, "SuccessfulMountVolume", "MountVolume.SetUp succeeded for volume %q", vol.Name)
+			pw.eventf("", events.Normal, events.SuccessfulMountVolume, "MountVolume.SetUp succeeded for volume %q", vol.Name)
 		}
 	}
 
@@ -324,12 +324,12 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 			pw.reportGracePeriodExceeded(plan)
 		case !deadlinePassed && plan.DeferIncomplete != nil && !pw.deferGivenUp:
 			pw.deferGivenUp = true
-			pw.eventf("", events.Warning, "DeferFailed", "Giving up on the defer containers: no retry fits in the grace period left; did not complete: %s", strings.Join(plan.DeferIncomplete, ", "))
+			pw.eventf("", events.Warning, events.DeferFailed, "Giving up on the defer containers: no retry fits in the grace period left; did not complete: %s", strings.Join(plan.DeferIncomplete, ", "))
 		}
 		switch {
 		case pw.Phase() == Syncing && plan.Completed:
 			phase := planner.Phase(pw.pod, pw.observed(), false)
-			pw.eventf("", events.Normal, "Completed", "Pod completed (phase %s)", phase)
+			pw.eventf("", events.Normal, events.Completed, "Pod completed (phase %s)", phase)
 			pw.begin(now, pw.pod.GracePeriodSeconds(), "Completed")
 			continue
 		case pw.Phase() == Terminating && plan.Done:
@@ -435,7 +435,7 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason string) {
 		if grace <= 0 {
 			why = "the grace period is 0"
 		}
-		pw.eventf("", events.Normal, "DeferSkipped", "Skipping %d defer container(s): %s", len(pw.pod.Defer), why)
+		pw.eventf("", events.Normal, events.DeferSkipped, "Skipping %d defer container(s): %s", len(pw.pod.Defer), why)
 	}
 }
 
@@ -463,13 +463,13 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	pw.log.Info("container exited", "container", c.ref.Name, "exitCode", ev.Exit.ExitCode)
 	if c.ref.Role == model.RoleDefer {
 		if ev.Exit.ExitCode == 0 {
-			pw.eventf(c.ref.FieldPath(), events.Normal, "DeferCompleted", "Defer container %s completed", c.ref.Name)
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferCompleted, "Defer container %s completed", c.ref.Name)
 		} else if killed || (pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline)) {
-			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, ev.Exit.ExitCode)
+			pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, ev.Exit.ExitCode)
 		} else if pw.term != nil && !pw.w.cfg.Planner.RetryAt(c.obs, 0).Before(pw.term.Deadline) {
-			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s failed with exit code %d; no retry fits in the grace period left, the pod stops now", c.ref.Name, ev.Exit.ExitCode)
+			pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; no retry fits in the grace period left, the pod stops now", c.ref.Name, ev.Exit.ExitCode)
 		} else {
-			pw.eventf(c.ref.FieldPath(), events.Warning, "DeferFailed", "Defer container %s failed with exit code %d; it is retried", c.ref.Name, ev.Exit.ExitCode)
+			pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; it is retried", c.ref.Name, ev.Exit.ExitCode)
 		}
 	}
 }
@@ -534,7 +534,7 @@ func (pw *podWorker) execute(ctx, setupCtx context.Context, a planner.Action) bo
 			pw.log.Error("kill container", "container", c.ref.Name, "err", err)
 		}
 		if a.Reason != planner.ReasonGracePeriodExceeded {
-			pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Killing container %s: it did not stop in time", c.ref.Name)
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: it did not stop in time", c.ref.Name)
 		}
 		return true
 	}
@@ -587,7 +587,7 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 		c.obs.StartedAt, c.obs.FinishedAt = now, now
 		c.obs.ExitCode = 128
 		c.exit = runtime.ExitStatus{ExitCode: 128, Reason: runtime.ReasonStartError, Message: err.Error(), FinishedAt: now}
-		pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %v", err)
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %v", err)
 		pw.log.Error("start container", "container", c.ref.Name, "err", err)
 		return true
 	}
@@ -600,11 +600,11 @@ func (pw *podWorker) start(ctx, setupCtx context.Context, c *ctr, a planner.Acti
 	} else {
 		pw.running(c)
 	}
-	pw.eventf(c.ref.FieldPath(), events.Normal, "Created", "Created container %s", c.ref.Name)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Created, "Created container %s", c.ref.Name)
 	if c.ref.Role == model.RoleDefer {
-		pw.eventf(c.ref.FieldPath(), events.Normal, "DeferStarted", "Started defer container %s (%d of %d)", c.ref.Name, c.ref.Index+1, len(pw.pod.Defer))
+		pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferStarted, "Started defer container %s (%d of %d)", c.ref.Name, c.ref.Index+1, len(pw.pod.Defer))
 	} else {
-		pw.eventf(c.ref.FieldPath(), events.Normal, "Started", "Started container %s", c.ref.Name)
+		pw.eventf(c.ref.FieldPath(), events.Normal, events.Started, "Started container %s", c.ref.Name)
 	}
 	pw.log.Info("container started", "container", c.ref.Name, "attempt", attempt, "image", spec.Image)
 	return true
@@ -628,7 +628,7 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 		if a.Reason == planner.ReasonDeferDone {
 			msg += " (defer containers completed)"
 		}
-		pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "%s", msg)
+		pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", msg)
 	}
 	var hook *v1.LifecycleHandler
 	if pw.hasPreStop(c, a) {
@@ -649,7 +649,7 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 			return
 		}
 		if err != nil {
-			pw.eventFor(pod, ref.FieldPath(), events.Warning, "FailedPreStopHook", "PreStop hook for container %s failed: %v", ref.Name, err)
+			pw.eventFor(pod, ref.FieldPath(), events.Warning, events.FailedPreStopHook, "PreStop hook for container %s failed: %v", ref.Name, err)
 		}
 		pw.signalStop(ctx, ref, id, spec, killAt)
 		pw.mu.Lock()
@@ -720,7 +720,7 @@ func (pw *podWorker) noteBackoffs(p planner.Plan) {
 			continue
 		}
 		c.backoffAnnounced = b.Until
-		pw.eventf(c.ref.FieldPath(), events.Warning, "BackOff", "Back-off restarting failed container %s in pod %s", c.ref.Name, pw.pod.Name)
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.BackOff, "Back-off restarting failed container %s in pod %s", c.ref.Name, pw.pod.Name)
 	}
 }
 
@@ -742,15 +742,15 @@ func (pw *podWorker) reportGracePeriodExceeded(p planner.Plan) {
 	if len(p.DeferIncomplete) > 0 {
 		msg += "; defer containers that did not complete: " + strings.Join(p.DeferIncomplete, ", ")
 	}
-	pw.eventf("", events.Warning, "GracePeriodExceeded", "%s", msg)
+	pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", msg)
 }
 
 // eventf records an event; only run may call it (it reads pw.pod).
-func (pw *podWorker) eventf(fieldPath, eventType, reason, format string, args ...any) {
+func (pw *podWorker) eventf(fieldPath, eventType string, reason events.Reason, format string, args ...any) {
 	pw.eventFor(pw.pod, fieldPath, eventType, reason, format, args...)
 }
 
-func (pw *podWorker) eventFor(pod *model.Pod, fieldPath, eventType, reason, format string, args ...any) {
+func (pw *podWorker) eventFor(pod *model.Pod, fieldPath, eventType string, reason events.Reason, format string, args ...any) {
 	if r := pw.w.cfg.Recorder; r != nil {
 		r.Eventf(pod, fieldPath, eventType, reason, format, args...)
 	}

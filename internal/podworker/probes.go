@@ -127,7 +127,7 @@ func (pw *podWorker) observeProbe(ctx context.Context, r ProbeResult) {
 		return
 	}
 	if r.Failed {
-		pw.eventf(c.ref.FieldPath(), events.Warning, "Unhealthy", "%s probe failed: %s", r.Kind, r.Output)
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.Unhealthy, "%s probe failed: %s", r.Kind, r.Output)
 	}
 	if !r.Changed {
 		return
@@ -174,6 +174,6 @@ func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind string) {
 	}
 	c.obs.KillAt = a.KillAt
 	pw.removeProbes(c)
-	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Container %s failed %s probe, will be restarted", c.ref.Name, kind)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Container %s failed %s probe, will be restarted", c.ref.Name, kind)
 	pw.stopWith(ctx, c, a, false)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
@@ -42,9 +43,9 @@ func (p Phase) String() string {
 	}
 }
 
-// Recorder receives the events the workers emit.
+// Recorder receives the events the workers emit (events.Recorder is one).
 type Recorder interface {
-	Eventf(pod *model.Pod, fieldPath, eventType, reason, format string, args ...any)
+	Eventf(pod *model.Pod, fieldPath, eventType string, reason events.Reason, format string, args ...any)
 }
 
 // Config wires a Workers.
