@@ -134,12 +134,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Clock:  cfg.Clock,
 		Logger: cfg.Logger,
 		PodIP:  podIPOf(cfg.Runtime),
-		Report: func(r prober.Result) {
-			a.workers.HandleProbe(podworker.ProbeResult{
-				PodUID: r.PodUID, Container: r.Container, ID: r.ID, Kind: podworker.ProbeKind(r.Kind),
-				Healthy: r.Healthy, Changed: r.Changed, Failed: r.Failed, Output: r.Output,
-			})
-		},
+		Report: func(r prober.Result) { a.workers.HandleProbe(r) },
 	})
 	wcfg.Prober = pm
 	if cfg.Store != nil {

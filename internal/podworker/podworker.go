@@ -16,6 +16,7 @@ import (
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/prober"
 	"github.com/podward/podward/internal/runtime"
 )
 
@@ -44,7 +45,7 @@ type podWorker struct {
 	killRequested bool
 	exits         []runtime.Event
 	hooks         []hookResult
-	probeResults  []ProbeResult
+	probeResults  []prober.Result
 	signalled     []signalNote
 	prePulled     []string // defer containers whose image a pre-pull brought
 	// prePullFinished: the pre-pull is over (for tests).
