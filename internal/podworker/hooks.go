@@ -15,13 +15,6 @@ import (
 	"github.com/podward/podward/internal/prober"
 )
 
-// hookResult is how a postStart hook ended, for the pod's goroutine.
-type hookResult struct {
-	container string
-	id        string // the instance the hook ran for
-	err       error
-}
-
 // startPostStart runs the container's postStart hook in the background.
 // Until it has finished the container does not count as started (a
 // sidecar holds back the next init container); its result comes back to
@@ -39,10 +32,7 @@ func (pw *podWorker) startPostStart(ctx context.Context, c *ctr, h *v1.Lifecycle
 		if ctx.Err() != nil {
 			return // the agent stops: the next one runs the hook again
 		}
-		pw.mu.Lock()
-		pw.hooks = append(pw.hooks, hookResult{container: ref.Name, id: id, err: err})
-		pw.mu.Unlock()
-		pw.ring()
+		pw.inbox.push(input{kind: inputHookDone, hook: hookResult{container: ref.Name, id: id, err: err}})
 	}()
 }
 

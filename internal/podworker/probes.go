@@ -33,10 +33,7 @@ func (w *Workers) HandleProbe(r prober.Result) {
 	if pw == nil {
 		return
 	}
-	pw.mu.Lock()
-	pw.probeResults = append(pw.probeResults, r)
-	pw.mu.Unlock()
-	pw.ring()
+	pw.inbox.push(input{kind: inputProbe, probe: r})
 }
 
 func hasProbes(c *v1.Container) bool {
@@ -60,7 +57,7 @@ func (pw *podWorker) running(c *ctr) {
 // again.
 func (pw *podWorker) addProbes(c *ctr, spec *v1.Container) {
 	pr := pw.w.cfg.Prober
-	if pr == nil || !hasProbes(spec) || pw.Phase() != Syncing {
+	if pr == nil || !hasProbes(spec) || pw.phase != Syncing {
 		return
 	}
 	pod := pw.pod
@@ -87,7 +84,7 @@ func (pw *podWorker) removeProbes(c *ctr) {
 // the restart policy.
 func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
 	c := pw.byName[r.Container]
-	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.Phase() != Syncing {
+	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.phase != Syncing {
 		return
 	}
 	if r.Failed {
