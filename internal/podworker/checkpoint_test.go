@@ -22,6 +22,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/fake"
 )
 
 // memCheckpoints is a Checkpointer in memory; a save whose data contains
@@ -377,4 +378,66 @@ func restoredWorker(t *testing.T, pod *model.Pod, data []byte) *podWorker {
 		t.Fatal(err)
 	}
 	return pw
+}
+
+// listFailer is the fake runtime whose container listing fails while fail
+// is set, like a runtime that is not up yet when the agent restarts.
+type listFailer struct {
+	*fake.Runtime
+	ring  func() // wakes the test's waits
+	mu    sync.Mutex
+	fail  bool
+	calls int
+}
+
+func (l *listFailer) ListContainers(ctx context.Context, uid types.UID) ([]runtime.ContainerStatus, error) {
+	l.mu.Lock()
+	fail := l.fail
+	l.calls++
+	l.mu.Unlock()
+	l.ring()
+	if fail {
+		return nil, errors.New("runtime not ready")
+	}
+	return l.Runtime.ListContainers(ctx, uid)
+}
+
+// A kill that comes while a restored worker cannot yet reconcile with the
+// runtime waits in the inbox for the next try: once the runtime answers,
+// the pod terminates.
+func TestKillDuringFailedRecoveryIsKept(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r9", v1.RestartPolicyAlways, "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start app")
+	r.stop()
+	lf := &listFailer{Runtime: r.rt, ring: r.ring, fail: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := New(ctx, Config{Runtime: lf, Recorder: r.rec, Clock: notifyingClock{r.clk, r.harness}, Planner: planner.DefaultConfig(),
+		Logger: slog.New(slog.DiscardHandler), Checkpointer: r.cps, OnChange: func(types.UID) { r.ring() }})
+	var dispatch sync.WaitGroup
+	dispatch.Add(1)
+	go func() { defer dispatch.Done(); dispatchEvents(ctx, w, r.rt.Events()) }()
+	t.Cleanup(func() { cancel(); w.Wait(); dispatch.Wait() })
+	r.w = w
+	if err := w.Restore(p, r.cps.get(p.UID)); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(n int) func() bool {
+		return func() bool { lf.mu.Lock(); defer lf.mu.Unlock(); return lf.calls >= n }
+	}
+	// The first step fails, and so does the one Restore's wake-up brings;
+	// the fake clock stands still, so only news wakes the worker again.
+	r.waitFor("two failed recoveries", listed(2))
+	r.kill(p, nil)
+	if !w.IsPodTerminationRequested(p.UID) {
+		t.Fatal("the kill is not recorded")
+	}
+	r.waitFor("the failed recovery the kill woke", listed(3))
+	lf.mu.Lock()
+	lf.fail = false
+	lf.mu.Unlock()
+	r.clk.Step(planner.DefaultConfig().BackoffBase)
+	r.waitCall("signal app terminated")
+	r.waitPhase(p.UID, Terminated)
 }

@@ -27,13 +27,13 @@
 //
 // Each turn of the goroutine (podWorker.step) runs named stages:
 //
-//	drain ──▶ recover ──▶ observe ──▶ prepare ──▶ plan ──▶ act
+//	recover ──▶ drain ──▶ observe ──▶ prepare ──▶ plan ──▶ act
 //	                                               ▲        │ acted: plan again
 //	                                               └────────┘ (at most 64 rounds)
 //
-// drain takes the inbox's inputs; recover runs in the first step after an
-// agent restart only: it reconciles the checkpoint with the runtime's
-// instances; observe applies the inputs in arrival order, the kill last;
+// recover runs in the first step after an agent restart only: it
+// reconciles the checkpoint with the runtime's instances. drain takes the
+// inbox's inputs; observe applies them in arrival order, the kill last;
 // prepare sets the pod's volumes up, once; plan asks the planner and emits
 // the events a plan implies; act carries the actions out. When a plan has
 // nothing to do now, the goroutine sleeps until news or the plan's wake-up

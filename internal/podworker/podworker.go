@@ -205,8 +205,8 @@ func (pw *podWorker) run(ctx context.Context) {
 
 // step is one turn of the pod's goroutine, in named stages:
 //
-//	drain     take the inbox's inputs
 //	recover   (once, after a restart: reconcile the checkpoint with the runtime)
+//	drain     take the inbox's inputs
 //	observe   apply them to the worker's state (the kill last)
 //	prepare   set the pod up (once, before anything starts)
 //	plan, act ask the planner, carry the actions out; again until a plan
@@ -215,19 +215,19 @@ func (pw *podWorker) run(ctx context.Context) {
 // What the step learnt is checkpointed and published at its end. It returns
 // when it wants to be woken again (zero: only on news).
 func (pw *podWorker) step(ctx context.Context) time.Time {
-	inputs := pw.inbox.drain()
 	now := pw.w.cfg.Clock.Now()
 	if pw.startTime.IsZero() {
 		pw.startTime = now
 	}
 	if pw.recovering {
 		if err := pw.recover(ctx); err != nil {
+			// The inputs wait in the inbox for the next try.
 			pw.log.Error("resume pod", "err", err)
 			return now.Add(pw.w.cfg.Planner.BackoffBase)
 		}
 		pw.recovering = false
 	}
-	pw.observe(ctx, inputs, now)
+	pw.observe(ctx, pw.inbox.drain(), now)
 	defer func() {
 		// What the step learnt (exits, signals, hooks) is kept too.
 		_ = pw.save()
