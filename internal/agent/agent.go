@@ -134,12 +134,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Clock:  cfg.Clock,
 		Logger: cfg.Logger,
 		PodIP:  podIPOf(cfg.Runtime),
-		Report: func(r prober.Result) {
-			a.workers.HandleProbe(podworker.ProbeResult{
-				PodUID: r.PodUID, Container: r.Container, ID: r.ID, Kind: podworker.ProbeKind(r.Kind),
-				Healthy: r.Healthy, Changed: r.Changed, Failed: r.Failed, Output: r.Output,
-			})
-		},
+		Report: func(r prober.Result) { a.workers.HandleProbe(r) },
 	})
 	wcfg.Prober = pm
 	if cfg.Store != nil {
@@ -297,7 +292,7 @@ func (a *Agent) launch(pod *model.Pod) error {
 		a.notify()
 		return err
 	}
-	a.recorder.Eventf(pod, "", events.Normal, "Scheduled", "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
+	a.recorder.Eventf(pod, "", events.Normal, events.Scheduled, "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod})
 	a.notify()
 	return nil

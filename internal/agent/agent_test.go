@@ -16,8 +16,6 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
-	"github.com/podward/podward/internal/podworker"
-	"github.com/podward/podward/internal/prober"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
 )
@@ -126,14 +124,5 @@ func TestCreateRejectsInvalidAndUnsupported(t *testing.T) {
 	}
 	if len(rt.Calls()) != 0 {
 		t.Fatalf("a rejected pod touched the runtime: %q", rt.Calls())
-	}
-}
-
-// The agent converts prober kinds to pod worker kinds by value.
-func TestProbeKindsAgree(t *testing.T) {
-	for _, k := range []prober.Kind{prober.Startup, prober.Readiness, prober.Liveness} {
-		if got := podworker.ProbeKind(k).String(); got != k.String() {
-			t.Errorf("prober kind %s is pod worker kind %s", k, got)
-		}
 	}
 }

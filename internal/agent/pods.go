@@ -344,7 +344,7 @@ func involved(e events.Event) v1.ObjectReference {
 // about the node. Pods of other files are not affected.
 func (a *Agent) ManifestError(file string, err error) {
 	// The source has logged it already: record the event only.
-	a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, "FailedManifest", "Static pod manifest %s: %v", file, err)
+	a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, events.FailedManifest, "Static pod manifest %s: %v", file, err)
 }
 
 // ToV1 renders a recorded event as a Kubernetes core/v1 Event.

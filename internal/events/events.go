@@ -20,7 +20,7 @@ type Event struct {
 	Kind      string
 	Time      time.Time
 	Type      string // v1.EventTypeNormal or v1.EventTypeWarning
-	Reason    string
+	Reason    string // one of the Reason constants
 	Namespace string
 	Pod       string
 	PodUID    types.UID
@@ -66,11 +66,11 @@ func NewRecorder(c clock.PassiveClock, perPod int) *Recorder {
 }
 
 // Eventf records an event about pod; fieldPath may be empty.
-func (r *Recorder) Eventf(pod *model.Pod, fieldPath, eventType, reason, format string, args ...any) {
+func (r *Recorder) Eventf(pod *model.Pod, fieldPath, eventType string, reason Reason, format string, args ...any) {
 	e := Event{
 		Time:      r.clock.Now(),
 		Type:      eventType,
-		Reason:    reason,
+		Reason:    string(reason),
 		Namespace: pod.Namespace,
 		Pod:       pod.Name,
 		PodUID:    pod.UID,
@@ -85,14 +85,14 @@ const KindNode = "Node"
 
 // NodeEventf records an event about the node itself (such as a bad static
 // manifest). Its events are kept like one pod's, keyed "node:<name>".
-func (r *Recorder) NodeEventf(node, eventType, reason, format string, args ...any) {
+func (r *Recorder) NodeEventf(node, eventType string, reason Reason, format string, args ...any) {
 	r.Record(Event{
 		Kind: KindNode,
 		// Kubernetes keeps node events in the default namespace.
 		Namespace: "default",
 		Time:      r.clock.Now(),
 		Type:      eventType,
-		Reason:    reason,
+		Reason:    string(reason),
 		Pod:       node,
 		PodUID:    types.UID("node:" + node),
 		Message:   fmt.Sprintf(format, args...),

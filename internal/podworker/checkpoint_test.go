@@ -1,9 +1,14 @@
 package podworker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -12,9 +17,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/fake"
 )
 
 // memCheckpoints is a Checkpointer in memory; a save whose data contains
@@ -282,4 +290,154 @@ func TestRestartKeepsPromptKillTimer(t *testing.T) {
 	if n := count(r.rt.Calls(), "signal app terminated"); n != 1 {
 		t.Errorf("the stop signal went out %d times: %q", n, r.rt.Calls())
 	}
+}
+
+// The checkpoints in testdata were written by the agent before the
+// checkpoint had its own on-disk types (it was then the worker's and the
+// planner's in-memory structs, marshalled as they were): a restarted agent
+// must read them as they are, and writes the same bytes back.
+func TestCheckpointV1FromEarlierAgentsRoundTrips(t *testing.T) {
+	for name, pod := range map[string]*model.Pod{
+		"terminating": testPod("cp1", v1.RestartPolicyAlways, "sidecar:proxy", "init:setup", "main:app", "defer:d1", "defer:d2"),
+		"terminated":  testPod("cp2", v1.RestartPolicyNever, "main:app", "defer:d"),
+		"every-field": testPod("cp3", v1.RestartPolicyAlways, "main:app", "defer:d", "main:w"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "checkpoint-v1-"+name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pw := restoredWorker(t, pod, data)
+			got, err := json.Marshal(pw.record())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := bytes.TrimSpace(data); !bytes.Equal(got, want) {
+				t.Fatalf("written back differently:\n got  %s\n want %s", got, want)
+			}
+		})
+	}
+}
+
+// Every field of the checkpoint lands where it belongs in memory (a round
+// trip alone would not see two fields swapped both ways).
+func TestCheckpointV1FieldsDecode(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "checkpoint-v1-every-field.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := restoredWorker(t, testPod("cp3", v1.RestartPolicyAlways, "main:app", "defer:d", "main:w"), data)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	if pw.phase != Terminating || !pw.startTime.Equal(at(1)) || !pw.prepared || !pw.deleted || pw.termReason != "Deleted" || !pw.gpReported {
+		t.Errorf("pod fields: phase %s start %s prepared %t deleted %t reason %q gpReported %t",
+			pw.phase, pw.startTime, pw.prepared, pw.deleted, pw.termReason, pw.gpReported)
+	}
+	if want := (planner.Termination{RequestedAt: at(10), Deadline: at(70), RunDefer: true}); pw.term == nil || !reflect.DeepEqual(*pw.term, want) {
+		t.Errorf("termination = %+v, want %+v", pw.term, want)
+	}
+	app := pw.byName["app"]
+	wantObs := planner.Observed{State: planner.Running, Started: true, StartedOnce: true, StartedAt: at(2), FinishedAt: at(3),
+		ExitCode: 137, Restarts: 4, BackoffSteps: 2, StopRequestedAt: at(11), SignalledAt: at(12), Killed: true, KillAt: at(40)}
+	if !reflect.DeepEqual(app.obs, wantObs) {
+		t.Errorf("app observed = %+v\nwant %+v", app.obs, wantObs)
+	}
+	if want := (runtime.ExitStatus{ExitCode: 137, Reason: runtime.ReasonStatusUnknown, Message: "lost", FinishedAt: at(3)}); !reflect.DeepEqual(app.exit, want) {
+		t.Errorf("app exit = %+v, want %+v", app.exit, want)
+	}
+	if app.id != "app-7" || !app.backoffAnnounced.Equal(at(20)) || app.pending == nil || *app.pending != (pendingStart{attempt: 5, backoffSteps: 3}) {
+		t.Errorf("app id %q backoffAnnounced %s pending %+v", app.id, app.backoffAnnounced, app.pending)
+	}
+	if l := app.last; l == nil || l.ExitCode != 1 || l.Signal != 9 || l.Reason != "Error" || l.Message != "boom" || l.ContainerID != "podward://app-6" ||
+		!l.StartedAt.Time.Equal(at(1)) || !l.FinishedAt.Time.Equal(at(2)) {
+		t.Errorf("app last = %+v", app.last)
+	}
+	if d := pw.byName["d"]; d.obs.State != planner.Exited || d.obs.ExitCode != 2 || d.exit.Reason != runtime.ReasonError || d.id != "" || d.pending != nil {
+		t.Errorf("d = %+v %+v %q", d.obs, d.exit, d.id)
+	}
+	if w := pw.byName["w"]; w.obs.State != planner.Waiting {
+		t.Errorf("w state = %s", w.obs.State)
+	}
+}
+
+func TestRestoreRejectsUnknownContainerState(t *testing.T) {
+	data := []byte(`{"version":1,"phase":1,"containers":{"app":{"observed":{"State":7}}}}`)
+	w := New(context.Background(), Config{Clock: clocktesting.NewFakeClock(t0), Planner: planner.DefaultConfig()})
+	pw := newPodWorker(w, testPod("cp4", v1.RestartPolicyAlways, "main:app"))
+	if err := pw.restore(data); err == nil || !strings.Contains(err.Error(), `container "app": observed.State: state 7 is not valid`) {
+		t.Fatalf("restore = %v", err)
+	}
+}
+
+// restoredWorker is a worker (its goroutine not started) restored from
+// data.
+func restoredWorker(t *testing.T, pod *model.Pod, data []byte) *podWorker {
+	t.Helper()
+	w := New(context.Background(), Config{Clock: clocktesting.NewFakeClock(t0), Planner: planner.DefaultConfig()})
+	pw := newPodWorker(w, pod)
+	if err := pw.restore(data); err != nil {
+		t.Fatal(err)
+	}
+	return pw
+}
+
+// listFailer is the fake runtime whose container listing fails while fail
+// is set, like a runtime that is not up yet when the agent restarts.
+type listFailer struct {
+	*fake.Runtime
+	ring  func() // wakes the test's waits
+	mu    sync.Mutex
+	fail  bool
+	calls int
+}
+
+func (l *listFailer) ListContainers(ctx context.Context, uid types.UID) ([]runtime.ContainerStatus, error) {
+	l.mu.Lock()
+	fail := l.fail
+	l.calls++
+	l.mu.Unlock()
+	l.ring()
+	if fail {
+		return nil, errors.New("runtime not ready")
+	}
+	return l.Runtime.ListContainers(ctx, uid)
+}
+
+// A kill that comes while a restored worker cannot yet reconcile with the
+// runtime waits in the inbox for the next try: once the runtime answers,
+// the pod terminates.
+func TestKillDuringFailedRecoveryIsKept(t *testing.T) {
+	r := newRestartable(t)
+	p := testPod("r9", v1.RestartPolicyAlways, "main:app")
+	r.w.UpdatePod(UpdateOptions{Pod: p})
+	r.waitCall("start app")
+	r.stop()
+	lf := &listFailer{Runtime: r.rt, ring: r.ring, fail: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := New(ctx, Config{Runtime: lf, Recorder: r.rec, Clock: notifyingClock{r.clk, r.harness}, Planner: planner.DefaultConfig(),
+		Logger: slog.New(slog.DiscardHandler), Checkpointer: r.cps, OnChange: func(types.UID) { r.ring() }})
+	var dispatch sync.WaitGroup
+	dispatch.Add(1)
+	go func() { defer dispatch.Done(); dispatchEvents(ctx, w, r.rt.Events()) }()
+	t.Cleanup(func() { cancel(); w.Wait(); dispatch.Wait() })
+	r.w = w
+	if err := w.Restore(p, r.cps.get(p.UID)); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(n int) func() bool {
+		return func() bool { lf.mu.Lock(); defer lf.mu.Unlock(); return lf.calls >= n }
+	}
+	// The first step fails, and so does the one Restore's wake-up brings;
+	// the fake clock stands still, so only news wakes the worker again.
+	r.waitFor("two failed recoveries", listed(2))
+	r.kill(p, nil)
+	if !w.IsPodTerminationRequested(p.UID) {
+		t.Fatal("the kill is not recorded")
+	}
+	r.waitFor("the failed recovery the kill woke", listed(3))
+	lf.mu.Lock()
+	lf.fail = false
+	lf.mu.Unlock()
+	r.clk.Step(planner.DefaultConfig().BackoffBase)
+	r.waitCall("signal app terminated")
+	r.waitPhase(p.UID, Terminated)
 }

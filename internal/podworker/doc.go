@@ -8,8 +8,42 @@
 // UpdatePod with a kill; everything that wants to know whether a pod may
 // still have running containers asks the Workers by UID. The worker executes
 // the plans of package planner against a Runtime, re-planning on every
-// runtime event and when the plan's wake-up time comes.
+// input and when the plan's wake-up time comes.
 //
-// It imports the model, the planner, the runtime vocabulary and the events
-// package; runtimes are injected through the Runtime interface declared here.
+// # One inbox, one owner
+//
+// Everything a pod's goroutine learns comes through its inbox (inbox.go),
+// as inputs of one tagged type: a pod update, a kill, a container exit, a
+// postStart hook done, a probe result, a stop signal sent, the defer images
+// pre-pulled. UpdatePod, the runtime's events (HandleEvent), the prober
+// (HandleProbe) and the worker's own background work only push an input
+// under the inbox's short lock and ring its 1-slot channel; updates
+// coalesce (the latest pod wins, a kill is sticky and the shorter grace
+// period wins). The goroutine alone drains the inbox and alone owns the
+// worker's state; it publishes an immutable status (the pod with its
+// status, and the worker's phase) that the queries read. The one thing a
+// query or a start reads before the goroutine has drained it is the
+// inbox's sticky kill flag. No lock is held across I/O or a channel send.
+//
+// Each turn of the goroutine (podWorker.step) runs named stages:
+//
+//	recover ──▶ drain ──▶ observe ──▶ prepare ──▶ plan ──▶ act
+//	                                               ▲        │ acted: plan again
+//	                                               └────────┘ (at most 64 rounds)
+//
+// recover runs in the first step after an agent restart only: it
+// reconciles the checkpoint with the runtime's instances. drain takes the
+// inbox's inputs; observe applies them in arrival order, the kill last;
+// prepare sets the pod's volumes up, once; plan asks the planner and emits
+// the events a plan implies; act carries the actions out. When a plan has
+// nothing to do now, the goroutine sleeps until news or the plan's wake-up
+// time.
+//
+// act records each action in the checkpoint before doing it
+// (write-ahead); the checkpoint has its own on-disk types (checkpoint.go),
+// so that the planner's and the worker's in-memory types may change
+// without changing what a restarted agent reads.
+//
+// It imports the model, the planner, the prober, the runtime contract and
+// the events package.
 package podworker

@@ -15,13 +15,6 @@ import (
 	"github.com/podward/podward/internal/prober"
 )
 
-// hookResult is how a postStart hook ended, for the pod's goroutine.
-type hookResult struct {
-	container string
-	id        string // the instance the hook ran for
-	err       error
-}
-
 // startPostStart runs the container's postStart hook in the background.
 // Until it has finished the container does not count as started (a
 // sidecar holds back the next init container); its result comes back to
@@ -39,10 +32,7 @@ func (pw *podWorker) startPostStart(ctx context.Context, c *ctr, h *v1.Lifecycle
 		if ctx.Err() != nil {
 			return // the agent stops: the next one runs the hook again
 		}
-		pw.mu.Lock()
-		pw.hooks = append(pw.hooks, hookResult{container: ref.Name, id: id, err: err})
-		pw.mu.Unlock()
-		pw.ring()
+		pw.inbox.push(input{kind: inputHookDone, hook: hookResult{container: ref.Name, id: id, err: err}})
 	}()
 }
 
@@ -58,8 +48,8 @@ func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
 		pw.running(c)
 		return
 	}
-	pw.eventf(c.ref.FieldPath(), events.Warning, "FailedPostStartHook", "PostStart hook for container %s failed: %v", c.ref.Name, r.err)
-	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Killing container %s: its postStart hook failed", c.ref.Name)
+	pw.eventf(c.ref.FieldPath(), events.Warning, events.FailedPostStartHook, "PostStart hook for container %s failed: %v", c.ref.Name, r.err)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: its postStart hook failed", c.ref.Name)
 	c.obs.Killed = true
 	if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil {
 		pw.log.Error("kill container after its postStart hook failed", "container", c.ref.Name, "err", err)

@@ -52,7 +52,7 @@ type imageState struct {
 // image was pre-pulled starts without pulling again, whatever its policy.
 func (pw *podWorker) pullPolicy(c *ctr, spec *v1.Container) v1.PullPolicy {
 	p := spec.ImagePullPolicy // set by model.Default
-	if c.ref.Role == model.RoleDefer && pw.prepulled[c.ref.Name] && p == v1.PullAlways {
+	if c.ref.Role == model.RoleDefer && pw.prePulled[c.ref.Name] && p == v1.PullAlways {
 		p = v1.PullIfNotPresent
 	}
 	return p
@@ -80,8 +80,8 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 		}
 		if !st.backOffShown {
 			st.backOffShown = true
-			pw.eventf(c.ref.FieldPath(), events.Normal, "BackOff", "Back-off pulling image %q", spec.Image)
-			pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %s", st.reason)
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.BackOff, "Back-off pulling image %q", spec.Image)
+			pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %s", st.reason)
 			pw.publish()
 		}
 		return false, st.retryAt
@@ -103,7 +103,7 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 			return pw.pullFailed(c, spec, reasonErrImagePull, fmt.Errorf("checking the image: %w", err))
 		}
 		if present {
-			pw.eventf(c.ref.FieldPath(), events.Normal, "Pulled", "Container image %q already present on machine", spec.Image)
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.Pulled, "Container image %q already present on machine", spec.Image)
 			c.image = imageState{ref: st.ref}
 			return true, time.Time{}
 		}
@@ -111,7 +111,7 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 			return pw.pullFailed(c, spec, reasonErrImageNeverPull, fmt.Errorf("container image %q is not present with pull policy of Never", spec.Image))
 		}
 	}
-	pulled, err := pw.pull(ctx, is, c.ref, spec.Image, "")
+	pulled, err := pw.pull(ctx, is, pw.pod, c.ref, spec.Image, "")
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled by a kill (or the end of the grace period):
@@ -124,18 +124,19 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 	return true, time.Time{}
 }
 
-// pull pulls one image with its Pulling/Pulled/Failed events; note
-// qualifies the events' messages (a pre-pull).
-func (pw *podWorker) pull(ctx context.Context, is runtime.ImageService, ref model.ContainerRef, image, note string) (runtime.PulledImage, error) {
-	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, "Pulling", "Pulling image %q%s", image, note)
-	pulled, err := is.PullImage(ctx, pw.pod, image)
+// pull pulls one image of pod with its Pulling/Pulled/Failed events; note
+// qualifies the events' messages (a pre-pull). The pre-pull calls it from
+// the background, so the pod comes as an argument.
+func (pw *podWorker) pull(ctx context.Context, is runtime.ImageService, pod *model.Pod, ref model.ContainerRef, image, note string) (runtime.PulledImage, error) {
+	pw.eventFor(pod, ref.FieldPath(), events.Normal, events.Pulling, "Pulling image %q%s", image, note)
+	pulled, err := is.PullImage(ctx, pod, image)
 	if err != nil {
 		if ctx.Err() == nil {
-			pw.eventFor(pw.pod, ref.FieldPath(), events.Warning, "Failed", "Failed to pull image %q%s: %v", image, note, err)
+			pw.eventFor(pod, ref.FieldPath(), events.Warning, events.Failed, "Failed to pull image %q%s: %v", image, note, err)
 		}
 		return pulled, err
 	}
-	pw.eventFor(pw.pod, ref.FieldPath(), events.Normal, "Pulled", "Successfully pulled image %q in %s%s. Image size: %d bytes.",
+	pw.eventFor(pod, ref.FieldPath(), events.Normal, events.Pulled, "Successfully pulled image %q in %s%s. Image size: %d bytes.",
 		image, pulled.Duration.Round(time.Millisecond), note, pulled.Size)
 	return pulled, nil
 }
@@ -150,9 +151,9 @@ func (pw *podWorker) pullFailed(c *ctr, spec *v1.Container, reason string, err e
 	st.retryAt = now.Add(pw.w.cfg.Planner.Delay(st.steps))
 	st.backOffShown = false
 	if reason == reasonErrImageNeverPull {
-		pw.eventf(c.ref.FieldPath(), events.Warning, reasonErrImageNeverPull, "%v", err)
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.ErrImageNeverPull, "%v", err)
 	}
-	pw.eventf(c.ref.FieldPath(), events.Warning, "Failed", "Error: %s", reason)
+	pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %s", reason)
 	pw.log.Error("image pull", "container", c.ref.Name, "image", spec.Image, "err", err)
 	pw.publish()
 	return false, now.Add(imageBackOffShownAfter)
@@ -170,7 +171,7 @@ func prePullNote(name string) string {
 // termination pulls (and retries) within the grace period.
 func (pw *podWorker) maybePrePull(ctx context.Context) {
 	is, has := pw.w.cfg.Runtime.(runtime.ImageService)
-	if !has || pw.prePullStarted || len(pw.pod.Defer) == 0 || pw.Phase() != Syncing {
+	if !has || pw.prePullStarted || len(pw.pod.Defer) == 0 || pw.phase != Syncing {
 		return
 	}
 	if planner.Phase(pw.pod, pw.observed(), false) != v1.PodRunning {
@@ -194,10 +195,11 @@ func (pw *podWorker) maybePrePull(ctx context.Context) {
 		}
 		jobs = append(jobs, job{ref: c.ref, image: spec.Image, pull: p == v1.PullAlways})
 	}
-	pctx := pw.setupCtx // a kill ends the pre-pull; the defer start pulls then
+	pctx, pod := pw.setupCtx, pw.pod // a kill ends the pre-pull; the defer start pulls then
 	pw.w.wg.Add(1)
 	go func() {
 		defer pw.w.wg.Done()
+		defer close(pw.prePullDone)
 		var done []string
 		for _, j := range jobs {
 			if !j.pull {
@@ -206,7 +208,7 @@ func (pw *podWorker) maybePrePull(ctx context.Context) {
 					continue
 				}
 			}
-			if _, err := pw.pull(pctx, is, j.ref, j.image, prePullNote(j.ref.Name)); err != nil {
+			if _, err := pw.pull(pctx, is, pod, j.ref, j.image, prePullNote(j.ref.Name)); err != nil {
 				if pctx.Err() != nil {
 					break
 				}
@@ -214,10 +216,6 @@ func (pw *podWorker) maybePrePull(ctx context.Context) {
 			}
 			done = append(done, j.ref.Name)
 		}
-		pw.mu.Lock()
-		pw.prePulled = append(pw.prePulled, done...)
-		pw.prePullFinished = true
-		pw.mu.Unlock()
-		pw.ring()
+		pw.inbox.push(input{kind: inputPrePulled, pulled: done})
 	}()
 }

@@ -204,9 +204,12 @@ func TestDeferImagesPrePulled(t *testing.T) {
 		h.w.mu.Lock()
 		pw := h.w.pods[p.UID]
 		h.w.mu.Unlock()
-		pw.mu.Lock()
-		defer pw.mu.Unlock()
-		return pw.prePullFinished
+		select {
+		case <-pw.prePullDone:
+			return true
+		default:
+			return false
+		}
 	})
 
 	h.kill(p, nil)

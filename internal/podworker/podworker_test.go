@@ -336,19 +336,29 @@ func TestUpdatesCoalesceAndKillIsSticky(t *testing.T) {
 	pw.update(UpdateOptions{Pod: p1, Kill: &KillOptions{GracePeriodSeconds: ptr.To[int64](10)}})
 	pw.update(UpdateOptions{Pod: p1, Kill: &KillOptions{GracePeriodSeconds: ptr.To[int64](20)}})
 	pw.update(UpdateOptions{Pod: p2})
-	if pw.pendingPod != p2 {
-		t.Error("the latest pod did not win")
+	var pods []*model.Pod
+	var kills []*KillOptions
+	for _, in := range pw.inbox.drain() {
+		switch in.kind {
+		case inputPod:
+			pods = append(pods, in.pod)
+		case inputKill:
+			kills = append(kills, in.kill)
+		}
 	}
-	if !pw.killRequested || pw.pendingKill == nil {
-		t.Fatal("a later update without a kill cleared the kill")
+	if len(pods) != 1 || pods[0] != p2 {
+		t.Errorf("pending pods %v: the latest pod did not win", pods)
 	}
-	if g := *pw.pendingKill.GracePeriodSeconds; g != 10 {
+	if !pw.inbox.killRecorded() || len(kills) != 1 {
+		t.Fatalf("pending kills %v: a later update without a kill cleared the kill, or kills did not coalesce", kills)
+	}
+	if g := *kills[0].GracePeriodSeconds; g != 10 {
 		t.Errorf("coalesced grace period = %d, want the shortest, 10", g)
 	}
 	if pw.setupCtx.Err() == nil {
 		t.Error("the kill did not cancel the setup context")
 	}
-	if len(pw.notify) != 1 {
+	if len(pw.inbox.notify) != 1 {
 		t.Error("updates must leave exactly one wake-up pending")
 	}
 }

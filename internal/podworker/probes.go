@@ -2,7 +2,7 @@ package podworker
 
 import (
 	"context"
-	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +11,7 @@ import (
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/prober"
 )
 
 // Prober runs the probes of started container instances; their results
@@ -25,54 +26,14 @@ type Prober interface {
 	RemovePod(podUID types.UID)
 }
 
-// ProbeKind is which probe a result is of.
-type ProbeKind int
-
-// Probe kinds start at one so that the zero value is never one.
-const (
-	StartupProbe ProbeKind = iota + 1
-	ReadinessProbe
-	LivenessProbe
-)
-
-func (k ProbeKind) String() string {
-	switch k {
-	case StartupProbe:
-		return "Startup"
-	case ReadinessProbe:
-		return "Readiness"
-	case LivenessProbe:
-		return "Liveness"
-	default:
-		return fmt.Sprintf("ProbeKind(%d)", int(k))
-	}
-}
-
-// ProbeResult is one report of a prober.
-type ProbeResult struct {
-	PodUID    types.UID
-	Container string
-	ID        string
-	Kind      ProbeKind
-	// Healthy is the probe's state after this attempt, thresholds applied.
-	Healthy bool
-	// Changed says Healthy changed with this attempt.
-	Changed bool
-	// Failed says this attempt failed, and Output why.
-	Failed bool
-	Output string
-}
-
-// HandleProbe routes a probe result to its pod's worker.
-func (w *Workers) HandleProbe(r ProbeResult) {
+// HandleProbe routes a probe result to its pod's worker. Results for pods
+// no worker owns are dropped.
+func (w *Workers) HandleProbe(r prober.Result) {
 	pw := w.get(r.PodUID)
 	if pw == nil {
 		return
 	}
-	pw.mu.Lock()
-	pw.probeResults = append(pw.probeResults, r)
-	pw.mu.Unlock()
-	pw.ring()
+	pw.inbox.push(input{kind: inputProbe, probe: r})
 }
 
 func hasProbes(c *v1.Container) bool {
@@ -96,7 +57,7 @@ func (pw *podWorker) running(c *ctr) {
 // again.
 func (pw *podWorker) addProbes(c *ctr, spec *v1.Container) {
 	pr := pw.w.cfg.Prober
-	if pr == nil || !hasProbes(spec) || pw.Phase() != Syncing {
+	if pr == nil || !hasProbes(spec) || pw.phase != Syncing {
 		return
 	}
 	pod := pw.pod
@@ -121,29 +82,29 @@ func (pw *podWorker) removeProbes(c *ctr) {
 // attempts; a startup success starts the container; readiness sets ready;
 // a liveness or startup failure stops the container, to be restarted per
 // the restart policy.
-func (pw *podWorker) observeProbe(ctx context.Context, r ProbeResult) {
+func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
 	c := pw.byName[r.Container]
-	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.Phase() != Syncing {
+	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.phase != Syncing {
 		return
 	}
 	if r.Failed {
-		pw.eventf(c.ref.FieldPath(), events.Warning, "Unhealthy", "%s probe failed: %s", r.Kind, r.Output)
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.Unhealthy, "%s probe failed: %s", r.Kind, r.Output)
 	}
 	if !r.Changed {
 		return
 	}
 	switch r.Kind {
-	case StartupProbe:
+	case prober.Startup:
 		if r.Healthy {
 			c.obs.Started, c.obs.StartedOnce = true, true
 			return
 		}
-		pw.probeKill(ctx, c, "startup")
-	case ReadinessProbe:
+		pw.probeKill(ctx, c, prober.Startup)
+	case prober.Readiness:
 		c.ready = r.Healthy
-	case LivenessProbe:
+	case prober.Liveness:
 		if !r.Healthy {
-			pw.probeKill(ctx, c, "liveness")
+			pw.probeKill(ctx, c, prober.Liveness)
 		}
 	}
 }
@@ -151,14 +112,14 @@ func (pw *podWorker) observeProbe(ctx context.Context, r ProbeResult) {
 // probeKill stops a container whose liveness or startup probe failed: its
 // preStop hook, its stop signal, SIGKILL after the probe's
 // terminationGracePeriodSeconds (else the pod's).
-func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind string) {
+func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
 	if !c.obs.StopRequestedAt.IsZero() {
 		return
 	}
 	spec := pw.pod.Container(c.ref)
 	grace := pw.pod.GracePeriodSeconds()
 	var probe *v1.Probe
-	if kind == "startup" {
+	if kind == prober.Startup {
 		probe = spec.StartupProbe
 	} else {
 		probe = spec.LivenessProbe
@@ -174,6 +135,6 @@ func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind string) {
 	}
 	c.obs.KillAt = a.KillAt
 	pw.removeProbes(c)
-	pw.eventf(c.ref.FieldPath(), events.Normal, "Killing", "Container %s failed %s probe, will be restarted", c.ref.Name, kind)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Container %s failed %s probe, will be restarted", c.ref.Name, strings.ToLower(kind.String()))
 	pw.stopWith(ctx, c, a, false)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/prober"
 )
 
 // fakeProber records what the worker asks of it; results are pushed by the
@@ -70,9 +71,9 @@ func execProbe() *v1.Probe {
 	return &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}}, PeriodSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1, TimeoutSeconds: 1}
 }
 
-func (h *harness) probe(p *model.Pod, fp *fakeProber, container string, kind ProbeKind, healthy, changed bool) {
+func (h *harness) probe(p *model.Pod, fp *fakeProber, container string, kind prober.Kind, healthy, changed bool) {
 	h.t.Helper()
-	h.w.HandleProbe(ProbeResult{PodUID: p.UID, Container: container, ID: fp.id(container), Kind: kind, Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"})
+	h.w.HandleProbe(prober.Result{PodUID: p.UID, Container: container, ID: fp.id(container), Kind: kind, Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"})
 }
 
 func TestStartupProbeGatesTheNextInitContainer(t *testing.T) {
@@ -85,12 +86,12 @@ func TestStartupProbeGatesTheNextInitContainer(t *testing.T) {
 	if st := pod.Status.InitContainerStatuses[0]; *st.Started || st.Ready {
 		t.Fatalf("sidecar before its startup probe passed: started=%v ready=%v", *st.Started, st.Ready)
 	}
-	h.probe(p, fp, "proxy", StartupProbe, false, false) // a failed attempt below the threshold
+	h.probe(p, fp, "proxy", prober.Startup, false, false) // a failed attempt below the threshold
 	h.waitEvent(p.UID, "Unhealthy")
 	if slices.Contains(h.rt.Calls(), "start setup") {
 		t.Fatal("the next init container started before the sidecar's startup probe passed")
 	}
-	h.probe(p, fp, "proxy", StartupProbe, true, true)
+	h.probe(p, fp, "proxy", prober.Startup, true, true)
 	h.waitCall("start setup")
 }
 
@@ -113,16 +114,16 @@ func TestReadinessDrivesReadyConditions(t *testing.T) {
 	if cond, _, app := ready(); cond != v1.ConditionFalse || app {
 		t.Fatalf("ready before any readiness success: %s app=%v", cond, app)
 	}
-	h.probe(p, fp, "app", ReadinessProbe, true, true)
+	h.probe(p, fp, "app", prober.Readiness, true, true)
 	h.waitFor("app ready", func() bool { _, _, app := ready(); return app })
 	if cond, _, _ := ready(); cond != v1.ConditionFalse {
 		t.Fatal("the pod is Ready while its sidecar is not: sidecar readiness counts")
 	}
-	h.probe(p, fp, "proxy", ReadinessProbe, true, true)
+	h.probe(p, fp, "proxy", prober.Readiness, true, true)
 	h.waitFor("pod Ready", func() bool { cond, _, _ := ready(); return cond == v1.ConditionTrue })
-	h.probe(p, fp, "app", ReadinessProbe, false, true)
+	h.probe(p, fp, "app", prober.Readiness, false, true)
 	h.waitFor("pod not Ready", func() bool { cond, _, _ := ready(); return cond == v1.ConditionFalse })
-	h.probe(p, fp, "app", ReadinessProbe, true, true)
+	h.probe(p, fp, "app", prober.Readiness, true, true)
 	h.waitFor("pod Ready again", func() bool { cond, _, _ := ready(); return cond == v1.ConditionTrue })
 
 	// Terminating: probes stop and readiness goes false first.
@@ -141,9 +142,9 @@ func TestLivenessFailureRestartsTheContainer(t *testing.T) {
 	h.rt.IgnoreStopSignal("app")
 	h.w.UpdatePod(UpdateOptions{Pod: p})
 	h.waitFor("probes added", func() bool { return fp.called("add app startup=false") })
-	h.probe(p, fp, "app", LivenessProbe, false, false)
-	h.probe(p, fp, "app", LivenessProbe, false, false)
-	h.probe(p, fp, "app", LivenessProbe, false, true) // the third failure
+	h.probe(p, fp, "app", prober.Liveness, false, false)
+	h.probe(p, fp, "app", prober.Liveness, false, false)
+	h.probe(p, fp, "app", prober.Liveness, false, true) // the third failure
 	h.waitCall("signal app terminated")
 	e := h.waitEvent(p.UID, "Killing")
 	if !strings.Contains(e.Message, "failed liveness probe, will be restarted") {

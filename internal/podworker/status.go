@@ -25,11 +25,12 @@ const (
 )
 
 // snapshot renders the worker's state as a pod: a copy of the spec with its
-// status and the defer container statuses annotation. Called by run only.
+// status and the defer container statuses annotation. Called by run only
+// (or by its creator before run starts): it reads the owned state.
 func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	pod := pw.pod.Pod.DeepCopy()
 	obs := pw.observed()
-	phase := pw.phaseLocked()
+	phase := pw.phase
 	terminated := phase == Terminated
 	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated), HostIP: pw.w.cfg.HostIP, PodIP: pw.w.cfg.HostIP}
 	if ip := pw.podIP(); ip != "" {
@@ -88,7 +89,7 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	cond(v1.PodReady, ready, "ContainersNotReady")
 	cond(v1.ContainersReady, ready, "ContainersNotReady")
 	cond(v1.PodScheduled, true, "")
-	pod.Status = keepTransitionTimes(pw.published, st, now)
+	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
 	if pw.deleted && pw.term != nil {
 		ts := metav1.NewTime(pw.term.Deadline)
 		pod.DeletionTimestamp = &ts
@@ -107,12 +108,13 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	return pod
 }
 
-// phaseLocked reads the phase; snapshot is called both with and without
-// the goroutine having published it, so it takes the lock itself.
-func (pw *podWorker) phaseLocked() Phase {
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	return pw.phase
+// lastPublished is the pod the goroutine last published, nil before the
+// first.
+func (pw *podWorker) lastPublished() *v1.Pod {
+	if p := pw.published(); p != nil {
+		return p.pod
+	}
+	return nil
 }
 
 // keepTransitionTimes sets each condition's lastTransitionTime: kept from
@@ -183,7 +185,7 @@ func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.Cont
 		// Without readiness probes (issue 4) a started container is ready,
 		// as in Kubernetes; init containers are never ready.
 		// Readiness goes false as soon as the pod terminates.
-		cs.Ready = started && c.ref.Role != model.RoleInit && (spec.ReadinessProbe == nil || c.ready) && pw.phaseLocked() == Syncing
+		cs.Ready = started && c.ref.Role != model.RoleInit && (spec.ReadinessProbe == nil || c.ready) && pw.phase == Syncing
 	case planner.Exited:
 		if _, ok := pw.backoffs[c.ref.Name]; ok && !terminated {
 			cs.LastTerminationState.Terminated = c.terminatedState()

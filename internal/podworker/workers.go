@@ -10,12 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 )
 
-// Phase is where a pod worker stands. Transitions are one-way.
+// Phase is where a pod worker stands. Transitions are one-way. Its numbers
+// are written in checkpoints: they never change.
 type Phase int
 
 // Phases start at one so that the zero value is never a valid phase.
@@ -42,9 +44,9 @@ func (p Phase) String() string {
 	}
 }
 
-// Recorder receives the events the workers emit.
+// Recorder receives the events the workers emit (events.Recorder is one).
 type Recorder interface {
-	Eventf(pod *model.Pod, fieldPath, eventType, reason, format string, args ...any)
+	Eventf(pod *model.Pod, fieldPath, eventType string, reason events.Reason, format string, args ...any)
 }
 
 // Config wires a Workers.
@@ -112,8 +114,10 @@ func New(ctx context.Context, cfg Config) *Workers {
 // UpdatePod hands an update to the pod's worker, creating the worker on the
 // first update for a UID. It only records the update and wakes the worker:
 // it never waits for work to be done. Updates to a busy worker coalesce: the
-// latest pod wins and a kill is sticky. A kill cancels a setup in progress,
-// and once it is recorded no container of a syncing pod starts.
+// latest pod wins, a kill is sticky and of two kills the shorter grace
+// period wins. A kill cancels a setup in progress, and once it is recorded
+// no container of a syncing pod starts. A terminated pod's worker ignores
+// updates.
 func (w *Workers) UpdatePod(opts UpdateOptions) {
 	uid := opts.Pod.UID
 	w.mu.Lock()
@@ -140,10 +144,7 @@ func (w *Workers) HandleEvent(ev runtime.Event) {
 		w.log.Debug("event for an unknown pod", "podUID", ev.PodUID, "container", ev.Container)
 		return
 	}
-	pw.mu.Lock()
-	pw.exits = append(pw.exits, ev)
-	pw.mu.Unlock()
-	pw.ring()
+	pw.inbox.push(input{kind: inputExit, exit: ev})
 }
 
 // Wait returns once every pod goroutine (and every stop it began) has
@@ -160,7 +161,7 @@ func (w *Workers) Forget(uid types.UID) bool {
 	if !ok {
 		return true
 	}
-	if pw.Phase() != Terminated {
+	if pw.published().phase != Terminated {
 		return false
 	}
 	delete(w.pods, uid)
@@ -173,44 +174,70 @@ func (w *Workers) get(uid types.UID) *podWorker {
 	return w.pods[uid]
 }
 
-// IsPodKnownTerminated reports whether the pod's worker has terminated it.
+// The queries below answer from what the pod's worker last published
+// (published), plus, where a kill must count before the worker has taken
+// it, the inbox's sticky kill flag. Each has its own meaning, after the
+// kubelet's pod workers (pkg/kubelet/pod_workers.go); where podward's
+// answer differs from the kubelet's, the doc says so. None blocks on the
+// worker.
+
+// IsPodKnownTerminated reports whether the pod's worker has terminated it:
+// no container of it runs and none will start again. False for a pod no
+// worker knows, as in the kubelet.
 func (w *Workers) IsPodKnownTerminated(uid types.UID) bool {
 	pw := w.get(uid)
-	return pw != nil && pw.Phase() == Terminated
+	return pw != nil && pw.published().phase == Terminated
 }
 
-// IsPodTerminationRequested reports whether a kill was asked for the pod
-// (or it completed and terminates on its own).
+// IsPodTerminationRequested reports whether the pod is to end: a kill was
+// recorded for it — true from the UpdatePod that carried it, before its
+// worker has acted on it (the pod may still be being set up) — or its
+// worker began terminating it on its own because it completed. It says
+// nothing of whether containers still run. False for a pod no worker
+// knows, as in the kubelet.
 func (w *Workers) IsPodTerminationRequested(uid types.UID) bool {
+	pw := w.get(uid)
+	return pw != nil && (pw.inbox.killRecorded() || pw.published().phase != Syncing)
+}
+
+// ShouldPodContainersBeTerminating reports whether the pod's containers
+// should be stopping rather than starting: no container starts any more
+// for the pod's own sake, only defer containers and restarted sidecars as
+// part of its termination. The kubelet answers true only once the worker
+// has taken up the termination, since until then a sync in flight may
+// still start containers; in podward a recorded kill stops every start of
+// a syncing pod at once (podWorker.start reads the same flag, and the kill
+// cancels the setup context), so the answer is true from the moment the
+// kill is recorded — which makes it agree, in value, with
+// IsPodTerminationRequested. False for a pod no worker knows (the kubelet
+// says true once it has synced all its pods; podward has no such moment,
+// and starts nothing for a pod without a worker).
+func (w *Workers) ShouldPodContainersBeTerminating(uid types.UID) bool {
 	pw := w.get(uid)
 	if pw == nil {
 		return false
 	}
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	return pw.killRequested || pw.phase != Syncing
-}
-
-// ShouldPodContainersBeTerminating reports whether the pod's containers
-// should be stopping rather than starting: the pod is terminating, or a
-// kill is pending.
-func (w *Workers) ShouldPodContainersBeTerminating(uid types.UID) bool {
-	return w.IsPodTerminationRequested(uid)
+	v := pw.published()
+	return v.phase == Terminating || v.phase == Terminated || pw.inbox.killRecorded()
 }
 
 // CouldHaveRunningContainers reports whether the pod may still have
 // running containers: true from its first update until its worker has
-// terminated it. A pod no worker knows has none that podward started.
+// terminated it. A pod no worker knows has none that podward started (the
+// kubelet says true for it until it has synced all its pods).
 func (w *Workers) CouldHaveRunningContainers(uid types.UID) bool {
 	pw := w.get(uid)
-	return pw != nil && pw.Phase() != Terminated
+	return pw != nil && pw.published().phase != Terminated
 }
 
 // ShouldPodContentBeRemoved reports whether the pod's volumes and other
 // content may be removed: its worker terminated it, or no worker knows it.
+// Unlike the kubelet, which keeps the content of a pod that terminated
+// without being deleted or evicted, podward removes a terminated pod's
+// content whatever ended it (the worker does so right after terminating).
 func (w *Workers) ShouldPodContentBeRemoved(uid types.UID) bool {
 	pw := w.get(uid)
-	return pw == nil || pw.Phase() == Terminated
+	return pw == nil || pw.published().phase == Terminated
 }
 
 // PodStatus returns the pod as its worker last published it: the pod
@@ -221,9 +248,8 @@ func (w *Workers) PodStatus(uid types.UID) (*v1.Pod, Phase, bool) {
 	if pw == nil {
 		return nil, 0, false
 	}
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	return pw.published.DeepCopy(), pw.publishedPhase, true
+	v := pw.published()
+	return v.pod.DeepCopy(), v.phase, true
 }
 
 // Terminated returns a channel closed once the pod is terminated (nothing

@@ -1,0 +1,83 @@
+package events
+
+// Reason is an event's reason: one CamelCase word, as Kubernetes uses it
+// ("Started", "BackOff"). Every reason podward emits is one of the constants
+// below, so that a reason is written once and a typo does not compile.
+// Event.Reason stays a plain string: it is what the API serves and the
+// store keeps.
+type Reason string
+
+// Reasons of events about the node and a pod's admission.
+const (
+	// Scheduled: the agent accepted a pod and handed it to its pod worker.
+	Scheduled Reason = "Scheduled"
+	// FailedManifest: a static pod manifest could not be read, decoded or
+	// validated; a node event, repeated on each rescan while it stays bad.
+	FailedManifest Reason = "FailedManifest"
+)
+
+// Reasons of events about a pod's setup and its images.
+const (
+	// SuccessfulMountVolume: the pod's volumes were set up; one per volume.
+	SuccessfulMountVolume Reason = "SuccessfulMountVolume"
+	// FailedMount: setting up the pod's volumes failed; it is retried after
+	// the crash-loop base delay.
+	FailedMount Reason = "FailedMount"
+	// Pulling: a pull of a container's image began (also the background
+	// pre-pull of a defer container's image).
+	Pulling Reason = "Pulling"
+	// Pulled: a container's image was pulled, or found present when its pull
+	// policy allows that.
+	Pulled Reason = "Pulled"
+	// ErrImageNeverPull: a container's image is not present and its pull
+	// policy is Never.
+	ErrImageNeverPull Reason = "ErrImageNeverPull"
+)
+
+// Reasons of events about a container's life.
+const (
+	// Created: a container instance was created (just before it starts).
+	Created Reason = "Created"
+	// Started: a container that is not a defer container started.
+	Started Reason = "Started"
+	// Failed: a container could not start, or its image could not be
+	// pulled (the message says which).
+	Failed Reason = "Failed"
+	// BackOff: a container's restart, or its image's next pull, waits out a
+	// backoff; once per wait.
+	BackOff Reason = "BackOff"
+	// Unhealthy: one attempt of a startup, readiness or liveness probe
+	// failed.
+	Unhealthy Reason = "Unhealthy"
+	// FailedPostStartHook: a postStart hook failed; the container is killed
+	// and its restart policy applies.
+	FailedPostStartHook Reason = "FailedPostStartHook"
+	// FailedPreStopHook: a preStop hook failed; the stop signal follows
+	// anyway.
+	FailedPreStopHook Reason = "FailedPreStopHook"
+	// Killing: a container is being stopped (stop signal after its preStop
+	// hook) or killed (SIGKILL); the message says why.
+	Killing Reason = "Killing"
+)
+
+// Reasons of events about a pod's termination and its defer containers.
+const (
+	// Completed: the pod's containers finished as its restart policy
+	// wants; the pod terminates on its own.
+	Completed Reason = "Completed"
+	// GracePeriodExceeded: the termination deadline came while containers
+	// still ran (they are killed) or defer containers had not completed.
+	GracePeriodExceeded Reason = "GracePeriodExceeded"
+	// DeferStarted: a defer container started (the message says which of
+	// how many).
+	DeferStarted Reason = "DeferStarted"
+	// DeferCompleted: a defer container exited with code 0.
+	DeferCompleted Reason = "DeferCompleted"
+	// DeferFailed: a defer container failed (retried while a retry fits in
+	// the grace period), was killed at the deadline, or the defer containers
+	// were given up because no retry fits.
+	DeferFailed Reason = "DeferFailed"
+	// DeferSkipped: the pod ends without running its defer containers
+	// (grace period 0, or no regular container had started).
+	DeferSkipped Reason = "DeferSkipped"
+)

@@ -1,0 +1,247 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// writeAhead records, and checkpoints, what the actions are about to do,
+// so that an agent that dies half-way neither repeats a stop nor loses a
+// start.
+func (pw *podWorker) writeAhead(actions []planner.Action) error {
+	now := pw.w.cfg.Clock.Now()
+	for _, a := range actions {
+		c := pw.byName[a.Container.Name]
+		switch a.Kind {
+		case planner.Start:
+			attempt := 0
+			if c.obs.State != planner.Waiting {
+				attempt = c.obs.Restarts + 1
+			}
+			c.pending = &pendingStart{attempt: attempt, backoffSteps: a.BackoffSteps}
+		case planner.Stop:
+			c.obs.StopRequestedAt = now
+			if !pw.hasPreStop(c, a) {
+				// The signal follows at once: recorded with the intent,
+				// so that a crash in between never sends it twice nor
+				// restarts the prompt-kill time.
+				c.obs.SignalledAt = now
+			}
+		case planner.Kill:
+			c.obs.Killed = true
+		}
+	}
+	if err := pw.save(); err != nil {
+		// Undo the marks: the actions did not happen.
+		for _, a := range actions {
+			c := pw.byName[a.Container.Name]
+			switch a.Kind {
+			case planner.Start:
+				c.pending = nil
+			case planner.Stop:
+				c.obs.StopRequestedAt = time.Time{}
+				c.obs.SignalledAt = time.Time{}
+			case planner.Kill:
+				c.obs.Killed = false
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// execute carries out one action. It reports whether the pod's state
+// changed; a start put off for its image says when to try again (retry).
+func (pw *podWorker) execute(ctx context.Context, a planner.Action) (changed bool, retry time.Time) {
+	c := pw.byName[a.Container.Name]
+	switch a.Kind {
+	case planner.Start:
+		return pw.start(ctx, c, a)
+	case planner.Stop:
+		pw.stop(ctx, c, a)
+		return true, time.Time{}
+	case planner.Kill:
+		if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			pw.log.Error("kill container", "container", c.ref.Name, "err", err)
+		}
+		if a.Reason != planner.ReasonGracePeriodExceeded {
+			pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: it did not stop in time", c.ref.Name)
+		}
+		return true, time.Time{}
+	}
+	return false, time.Time{}
+}
+
+// start starts a container's next instance, its image first (see
+// ensureImage). It reports whether the pod's state changed; when the image
+// is not there yet, retry is when to try again.
+//
+// While the pod syncs, the start runs under the setup context, so that a
+// kill cancels it, and it does not happen at all once a kill is recorded.
+// The kill flag is read from the inbox, not from the goroutine's own
+// state: a kill recorded while this goroutine is busy (not yet drained)
+// must stop the starts of the same step.
+func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (changed bool, retry time.Time) {
+	startCtx := ctx
+	if pw.phase == Syncing {
+		if pw.inbox.killRecorded() {
+			return false, time.Time{}
+		}
+		startCtx = pw.setupCtx
+	}
+	attempt := 0
+	if c.obs.State != planner.Waiting {
+		attempt = c.obs.Restarts + 1
+	}
+	spec := pw.pod.Container(c.ref)
+	if ok, wake := pw.ensureImage(startCtx, c, spec); !ok {
+		c.pending = nil
+		return false, wake
+	}
+	inst, err := pw.w.cfg.Runtime.StartContainer(startCtx, pw.pod, c.ref, attempt)
+	c.pending = nil
+	if err != nil && startCtx.Err() != nil {
+		return false, time.Time{}
+	}
+	if c.obs.State == planner.Exited {
+		c.last = c.terminatedState()
+	}
+	now := pw.w.cfg.Clock.Now()
+	c.obs = planner.Observed{
+		State:        planner.Running,
+		StartedOnce:  c.obs.StartedOnce,
+		Restarts:     attempt,
+		BackoffSteps: a.BackoffSteps,
+	}
+	if err != nil {
+		// A container that cannot start ended at once; the restart
+		// policy and backoff apply to it like to any other exit.
+		c.id = ""
+		c.obs.State = planner.Exited
+		c.obs.StartedAt, c.obs.FinishedAt = now, now
+		c.obs.ExitCode = 128
+		c.exit = runtime.ExitStatus{ExitCode: 128, Reason: runtime.ReasonStartError, Message: err.Error(), FinishedAt: now}
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %v", err)
+		pw.log.Error("start container", "container", c.ref.Name, "err", err)
+		return true, time.Time{}
+	}
+	c.id = inst.ID
+	c.obs.StartedAt = inst.StartedAt
+	// The container counts as started once its process runs and its
+	// postStart hook has finished (the startupProbe will gate this too).
+	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
+		pw.startPostStart(ctx, c, spec.Lifecycle.PostStart)
+	} else {
+		pw.running(c)
+	}
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Created, "Created container %s", c.ref.Name)
+	if c.ref.Role == model.RoleDefer {
+		pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferStarted, "Started defer container %s (%d of %d)", c.ref.Name, c.ref.Index+1, len(pw.pod.Defer))
+	} else {
+		pw.eventf(c.ref.FieldPath(), events.Normal, events.Started, "Started container %s", c.ref.Name)
+	}
+	pw.log.Info("container started", "container", c.ref.Name, "attempt", attempt, "image", spec.Image)
+	return true, time.Time{}
+}
+
+// stop begins a container's graceful stop: the preStop hook (in the
+// background, bounded by the kill time) then the stop signal. The time of
+// the signal comes back to the pod's goroutine (SignalledAt), since a
+// prompt kill counts from it. SIGKILL, if needed, comes from a later plan.
+func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
+	pw.stopWith(ctx, c, a, true)
+}
+
+// stopWith is stop; event says whether to record the Killing event (a
+// caller with its own message passes false).
+func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, event bool) {
+	spec := pw.pod.Container(c.ref)
+	pw.removeProbes(c)
+	if event {
+		msg := "Stopping container " + c.ref.Name
+		if a.Reason == planner.ReasonDeferDone {
+			msg += " (defer containers completed)"
+		}
+		pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", msg)
+	}
+	var hook *v1.LifecycleHandler
+	if pw.hasPreStop(c, a) {
+		hook = spec.Lifecycle.PreStop
+	}
+	if hook == nil {
+		pw.signalStop(ctx, pw.pod, c.ref, c.id, spec, a.KillAt) // SignalledAt: see writeAhead
+		return
+	}
+	pod, ref, id, killAt := pw.pod, c.ref, c.id, a.KillAt
+	pw.w.wg.Add(1)
+	go func() {
+		defer pw.w.wg.Done()
+		err := pw.runHook(ctx, pod, ref, spec, hook, killAt)
+		if ctx.Err() != nil {
+			// The agent is stopping, not the pod: the container keeps
+			// running and the next agent goes on from here.
+			return
+		}
+		if err != nil {
+			pw.eventFor(pod, ref.FieldPath(), events.Warning, events.FailedPreStopHook, "PreStop hook for container %s failed: %v", ref.Name, err)
+		}
+		pw.signalStop(ctx, pod, ref, id, spec, killAt)
+		pw.inbox.push(input{kind: inputStopSignalled, signal: signalNote{container: ref.Name, id: id, at: pw.w.cfg.Clock.Now()}})
+	}()
+}
+
+// hasPreStop says whether a stop action runs the container's preStop hook.
+func (pw *podWorker) hasPreStop(c *ctr, a planner.Action) bool {
+	spec := pw.pod.Container(c.ref)
+	return a.PreStop && spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil
+}
+
+// signalStop sends an instance its stop signal; background work may call
+// it, so the pod comes as an argument.
+func (pw *podWorker) signalStop(ctx context.Context, pod *model.Pod, ref model.ContainerRef, id string, spec *v1.Container, killAt time.Time) {
+	var err error
+	if gs, ok := pw.w.cfg.Runtime.(runtime.GracefulStopper); ok {
+		// The runtime enforces the kill time itself, even if this agent
+		// is gone by then.
+		timeout := time.Duration(pod.GracePeriodSeconds()) * time.Second
+		if !killAt.IsZero() {
+			timeout = max(killAt.Sub(pw.w.cfg.Clock.Now()), 0)
+		}
+		err = gs.StopContainer(ctx, id, stopSignal(spec), timeout)
+	} else {
+		err = pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec))
+	}
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		pw.log.Error("stop container", "container", ref.Name, "err", err)
+	}
+}
+
+// stopSignal is the container's lifecycle.stopSignal, else SIGTERM.
+func stopSignal(c *v1.Container) syscall.Signal {
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		if s, ok := signals[*c.Lifecycle.StopSignal]; ok {
+			return s
+		}
+	}
+	return syscall.SIGTERM
+}
+
+var signals = map[v1.Signal]syscall.Signal{
+	v1.SIGABRT: syscall.SIGABRT, v1.SIGALRM: syscall.SIGALRM, v1.SIGBUS: syscall.SIGBUS, v1.SIGCHLD: syscall.SIGCHLD,
+	v1.SIGCONT: syscall.SIGCONT, v1.SIGFPE: syscall.SIGFPE, v1.SIGHUP: syscall.SIGHUP, v1.SIGILL: syscall.SIGILL,
+	v1.SIGINT: syscall.SIGINT, v1.SIGIO: syscall.SIGIO, v1.SIGKILL: syscall.SIGKILL, v1.SIGPIPE: syscall.SIGPIPE,
+	v1.SIGPROF: syscall.SIGPROF, v1.SIGPWR: syscall.SIGPWR, v1.SIGQUIT: syscall.SIGQUIT, v1.SIGSEGV: syscall.SIGSEGV,
+	v1.SIGSTKFLT: syscall.SIGSTKFLT, v1.SIGSTOP: syscall.SIGSTOP, v1.SIGSYS: syscall.SIGSYS, v1.SIGTERM: syscall.SIGTERM,
+	v1.SIGTRAP: syscall.SIGTRAP, v1.SIGTSTP: syscall.SIGTSTP, v1.SIGTTIN: syscall.SIGTTIN, v1.SIGTTOU: syscall.SIGTTOU,
+	v1.SIGURG: syscall.SIGURG, v1.SIGUSR1: syscall.SIGUSR1, v1.SIGUSR2: syscall.SIGUSR2, v1.SIGVTALRM: syscall.SIGVTALRM,
+	v1.SIGWINCH: syscall.SIGWINCH, v1.SIGXCPU: syscall.SIGXCPU, v1.SIGXFSZ: syscall.SIGXFSZ,
+}
