@@ -20,6 +20,7 @@ import (
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // Exits are found by relisting, the way the kubelet's PLEG does it:
@@ -324,7 +325,7 @@ func (r *Runtime) adopt(c *runtimeapi.Container) {
 		logPath: r.LogPath(id.podUID, id.container, id.attempt),
 		state:   stateRunning,
 	}
-	offset, err := fileSize(in.logPath)
+	offset, err := hostfs.FileSize(in.logPath)
 	if err != nil {
 		r.log.Warn("size of an adopted container's log", "podUID", in.podUID, "container", in.container, "id", in.id, "err", err)
 	}

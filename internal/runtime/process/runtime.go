@@ -212,8 +212,10 @@ func (r *Runtime) podDir(uid types.UID) string {
 	return filepath.Join(r.podsDir(), string(uid))
 }
 
+func (r *Runtime) volumesDir(uid types.UID) string { return filepath.Join(r.podDir(uid), "volumes") }
+
 func (r *Runtime) volumeDir(uid types.UID, volume string) string {
-	return filepath.Join(r.podDir(uid), "volumes", volume)
+	return filepath.Join(r.volumesDir(uid), volume)
 }
 
 func (r *Runtime) instancesDir(uid types.UID) string {
