@@ -1,7 +1,6 @@
 package cri
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -458,14 +457,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runti
 		}
 		list = append(list, cs)
 	}
-	slices.SortFunc(list, func(a, b runtime.ContainerStatus) int {
-		return cmp.Or(
-			cmp.Compare(a.Container, b.Container),
-			cmp.Compare(a.Attempt, b.Attempt),
-			a.StartedAt.Compare(b.StartedAt),
-			cmp.Compare(a.ID, b.ID),
-		)
-	})
+	runtime.SortContainerStatuses(list)
 	return list, nil
 }
 

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -329,14 +327,7 @@ func (r *Runtime) ListContainers(_ context.Context, podUID types.UID) ([]runtime
 		}
 	}
 	r.mu.Unlock()
-	slices.SortFunc(list, func(a, b runtime.ContainerStatus) int {
-		return cmp.Or(
-			cmp.Compare(a.Container, b.Container),
-			cmp.Compare(a.Attempt, b.Attempt),
-			a.StartedAt.Compare(b.StartedAt),
-			cmp.Compare(a.ID, b.ID),
-		)
-	})
+	runtime.SortContainerStatuses(list)
 	return list, nil
 }
 
