@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -78,4 +80,18 @@ type ContainerStatus struct {
 	Exit *ExitStatus
 	// LogPath is the instance's CRI log.
 	LogPath string
+}
+
+// SortContainerStatuses sorts a pod's instances the way the runtimes'
+// ListContainers return them: by container name, then attempt, then start
+// time (zero, never started, first), then ID.
+func SortContainerStatuses(list []ContainerStatus) {
+	slices.SortFunc(list, func(a, b ContainerStatus) int {
+		return cmp.Or(
+			cmp.Compare(a.Container, b.Container),
+			cmp.Compare(a.Attempt, b.Attempt),
+			a.StartedAt.Compare(b.StartedAt),
+			cmp.Compare(a.ID, b.ID),
+		)
+	})
 }

@@ -97,7 +97,7 @@ var invalidCases = map[string]struct {
 		`[0].command: Required value: the process runtime runs the command itself and has no image to take it from`,
 	}},
 	"configmap-volume": {want: []string{
-		`spec.volumes[0]: Unsupported value: volume "settings": the process runtime supports only emptyDir and hostPath volumes`,
+		`spec.volumes[0]: Unsupported value: volume "settings": podward supports only emptyDir and hostPath volumes`,
 	}, root: true},
 	"multiple-errors": {want: []string{
 		`spec.containers[1].name: Duplicate value: "app"`,

@@ -2,14 +2,12 @@ package cri
 
 import (
 	"errors"
-	"fmt"
-	"path"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
-	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // notSupported is the usual message: the field, and that this runtime
@@ -65,30 +63,11 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 		}
 	}
 	for i := range spec.Volumes {
-		if err := checkVolume(&spec.Volumes[i], i); err != nil {
+		if err := podspec.CheckVolume(&spec.Volumes[i], i); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
-}
-
-func checkVolume(vol *v1.Volume, i int) error {
-	switch {
-	case vol.EmptyDir != nil:
-		switch vol.EmptyDir.Medium {
-		case v1.StorageMediumDefault, v1.StorageMediumMemory:
-			return nil
-		}
-		return runtime.Unsupported("spec.volumes[%d].emptyDir.medium: Unsupported value: %q (volume %q): the CRI runtime supports only the default medium and Memory", i, vol.EmptyDir.Medium, vol.Name)
-	case vol.HostPath != nil:
-		if vol.HostPath.Type != nil {
-			if _, ok := hostPathChecks[*vol.HostPath.Type]; !ok {
-				return runtime.Unsupported("spec.volumes[%d].hostPath.type: Unsupported value: %q (volume %q)", i, *vol.HostPath.Type, vol.Name)
-			}
-		}
-		return nil
-	}
-	return runtime.Unsupported("spec.volumes[%d]: Unsupported value: volume %q: the CRI runtime supports only emptyDir and hostPath volumes", i, vol.Name)
 }
 
 // checkProfiles rejects the seccomp and AppArmor profiles this runtime
@@ -104,21 +83,13 @@ func checkProfiles(seccomp *v1.SeccompProfile, apparmor *v1.AppArmorProfile, p s
 	return nil
 }
 
-// checkContainer is Check for one container.
+// checkContainer is Check for one container: podspec's rules, then the
+// CRI runtime's own refusals.
 func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.Container) error {
-	if c == nil {
-		return fmt.Errorf("pod %s has no %s container %q: %w", pod.Key(), ref.Role, ref.Name, runtime.ErrNotFound)
-	}
-	p := ref.SpecPath()
-	if _, _, err := r.containerEnv(pod, c, p); err != nil {
+	if err := podspec.CheckContainer(pod, ref, c); err != nil {
 		return err
 	}
-	if len(c.VolumeDevices) > 0 {
-		return notSupported(p + ".volumeDevices")
-	}
-	if c.Stdin || c.TTY {
-		return runtime.Unsupported("%s.stdin: Unsupported value: the CRI runtime gives containers no stdin or terminal", p)
-	}
+	p := ref.SpecPath()
 	for name := range c.Resources.Limits {
 		if name != v1.ResourceCPU && name != v1.ResourceMemory {
 			return runtime.Unsupported("%s.resources.limits[%s]: not supported by the CRI runtime, which limits only cpu and memory", p, name)
@@ -127,25 +98,7 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	if len(c.Resources.Claims) > 0 {
 		return notSupported(p + ".resources.claims")
 	}
-	if err := checkSecurity(pod.Spec.SecurityContext, c.SecurityContext, p); err != nil {
-		return err
-	}
-	for i, m := range c.VolumeMounts {
-		mp := fmt.Sprintf("%s.volumeMounts[%d]", p, i)
-		if pod.Volume(m.Name) == nil {
-			return runtime.Unsupported("%s.name: Not found: %q", mp, m.Name)
-		}
-		if path.Clean("/"+m.MountPath) == "/" {
-			return runtime.Unsupported("%s.mountPath: Invalid value: %q: cannot mount over the container's root", mp, m.MountPath)
-		}
-		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
-			return runtime.Unsupported("%s.recursiveReadOnly: Unsupported value: %q: not supported by the CRI runtime", mp, *m.RecursiveReadOnly)
-		}
-		if err := hostfs.CheckSubPath(m.SubPath); err != nil {
-			return runtime.Unsupported("%s.subPath: Invalid value: %q: %v", mp, m.SubPath, err)
-		}
-	}
-	return nil
+	return checkSecurity(pod.Spec.SecurityContext, c.SecurityContext, p)
 }
 
 // checkSecurity rejects the security settings this runtime does not apply.

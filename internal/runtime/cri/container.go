@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -64,12 +62,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		return runtime.Container{}, err
 	}
 	logPath := r.LogPath(pod.UID, c.Name, attempt)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o750); err != nil {
-		return runtime.Container{}, err
-	}
-	// Output gets what this instance writes, not what an earlier start of
-	// the same attempt left in the file.
-	offset, err := fileSize(logPath)
+	offset, err := hostfs.PrepareLog(logPath) // where Output begins
 	if err != nil {
 		return runtime.Container{}, err
 	}
@@ -241,23 +234,13 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 	if err != nil {
 		return nil, err
 	}
-	expandAll := func(in []string) []string {
-		if len(in) == 0 {
-			return nil
-		}
-		out := make([]string, len(in))
-		for i, s := range in {
-			out[i] = expandVars(s, vars)
-		}
-		return out
-	}
 	annotations := graceAnnotations(pod)
 	annotations[AnnotationRestartCount] = strconv.Itoa(attempt)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(attempt)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command),
-		Args:        expandAll(c.Args),
+		Command:     vars.ExpandAll(c.Command),
+		Args:        vars.ExpandAll(c.Args),
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
 		Mounts:      mounts,
@@ -569,16 +552,4 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	out = append(out, res.Stdout[:min(len(res.Stdout), execOutputLimit)]...)
 	out = append(out, res.Stderr[:min(len(res.Stderr), execOutputLimit-len(out))]...)
 	return out, int(res.ExitCode), nil
-}
-
-// fileSize is the size of the file at path, 0 when there is none.
-func fileSize(path string) (int64, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
 }

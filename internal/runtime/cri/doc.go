@@ -48,6 +48,10 @@
 // predate that field ignore (containerd 1.6 uses the image's STOPSIGNAL, or
 // SIGTERM).
 //
-// It imports the model, the runtime vocabulary, crilog, the CRI API and
-// gRPC; only the agent's wiring imports it.
+// The pod-spec rules it shares with the process runtime (Check's common
+// refusals, env and $(VAR) expansion, volume setup) are packages podspec's
+// and hostfs's; checkPod and checkContainer add only this runtime's own.
+//
+// It imports the model, the runtime vocabulary, podspec, hostfs, crilog,
+// the CRI API and gRPC; only the agent's wiring imports it.
 package cri

@@ -1,7 +1,6 @@
 package cri
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // Exits are found by relisting, the way the kubelet's PLEG does it:
@@ -324,7 +324,7 @@ func (r *Runtime) adopt(c *runtimeapi.Container) {
 		logPath: r.LogPath(id.podUID, id.container, id.attempt),
 		state:   stateRunning,
 	}
-	offset, err := fileSize(in.logPath)
+	offset, err := hostfs.FileSize(in.logPath)
 	if err != nil {
 		r.log.Warn("size of an adopted container's log", "podUID", in.podUID, "container", in.container, "id", in.id, "err", err)
 	}
@@ -457,14 +457,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runti
 		}
 		list = append(list, cs)
 	}
-	slices.SortFunc(list, func(a, b runtime.ContainerStatus) int {
-		return cmp.Or(
-			cmp.Compare(a.Container, b.Container),
-			cmp.Compare(a.Attempt, b.Attempt),
-			a.StartedAt.Compare(b.StartedAt),
-			cmp.Compare(a.ID, b.ID),
-		)
-	})
+	runtime.SortContainerStatuses(list)
 	return list, nil
 }
 

@@ -1111,26 +1111,21 @@ func TestHostPathVolumes(t *testing.T) {
 	}
 }
 
-func TestExpandVars(t *testing.T) {
-	vars := map[string]string{"A": "a", "B": "$(A)", "": "empty"}
-	for in, want := range map[string]string{
-		"":              "",
-		"plain":         "plain",
-		"$(A)":          "a",
-		"x$(A)y$(A)z":   "xayaz",
-		"$(B)":          "$(A)",
-		"$$(A)":         "$(A)",
-		"$$$(A)":        "$a",
-		"$(C)":          "$(C)",
-		"$()":           "$()",
-		"$(A":           "$(A",
-		"$A":            "$A",
-		"end$":          "end$",
-		"$(A)$(unterm":  "a$(unterm",
-		"$(A) and $$$$": "a and $$",
-	} {
-		if got := expandVars(in, vars); got != want {
-			t.Errorf("expandVars(%q) = %q, want %q", in, got, want)
-		}
+// FileOrCreate refuses an existing file the agent cannot open, which the
+// kubelet and the process runtime accept.
+func TestFileOrCreateNeedsAReadableFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root opens any file")
+	}
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, nil, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	err := prepareHostPath(&v1.HostPathVolumeSource{Path: file, Type: ptr.To(v1.HostPathFileOrCreate)})
+	if err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("prepareHostPath = %v, want permission denied", err)
+	}
+	if err := prepareHostPath(&v1.HostPathVolumeSource{Path: file, Type: ptr.To(v1.HostPathFile)}); err != nil {
+		t.Fatalf("type File: %v", err)
 	}
 }

@@ -1,10 +1,3 @@
-// Package hostfs holds what podward's runtimes do alike on the host's
-// filesystem: the lock on a runtime's root, pod directories named by UID,
-// subPaths that must stay inside their volume, and the removal of a pod's
-// volumes (tmpfs emptyDirs unmounted first).
-//
-// It imports only the standard library, golang.org/x/sys and the
-// Kubernetes API types.
 package hostfs
 
 import (

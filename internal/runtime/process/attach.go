@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
@@ -96,7 +97,7 @@ func (r *Runtime) attachInstance(dir string) error {
 	case shimProc != nil:
 		log.Debug("attached to a running container")
 		// Output gets what the instance writes from now on.
-		offset, err := fileSize(in.logPath)
+		offset, err := hostfs.FileSize(in.logPath)
 		if err != nil {
 			shimProc.Close()
 			return fmt.Errorf("instance %s: %w", dir, err)

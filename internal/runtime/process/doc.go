@@ -64,7 +64,13 @@
 // Exec runs its command as a child of the agent, not under a shim: a probe
 // or hook does not outlive the agent that waits for its result.
 //
-// It imports the model, the runtime vocabulary, crilog, its sub-packages
-// shim and launch, and the Kubernetes API types; only the agent's wiring
-// imports it.
+// The pod-spec rules it shares with the CRI runtime (Check's common
+// refusals, env and $(VAR) expansion, volume setup) are packages podspec's
+// and hostfs's; this package keeps only its own refusals (no command, user
+// and group settings, volumeMounts without root, mount propagation) and
+// its own defaults (PATH, HOSTNAME, loopback for the downward API's IPs).
+//
+// It imports the model, the runtime vocabulary, podspec, hostfs, crilog,
+// its sub-packages shim and launch, and the Kubernetes API types; only the
+// agent's wiring imports it.
 package process

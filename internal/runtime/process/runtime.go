@@ -1,7 +1,6 @@
 package process
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -212,8 +210,10 @@ func (r *Runtime) podDir(uid types.UID) string {
 	return filepath.Join(r.podsDir(), string(uid))
 }
 
+func (r *Runtime) volumesDir(uid types.UID) string { return filepath.Join(r.podDir(uid), "volumes") }
+
 func (r *Runtime) volumeDir(uid types.UID, volume string) string {
-	return filepath.Join(r.podDir(uid), "volumes", volume)
+	return filepath.Join(r.volumesDir(uid), volume)
 }
 
 func (r *Runtime) instancesDir(uid types.UID) string {
@@ -327,14 +327,7 @@ func (r *Runtime) ListContainers(_ context.Context, podUID types.UID) ([]runtime
 		}
 	}
 	r.mu.Unlock()
-	slices.SortFunc(list, func(a, b runtime.ContainerStatus) int {
-		return cmp.Or(
-			cmp.Compare(a.Container, b.Container),
-			cmp.Compare(a.Attempt, b.Attempt),
-			a.StartedAt.Compare(b.StartedAt),
-			cmp.Compare(a.ID, b.ID),
-		)
-	})
+	runtime.SortContainerStatuses(list)
 	return list, nil
 }
 

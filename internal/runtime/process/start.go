@@ -2,11 +2,8 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -32,16 +29,7 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 		return launch.Spec{}, nil, err
 	}
 	if argv == nil {
-		lookup := func(name string) (string, bool) {
-			v, ok := vars[name]
-			return v, ok
-		}
-		for _, s := range c.Command {
-			argv = append(argv, expand(s, lookup))
-		}
-		for _, s := range c.Args {
-			argv = append(argv, expand(s, lookup))
-		}
+		argv = append(vars.ExpandAll(c.Command), vars.ExpandAll(c.Args)...)
 	}
 	dir := c.WorkingDir
 	if dir == "" {
@@ -88,12 +76,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		return runtime.Container{}, err
 	}
 	logPath := r.LogPath(pod.UID, c.Name, attempt)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o750); err != nil {
-		return runtime.Container{}, err
-	}
-	// Output gets what this instance writes, not what an earlier start of
-	// the same attempt left in the file.
-	offset, err := fileSize(logPath)
+	offset, err := hostfs.PrepareLog(logPath) // where Output begins
 	if err != nil {
 		return runtime.Container{}, err
 	}
@@ -129,16 +112,4 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		"pid", started.Process.Pid, "shimPid", shimProc.Ident().Pid, "attempt", attempt)
 	r.track(in, shimProc, offset)
 	return runtime.Container{ID: id, StartedAt: started.StartedAt, LogPath: logPath}, nil
-}
-
-// fileSize is the size of the file at path, 0 when there is none.
-func fileSize(path string) (int64, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
@@ -43,7 +44,7 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 			return err
 		}
 		vol := &pod.Spec.Volumes[i]
-		if err := checkVolume(vol, i); err != nil {
+		if err := podspec.CheckVolume(vol, i); err != nil {
 			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
 		}
 		var err error
@@ -61,95 +62,28 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 }
 
 func (r *Runtime) prepareEmptyDir(uid types.UID, vol *v1.Volume) error {
-	dir := r.volumeDir(uid, vol.Name)
-	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	// Like the kubelet's: writable by any user of the pod, umask or not.
-	if err := os.Chmod(dir, 0o777); err != nil {
-		return err
-	}
-	if vol.EmptyDir.Medium != v1.StorageMediumMemory || r.euid() != 0 {
-		// Without root no container can mount it anyway (Check rejects
-		// volumeMounts), so a plain directory does.
-		return nil
-	}
-	mounted, err := hostfs.IsMountpoint(dir)
-	if err != nil || mounted {
-		return err
-	}
-	opts := "mode=0777"
-	if limit := vol.EmptyDir.SizeLimit; limit != nil && limit.Sign() > 0 {
-		opts += fmt.Sprintf(",size=%d", limit.Value())
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
-	}
-	return nil
+	// Without root no container can mount a tmpfs anyway (Check rejects
+	// volumeMounts), so a plain directory does. The process runtime does
+	// not apply fsGroup (Check rejects it).
+	return hostfs.PrepareEmptyDir(r.volumeDir(uid, vol.Name), hostfs.EmptyDir{
+		Tmpfs:     vol.EmptyDir.Medium == v1.StorageMediumMemory && r.euid() == 0,
+		SizeLimit: vol.EmptyDir.SizeLimit,
+	})
 }
 
 // prepareHostPath checks, or creates, a hostPath volume's path as its type
-// says.
+// says (hostfs.PrepareHostPath). Unlike the kubelet and the CRI runtime,
+// the process runtime also refuses a hostPath without a type whose path it
+// cannot look at for another reason than that nothing is there (a path
+// through a file, a symlink loop, a path too long).
 func prepareHostPath(hp *v1.HostPathVolumeSource) error {
-	typ := v1.HostPathUnset
-	if hp.Type != nil {
-		typ = *hp.Type
-	}
-	p := hp.Path
-	fi, statErr := os.Stat(p)
-	exists := statErr == nil
-	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-		return statErr
-	}
-	failed := func(what string) error {
-		return fmt.Errorf("hostPath type check failed: %s is not %s", p, what)
-	}
-	switch typ {
-	case v1.HostPathUnset:
+	if hp.Type == nil || *hp.Type == v1.HostPathUnset {
+		if _, err := os.Stat(hp.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		return nil
-	case v1.HostPathDirectoryOrCreate:
-		if !exists {
-			return os.MkdirAll(p, 0o755)
-		}
-		if !fi.IsDir() {
-			return failed("a directory")
-		}
-	case v1.HostPathDirectory:
-		if !exists || !fi.IsDir() {
-			return failed("a directory")
-		}
-	case v1.HostPathFileOrCreate:
-		if !exists {
-			// Like the kubelet, create the file but not its parent.
-			f, err := os.OpenFile(p, os.O_RDONLY|os.O_CREATE, 0o644)
-			if err != nil {
-				return err
-			}
-			return f.Close()
-		}
-		if !fi.Mode().IsRegular() {
-			return failed("a file")
-		}
-	case v1.HostPathFile:
-		if !exists || !fi.Mode().IsRegular() {
-			return failed("a file")
-		}
-	case v1.HostPathSocket:
-		if !exists || fi.Mode().Type() != fs.ModeSocket {
-			return failed("a socket file")
-		}
-	case v1.HostPathCharDev:
-		if !exists || fi.Mode().Type() != fs.ModeDevice|fs.ModeCharDevice {
-			return failed("a character device")
-		}
-	case v1.HostPathBlockDev:
-		if !exists || fi.Mode().Type() != fs.ModeDevice {
-			return failed("a block device")
-		}
-	default:
-		return fmt.Errorf("hostPath type %q is not supported", typ)
 	}
-	return nil
+	return hostfs.PrepareHostPath(hp.Path, *hp.Type)
 }
 
 // CleanupPod removes the pod's volumes (hostPaths are left alone), the
@@ -207,35 +141,14 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 // mountpoints on the host. vars are the container's variables for
 // subPathExpr. It also returns the created mountpoints the pod now counts
 // as a user of.
-func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars map[string]string) ([]launch.Mount, []shim.Mountpoint, error) {
+func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.Vars) ([]launch.Mount, []shim.Mountpoint, error) {
 	mounts := make([]launch.Mount, 0, len(c.VolumeMounts))
 	var created []shim.Mountpoint
-	for _, m := range c.VolumeMounts {
-		vol := pod.Volume(m.Name)
-		if vol == nil {
-			return nil, nil, fmt.Errorf("volume %q not found", m.Name)
-		}
-		var src string
-		switch {
-		case vol.EmptyDir != nil:
-			src = r.volumeDir(pod.UID, vol.Name)
-		case vol.HostPath != nil:
-			src = vol.HostPath.Path
-		default:
-			return nil, nil, fmt.Errorf("volume %q: unsupported type", vol.Name)
-		}
-		sub := m.SubPath
-		if m.SubPathExpr != "" {
-			sub = expand(m.SubPathExpr, func(name string) (string, bool) {
-				v, ok := vars[name]
-				return v, ok
-			})
-		}
-		if sub != "" {
-			var err error
-			if src, err = hostfs.SubPathSource(src, sub); err != nil {
-				return nil, nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
-			}
+	for i := range c.VolumeMounts {
+		m := &c.VolumeMounts[i]
+		src, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
+		if err != nil {
+			return nil, nil, err
 		}
 		fi, err := os.Stat(src)
 		if err != nil {

@@ -1,0 +1,14 @@
+// Package hostfs holds what podward's runtimes do alike on the host's
+// filesystem: the lock on a runtime's root, pod directories named by UID,
+// the volumes as the kubelet sets them up (an emptyDir's directory or
+// tmpfs, a hostPath's check or creation by its type), subPaths that must
+// stay inside their volume, the removal of a pod's volumes (tmpfs
+// emptyDirs unmounted first), and where a new instance's log output
+// begins.
+//
+// What a pod spec means apart from the host (env, $(VAR) expansion, the
+// checks of volumes and mounts) is package podspec's.
+//
+// It imports only the standard library, golang.org/x/sys and the
+// Kubernetes API types; never the model, the pod worker or the agent.
+package hostfs

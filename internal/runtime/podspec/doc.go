@@ -1,0 +1,27 @@
+// Package podspec holds the pod-spec rules every podward runtime applies
+// alike, so that each exists once and says one thing for one mistake:
+//
+//   - Check's shared refusals (CheckVolume, CheckContainer): the volume
+//     kinds and emptyDir media podward supports, hostPath types, envFrom
+//     and the env sources it cannot read, volumeDevices, stdin and tty,
+//     and the volumeMounts that name no volume, mount over the root, ask
+//     for a recursively read-only mount or a subPath that leaves its
+//     volume. Each names the field, Kubernetes-style, and wraps
+//     runtime.ErrUnsupported;
+//   - a container's environment as its spec writes it (Env): values in
+//     spec order, $(VAR) references to earlier variables, downward-API
+//     fieldRefs resolved through model.Pod.FieldRef;
+//   - $(VAR) expansion, with Kubernetes' semantics (Vars.Expand), for
+//     command, args, env values and subPathExpr;
+//   - the host path a volumeMount mounts (MountSource).
+//
+// What only one runtime refuses (a process-runtime container without a
+// command, runAsUser; the CRI runtime's SELinux or resource limits) stays
+// in that runtime's Check, which calls CheckContainer first. What is done
+// on the host's filesystem is package hostfs's.
+//
+// It imports the model, the runtime vocabulary, hostfs, the Kubernetes API
+// types and the standard library; never the pod worker, the agent or the
+// CLI. Nothing in it keeps state: every function is safe for concurrent
+// use.
+package podspec

@@ -1,0 +1,71 @@
+package podspec
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestMountSource(t *testing.T) {
+	emptyDirs := t.TempDir()
+	host := t.TempDir()
+	if err := os.Mkdir(filepath.Join(emptyDirs, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(host, "out")); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		m       v1.VolumeMount
+		vars    Vars
+		want    string // the source, when no error
+		wantErr string
+	}{
+		"emptyDir": {m: v1.VolumeMount{Name: "data", MountPath: "/data"}, want: filepath.Join(emptyDirs, "data")},
+		"hostPath": {m: v1.VolumeMount{Name: "host", MountPath: "/host"}, want: host},
+		"subPath":  {m: v1.VolumeMount{Name: "data", MountPath: "/sub", SubPath: "a/b"}, want: filepath.Join(emptyDirs, "data", "a", "b")},
+		"subPathExpr": {
+			m: v1.VolumeMount{Name: "host", MountPath: "/logs", SubPathExpr: "logs/$(POD)"}, vars: Vars{"POD": "web"},
+			want: filepath.Join(host, "logs", "web"),
+		},
+		"subPathExpr with an unknown variable": {
+			m: v1.VolumeMount{Name: "host", MountPath: "/h", SubPathExpr: "$(MISSING)"}, want: filepath.Join(host, "$(MISSING)"),
+		},
+		"no such volume": {m: v1.VolumeMount{Name: "nothing", MountPath: "/x"}, wantErr: `volume "nothing" not found`},
+		"a kind podward does not mount": {
+			m: v1.VolumeMount{Name: "cfg", MountPath: "/cfg"}, wantErr: `volume "cfg": unsupported type`,
+		},
+		"subPath out through a symlink": {
+			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out"}, wantErr: `volume mount "/out": subPath "out" leads out of its volume`,
+		},
+		"subPathExpr leaving its volume": {
+			m: v1.VolumeMount{Name: "host", MountPath: "/up", SubPathExpr: "$(UP)"}, vars: Vars{"UP": ".."}, wantErr: `volume mount "/up": subPath "..": must not contain '..'`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := testPod()
+			pod.Spec.Volumes = []v1.Volume{
+				{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+				{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host}}},
+				{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+			}
+			got, err := MountSource(pod, &tc.m, tc.vars, emptyDirs)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("MountSource = %q, %v, want %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("MountSource = %q, %v, want %q", got, err, tc.want)
+			}
+			if fi, err := os.Stat(got); err != nil || !fi.IsDir() {
+				t.Errorf("source %s is not a directory: %v", got, err)
+			}
+		})
+	}
+}
