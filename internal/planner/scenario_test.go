@@ -46,6 +46,8 @@ func TestScenarios(t *testing.T) {
 //	begin now=T grace=D       planner.Begin; the termination is kept for what follows
 //	shorten now=T grace=D     Termination.Shorten of the kept termination
 //	phase [terminated]        planner.Phase
+//	initsdone                 planner.InitsDone
+//	retryfits NAME            Termination.RetryFits for container NAME
 func query(s *plannertest.Scenario, d plannertest.Directive) (string, error) {
 	switch d.Cmd {
 	case "plan":
@@ -75,6 +77,17 @@ func query(s *plannertest.Scenario, d plannertest.Directive) (string, error) {
 		return "Shortened " + strconv.FormatBool(shortened) + "\n" + plannertest.RenderTermination(*s.Termination), nil
 	case "phase":
 		return "Phase " + string(planner.Phase(s.Pod, s.Containers, d.Has("terminated"))), nil
+	case "initsdone":
+		return "InitsDone " + strconv.FormatBool(planner.InitsDone(s.Pod, s.Containers)), nil
+	case "retryfits":
+		if len(d.Args) != 1 || d.Args[0].HasVal {
+			return "", d.Errorf("want retryfits NAME")
+		}
+		if s.Termination == nil {
+			return "", d.Errorf("no termination")
+		}
+		name := d.Args[0].Key
+		return "RetryFits " + name + " " + strconv.FormatBool(s.Termination.RetryFits(s.Config, s.Containers[name])), nil
 	}
 	return "", d.Errorf("unknown directive")
 }
