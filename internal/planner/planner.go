@@ -116,17 +116,68 @@ type Action struct {
 	// KillAt (Stop) is when the worker will send SIGKILL if the container
 	// still runs; a hook must not run past it.
 	KillAt time.Time
-	// Reason (Stop, Kill) is why, for the Killing event.
-	Reason string
+	// Reason (Stop, Kill) is why, for the Killing event; zero on a Start.
+	Reason StopReason
 }
 
-// Kill and stop reasons.
+// StopReason says why a Stop or Kill action stops a container; the pod
+// worker words its Killing event from it. String and MarshalText (for JSON
+// logs, or a record that keeps it) give the names below, which are fixed:
+// they are what the reasons were written as before they were typed.
+type StopReason int
+
+// Stop reasons start at one so that a Start's zero Reason is none of them.
 const (
-	ReasonTerminating         = "Terminating"
-	ReasonDeferDone           = "DeferContainersCompleted"
-	ReasonGracePeriodExceeded = "GracePeriodExceeded"
-	ReasonProbeFailed         = "ProbeFailed"
+	// ReasonTerminating: the pod terminates and the container gets the
+	// normal graceful stop (termination steps 4 and 5).
+	ReasonTerminating StopReason = iota + 1
+	// ReasonDeferDone: the defer containers completed, so the container is
+	// stopped promptly (termination steps 4 and 5).
+	ReasonDeferDone
+	// ReasonGracePeriodExceeded: the deadline passed and whatever runs is
+	// killed (termination steps 6 and 8).
+	ReasonGracePeriodExceeded
+	// ReasonProbeFailed: a liveness or startup probe failed and the stop
+	// the worker began reached its kill time.
+	ReasonProbeFailed
 )
+
+var stopReasonNames = [...]string{
+	ReasonTerminating:         "Terminating",
+	ReasonDeferDone:           "DeferContainersCompleted",
+	ReasonGracePeriodExceeded: "GracePeriodExceeded",
+	ReasonProbeFailed:         "ProbeFailed",
+}
+
+func (r StopReason) String() string {
+	if r > 0 && int(r) < len(stopReasonNames) {
+		return stopReasonNames[r]
+	}
+	return fmt.Sprintf("StopReason(%d)", int(r))
+}
+
+// MarshalText writes the reason's name, and nothing for the zero value (a
+// Start's); an unknown reason is an error.
+func (r StopReason) MarshalText() ([]byte, error) {
+	switch {
+	case r == 0:
+		return []byte{}, nil
+	case r < 0 || int(r) >= len(stopReasonNames):
+		return nil, fmt.Errorf("stop reason %d: unknown", int(r))
+	}
+	return []byte(stopReasonNames[r]), nil
+}
+
+// UnmarshalText reads what MarshalText wrote.
+func (r *StopReason) UnmarshalText(b []byte) error {
+	for i, name := range stopReasonNames {
+		if name == string(b) {
+			*r = StopReason(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("stop reason %q: unknown", b)
+}
 
 // Backoff is a container waiting for its crash-loop backoff to end.
 type Backoff struct {

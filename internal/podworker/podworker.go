@@ -374,7 +374,7 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-func hasKillFor(p planner.Plan, reason string) bool {
+func hasKillFor(p planner.Plan, reason planner.StopReason) bool {
 	for _, a := range p.Actions {
 		if a.Kind == planner.Kill && a.Reason == reason {
 			return true
