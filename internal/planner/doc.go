@@ -1,10 +1,27 @@
-// Package planner holds podward's ordering rules as one pure function: from a
-// pod's spec, the observed state of its containers, the pod worker's phase
-// and the current time, Plan returns what to do next. It does no I/O, reads
-// no clock and starts no goroutine, so each rule is a row in a table test.
+// Package planner holds podward's ordering rules — the numbered rules of
+// docs/lifecycle.md — as one pure function: from a pod's spec, the observed
+// state of its containers, its termination (if it has begun) and the current
+// time, Next returns what to do next. It does no I/O, reads no clock and
+// starts no goroutine, so each rule is a scenario in testdata/ (see
+// testdata/README.md).
+//
+// Next runs stages, one function per rule, each with a doc comment naming
+// the rule it implements:
+//
+//	syncing (sync.go)            probe kills, init containers and sidecars (start rules 1, 2),
+//	                             regular containers (rules 3-5)
+//	terminating (terminate.go)   the deadline (steps 6, 8), defer containers (step 3),
+//	                             regular containers (step 4), sidecars (step 5), done (step 7)
+//
+// A new rule goes into the stage of its step, with a scenario of its own.
+// The facts the pod worker and its status code need besides the plan are
+// planner functions too, so that they are decided once: Begin and
+// Termination.Shorten (termination step 1), Termination.RetryFits (step 3),
+// InitsDone (the Initialized condition) and Phase.
 //
 // The pod worker (package podworker) executes the plan and re-plans on every
 // runtime event and on the plan's WakeAt.
 //
-// It imports only the model and the Kubernetes API types.
+// It imports only the model and the Kubernetes API types; plannertest, which
+// reads the scenario files, is for tests only.
 package planner

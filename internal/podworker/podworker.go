@@ -495,7 +495,7 @@ func (pw *podWorker) noteDeferExit(c *ctr, killed bool) {
 		pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferCompleted, "Defer container %s completed", c.ref.Name)
 	case killed || (pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline)):
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, code)
-	case pw.term != nil && !pw.w.cfg.Planner.RetryAt(c.obs, 0).Before(pw.term.Deadline):
+	case pw.term != nil && !pw.term.RetryFits(pw.w.cfg.Planner, c.obs):
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; no retry fits in the grace period left, the pod stops now", c.ref.Name, code)
 	default:
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; it is retried", c.ref.Name, code)

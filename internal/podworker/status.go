@@ -48,15 +48,7 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil
 	}
 
-	initsDone := true
-	for _, c := range pw.ctrs {
-		if c.ref.Role == model.RoleInit && !(c.obs.State == planner.Exited && c.obs.ExitCode == 0) {
-			initsDone = false
-		}
-		if c.ref.Role == model.RoleSidecar && !c.obs.StartedOnce {
-			initsDone = false
-		}
-	}
+	initsDone := planner.InitsDone(pw.pod, obs)
 	var deferStatuses []v1.ContainerStatus
 	allReady := true
 	for _, c := range pw.ctrs {

@@ -1,0 +1,104 @@
+package planner
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// Config holds the timings of the rules. Zero values are not meaningful; use
+// DefaultConfig and override.
+type Config struct {
+	// BackoffBase is the crash-loop delay after the second quick exit; it
+	// doubles with each further one up to BackoffMax. Kubernetes: 10 s.
+	BackoffBase time.Duration
+	// BackoffMax caps the delay. Kubernetes: 5 min.
+	BackoffMax time.Duration
+	// BackoffReset: an instance that ran at least this long resets the
+	// backoff. Kubernetes: 10 min.
+	BackoffReset time.Duration
+	// PromptKill is how long a container may take to exit after its stop
+	// signal once the defer containers have completed, before SIGKILL.
+	PromptKill time.Duration
+	// SidecarRestartMax caps the backoff of a sidecar restarted while the
+	// pod terminates, since defer containers may depend on it.
+	SidecarRestartMax time.Duration
+}
+
+// DefaultConfig is Kubernetes' timing plus podward's termination settings.
+func DefaultConfig() Config {
+	return Config{
+		BackoffBase:       10 * time.Second,
+		BackoffMax:        5 * time.Minute,
+		BackoffReset:      10 * time.Minute,
+		PromptKill:        2 * time.Second,
+		SidecarRestartMax: time.Second,
+	}
+}
+
+// Delay is the crash-loop backoff before a restart, given the backoff steps
+// already taken: the first restart is immediate, then BackoffBase, doubling
+// up to BackoffMax — what a user of the kubelet sees.
+func (c Config) Delay(steps int) time.Duration {
+	if steps <= 0 {
+		return 0
+	}
+	d := c.BackoffBase
+	for i := 1; i < steps && d < c.BackoffMax; i++ {
+		d *= 2
+	}
+	if d > c.BackoffMax {
+		d = c.BackoffMax
+	}
+	return d
+}
+
+// steps is the backoff steps that apply to the exited instance: an instance
+// that ran for BackoffReset or longer starts the count again.
+func (c Config) steps(o Observed) int {
+	if !o.StartedAt.IsZero() && o.FinishedAt.Sub(o.StartedAt) >= c.BackoffReset {
+		return 0
+	}
+	return o.BackoffSteps
+}
+
+// RetryAt is when an exited container may start again under crash-loop
+// backoff (maxDelay caps the delay when positive).
+func (c Config) RetryAt(o Observed, maxDelay time.Duration) time.Time {
+	delay := c.Delay(c.steps(o))
+	if maxDelay > 0 && delay > maxDelay {
+		delay = maxDelay
+	}
+	return o.FinishedAt.Add(delay)
+}
+
+// restart starts the exited container once its backoff has passed, and
+// otherwise records the wait. maxDelay caps the delay when positive; a
+// restart due at or after notAfter (when set) is not planned at all.
+func (p *Plan) restart(in *Input, ref model.ContainerRef, o Observed, maxDelay time.Duration, notAfter time.Time) {
+	at := in.Config.RetryAt(o, maxDelay)
+	if !notAfter.IsZero() && !at.Before(notAfter) {
+		return
+	}
+	if !in.Now.Before(at) {
+		p.Actions = append(p.Actions, Action{Kind: Start, Container: ref, BackoffSteps: in.Config.steps(o) + 1})
+		return
+	}
+	p.Backoffs = append(p.Backoffs, Backoff{Container: ref, Until: at})
+	p.wake(at)
+}
+
+// ShouldRestart applies a restart policy to an exit code, as the kubelet
+// does for regular containers.
+func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}

@@ -1,0 +1,399 @@
+package plannertest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+)
+
+// T0 is the time every scenario counts from: "5s" in a file is T0 + 5 s.
+var T0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// At is T0 + d.
+func At(d time.Duration) time.Time { return T0.Add(d) }
+
+// ParseTime reads a time as an offset from T0 in Go's duration syntax
+// ("0", "1s", "59.5s", "1m").
+func ParseTime(s string) (time.Time, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time %q: %w", s, err)
+	}
+	return At(d), nil
+}
+
+// FormatTime writes t as its offset from T0 ("1m0s").
+func FormatTime(t time.Time) string { return t.Sub(T0).String() }
+
+// Time reads the time in key=value; a directive without key is an error.
+func (d Directive) Time(key string) (time.Time, error) {
+	v, ok := d.Get(key)
+	if !ok {
+		return time.Time{}, d.Errorf("%s= is missing", key)
+	}
+	t, err := ParseTime(v)
+	if err != nil {
+		return time.Time{}, d.Errorf("%s: %v", key, err)
+	}
+	return t, nil
+}
+
+// Duration reads the duration in key=value; a directive without key is an
+// error.
+func (d Directive) Duration(key string) (time.Duration, error) {
+	v, ok := d.Get(key)
+	if !ok {
+		return 0, d.Errorf("%s= is missing", key)
+	}
+	dur, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, d.Errorf("%s: %v", key, err)
+	}
+	return dur, nil
+}
+
+// Pod reads a pod description, the arguments of
+//
+//	pod [policy=Always|OnFailure|Never] [grace=SECONDS] ROLE:NAME ...
+//
+// ROLE is init, sidecar (an init container with restartPolicy Always),
+// main or defer; the containers are declared in the order given. The pod is
+// default/p; every container runs image busybox.
+func Pod(d Directive) (*model.Pod, error) {
+	p := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}}
+	always := v1.ContainerRestartPolicyAlways
+	for _, a := range d.Args {
+		switch {
+		case a.HasVal && a.Key == "policy":
+			p.Spec.RestartPolicy = v1.RestartPolicy(a.Val)
+		case a.HasVal && a.Key == "grace":
+			g, err := strconv.ParseInt(a.Val, 10, 64)
+			if err != nil {
+				return nil, d.Errorf("grace: %v", err)
+			}
+			p.Spec.TerminationGracePeriodSeconds = &g
+		case !a.HasVal:
+			role, name, ok := strings.Cut(a.Key, ":")
+			if !ok || name == "" {
+				return nil, d.Errorf("container %q: want ROLE:NAME", a.Key)
+			}
+			c := v1.Container{Name: name, Image: "busybox"}
+			switch role {
+			case "init":
+				p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+			case "sidecar":
+				c.RestartPolicy = &always
+				p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+			case "main":
+				p.Spec.Containers = append(p.Spec.Containers, c)
+			case "defer":
+				p.Defer = append(p.Defer, c)
+			default:
+				return nil, d.Errorf("container %q: role %q is not init, sidecar, main or defer", a.Key, role)
+			}
+		default:
+			return nil, d.Errorf("unknown argument %s=", a.Key)
+		}
+	}
+	return p, nil
+}
+
+// Observe reads the arguments of
+//
+//	observe NAME=OBSERVATION ...
+//
+// into containers, replacing what was there for each NAME (see
+// ParseObserved).
+func Observe(d Directive, containers map[string]planner.Observed) error {
+	for _, a := range d.Args {
+		if !a.HasVal {
+			return d.Errorf("%q: want NAME=OBSERVATION", a.Key)
+		}
+		o, err := ParseObserved(a.Val)
+		if err != nil {
+			return d.Errorf("%s: %v", a.Key, err)
+		}
+		containers[a.Key] = o
+	}
+	return nil
+}
+
+// ParseObserved reads one container's observation: a state, then any
+// modifiers, each after a dot, with no spaces. Times are offsets from T0.
+//
+//	waiting                 never started
+//	running(T)              running since T, started (postStart done)
+//	exited(CODE,T)          exited with CODE at T, after running 1 s
+//	.notStarted             not started now nor ever before (Started, StartedOnce false)
+//	.started / .startedOnce sets Started / StartedOnce alone
+//	.ranFrom(T)             the instance started at T
+//	.steps(N) .restarts(N)  backoff steps taken, restart count
+//	.stopping(T)            the stop sequence (preStop, then signal) began at T
+//	.signalled(T)           the stop signal went out at T (the stop began then too, unless .stopping says otherwise)
+//	.killed                 SIGKILL was sent
+//	.killAt(T)              the kill time of a stop begun for a failed probe
+func ParseObserved(s string) (planner.Observed, error) {
+	calls := splitCalls(s)
+	var o planner.Observed
+	name, args, err := call(calls[0])
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case name == "waiting" && len(args) == 0:
+		o.State = planner.Waiting
+	case name == "running" && len(args) == 1:
+		t, err := ParseTime(args[0])
+		if err != nil {
+			return o, err
+		}
+		o = planner.Observed{State: planner.Running, Started: true, StartedOnce: true, StartedAt: t}
+	case name == "exited" && len(args) == 2:
+		code, err := strconv.ParseInt(args[0], 10, 32)
+		if err != nil {
+			return o, fmt.Errorf("exit code %q: %w", args[0], err)
+		}
+		t, err := ParseTime(args[1])
+		if err != nil {
+			return o, err
+		}
+		o = planner.Observed{State: planner.Exited, StartedOnce: true, StartedAt: t.Add(-time.Second), FinishedAt: t, ExitCode: int32(code)}
+	default:
+		return o, fmt.Errorf("%q: want waiting, running(T) or exited(CODE,T)", calls[0])
+	}
+	for _, c := range calls[1:] {
+		if err := modify(&o, c); err != nil {
+			return o, fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return o, nil
+}
+
+// modify applies one modifier of ParseObserved.
+func modify(o *planner.Observed, c string) error {
+	name, args, err := call(c)
+	if err != nil {
+		return err
+	}
+	want := 1
+	switch name {
+	case "notStarted", "started", "startedOnce", "killed":
+		want = 0
+	}
+	if len(args) != want {
+		return fmt.Errorf(".%s takes %d argument(s), not %d", name, want, len(args))
+	}
+	var t time.Time
+	var n int
+	switch name {
+	case "ranFrom", "stopping", "signalled", "killAt":
+		if t, err = ParseTime(args[0]); err != nil {
+			return err
+		}
+	case "steps", "restarts":
+		if n, err = strconv.Atoi(args[0]); err != nil {
+			return fmt.Errorf(".%s: %w", name, err)
+		}
+	}
+	switch name {
+	case "notStarted":
+		o.Started, o.StartedOnce = false, false
+	case "started":
+		o.Started = true
+	case "startedOnce":
+		o.StartedOnce = true
+	case "killed":
+		o.Killed = true
+	case "ranFrom":
+		o.StartedAt = t
+	case "stopping":
+		o.StopRequestedAt = t
+	case "signalled":
+		o.SignalledAt = t
+		if o.StopRequestedAt.IsZero() {
+			o.StopRequestedAt = t
+		}
+	case "killAt":
+		o.KillAt = t
+	case "steps":
+		o.BackoffSteps = n
+	case "restarts":
+		o.Restarts = n
+	default:
+		return fmt.Errorf("unknown modifier .%s", name)
+	}
+	return nil
+}
+
+// splitCalls splits "a(1,2.5s).b.c(3)" at the dots outside parentheses.
+func splitCalls(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '.':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// call splits "name(a,b)" into its name and arguments; "name" has none.
+func call(s string) (string, []string, error) {
+	name, rest, ok := strings.Cut(s, "(")
+	if !ok {
+		return s, nil, nil
+	}
+	inner, ok := strings.CutSuffix(rest, ")")
+	if !ok || inner == "" {
+		return "", nil, fmt.Errorf("%q: want name(ARG,...)", s)
+	}
+	return name, strings.Split(inner, ","), nil
+}
+
+// Terminate reads the arguments of
+//
+//	terminate requested=T deadline=T [rundefer]
+func Terminate(d Directive) (*planner.Termination, error) {
+	req, err := d.Time("requested")
+	if err != nil {
+		return nil, err
+	}
+	deadline, err := d.Time("deadline")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range d.Args {
+		if a.Key != "requested" && a.Key != "deadline" && a.Key != "rundefer" {
+			return nil, d.Errorf("unknown argument %q", a.Key)
+		}
+	}
+	return &planner.Termination{RequestedAt: req, Deadline: deadline, RunDefer: d.Has("rundefer")}, nil
+}
+
+// Configure applies the arguments of
+//
+//	config [backoffBase=D] [backoffMax=D] [backoffReset=D] [promptKill=D] [sidecarRestartMax=D]
+//
+// to c; what a directive does not name keeps its value.
+func Configure(d Directive, c *planner.Config) error {
+	fields := map[string]*time.Duration{
+		"backoffBase":       &c.BackoffBase,
+		"backoffMax":        &c.BackoffMax,
+		"backoffReset":      &c.BackoffReset,
+		"promptKill":        &c.PromptKill,
+		"sidecarRestartMax": &c.SidecarRestartMax,
+	}
+	for _, a := range d.Args {
+		f, ok := fields[a.Key]
+		if !ok || !a.HasVal {
+			return d.Errorf("unknown argument %q", a.Key)
+		}
+		v, err := d.Duration(a.Key)
+		if err != nil {
+			return err
+		}
+		*f = v
+	}
+	return nil
+}
+
+// Scenario is the planner input a file's blocks build up, directive by
+// directive (see Apply).
+type Scenario struct {
+	Pod         *model.Pod
+	Containers  map[string]planner.Observed
+	Termination *planner.Termination
+	Config      planner.Config
+}
+
+// Apply carries out one of the input directives — pod (which starts a new
+// scenario: no observations, no termination, the default config), observe,
+// terminate and config — and reports whether d was one of them.
+func (s *Scenario) Apply(d Directive) (bool, error) {
+	var err error
+	switch d.Cmd {
+	case "pod":
+		var p *model.Pod
+		if p, err = Pod(d); err == nil {
+			*s = Scenario{Pod: p, Containers: map[string]planner.Observed{}, Config: planner.DefaultConfig()}
+		}
+	case "observe", "terminate", "config":
+		if s.Pod == nil {
+			return true, d.Errorf("no pod yet")
+		}
+		switch d.Cmd {
+		case "observe":
+			err = Observe(d, s.Containers)
+		case "terminate":
+			s.Termination, err = Terminate(d)
+		case "config":
+			err = Configure(d, &s.Config)
+		}
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// Input is the planner input of the scenario at now.
+func (s *Scenario) Input(now time.Time) planner.Input {
+	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, Now: now, Config: s.Config}
+}
+
+// RenderPlan writes a plan one line per item: the actions in order, the
+// backoffs, then WakeAt, Completed, Done and DeferIncomplete when set;
+// "(empty plan)" when it has none of them. Times are offsets from T0.
+func RenderPlan(p planner.Plan) string {
+	var out []string
+	for _, a := range p.Actions {
+		s := a.Kind.String() + " " + a.Container.Name
+		switch a.Kind {
+		case planner.Start:
+			s += fmt.Sprintf(" steps=%d", a.BackoffSteps)
+		case planner.Stop:
+			s += fmt.Sprintf(" preStop=%t killAt=%s reason=%s", a.PreStop, FormatTime(a.KillAt), a.Reason)
+		case planner.Kill:
+			s += fmt.Sprintf(" reason=%s", a.Reason)
+		}
+		out = append(out, s)
+	}
+	for _, b := range p.Backoffs {
+		out = append(out, fmt.Sprintf("Backoff %s until=%s", b.Container.Name, FormatTime(b.Until)))
+	}
+	if !p.WakeAt.IsZero() {
+		out = append(out, "WakeAt "+FormatTime(p.WakeAt))
+	}
+	if p.Completed {
+		out = append(out, "Completed")
+	}
+	if p.Done {
+		out = append(out, "Done")
+	}
+	if len(p.DeferIncomplete) > 0 {
+		out = append(out, "DeferIncomplete "+strings.Join(p.DeferIncomplete, ","))
+	}
+	if len(out) == 0 {
+		return "(empty plan)"
+	}
+	return strings.Join(out, "\n")
+}
+
+// RenderTermination writes a termination on one line.
+func RenderTermination(t planner.Termination) string {
+	return fmt.Sprintf("Termination requested=%s deadline=%s rundefer=%t", FormatTime(t.RequestedAt), FormatTime(t.Deadline), t.RunDefer)
+}

@@ -1,0 +1,162 @@
+package planner
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// planSync plans a pod that is not terminating: the "Start" rules of
+// docs/lifecycle.md and the probe kills of its "Probes" section. Each stage
+// below implements one of them; they run in this order and only the init
+// stage can hold up the one after it.
+//
+//	probe kills     a container stopped for a failed probe is killed at its KillAt
+//	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
+//	regular stage                                   main-1, main-2   (rules 3, 4, 5)
+func planSync(in Input, refs []model.ContainerRef) Plan {
+	s := syncing{in: in, refs: refs}
+	s.probeKills()
+	if s.initContainers() {
+		return s.p
+	}
+	s.regularContainers()
+	return s.p
+}
+
+// syncing is one planning step of a pod that syncs: its input, the pod's
+// containers in start order and the plan being built.
+type syncing struct {
+	in   Input
+	refs []model.ContainerRef
+	p    Plan
+}
+
+// probeKills implements the probe rule of docs/lifecycle.md ("Probes"): a
+// container the worker began to stop because a liveness or startup probe
+// failed gets SIGKILL at its KillAt if it still runs.
+func (s *syncing) probeKills() {
+	for _, ref := range s.refs {
+		o := s.in.obs(ref.Name)
+		if o.State != Running || o.KillAt.IsZero() || o.Killed {
+			continue
+		}
+		if !s.in.Now.Before(o.KillAt) {
+			s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: ReasonProbeFailed})
+		} else {
+			s.p.wake(o.KillAt)
+		}
+	}
+}
+
+// initContainers implements start rules 1 and 2: init containers one at a
+// time, in order, each exiting 0 before the next starts; a sidecar starts in
+// its place, is restarted whenever it exits, and holds up what follows it
+// only until it has started once. It walks the init containers and sidecars
+// up to the first one that is not initialized (see initialized) and reports
+// whether there is one: then the regular containers wait.
+func (s *syncing) initContainers() (blocked bool) {
+	for _, ref := range s.refs {
+		if ref.Role != model.RoleInit && ref.Role != model.RoleSidecar {
+			continue
+		}
+		o := s.in.obs(ref.Name)
+		if ref.Role == model.RoleSidecar {
+			s.keepSidecarUp(ref, o)
+		} else if !succeeded(o) {
+			s.runInit(ref, o)
+		}
+		if !initialized(ref.Role, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepSidecarUp starts a sidecar that never ran and restarts one that
+// exited, with crash-loop backoff whatever the pod's restartPolicy (start
+// rule 2).
+func (s *syncing) keepSidecarUp(ref model.ContainerRef, o Observed) {
+	switch o.State {
+	case Waiting:
+		s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+	case Exited:
+		s.p.restart(&s.in, ref, o, 0, time.Time{})
+	}
+}
+
+// runInit starts an init container that did not succeed yet, or restarts
+// it per the pod's restartPolicy; with Never a failed one fails the pod
+// (start rule 1).
+func (s *syncing) runInit(ref model.ContainerRef, o Observed) {
+	switch o.State {
+	case Waiting:
+		s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+	case Exited:
+		if s.in.Pod.RestartPolicy() == v1.RestartPolicyNever {
+			s.p.Completed = true
+		} else {
+			s.p.restart(&s.in, ref, o, 0, time.Time{})
+		}
+	}
+}
+
+// regularContainers implements start rules 3, 4 and 5: once every init
+// container completed or started, the regular containers start together;
+// they restart per the pod's restartPolicy with crash-loop backoff; the pod
+// completes when every one of them terminated and none will restart.
+// Sidecars were handled by the init stage and never keep the pod alive.
+func (s *syncing) regularContainers() {
+	policy := s.in.Pod.RestartPolicy()
+	allDone := true
+	for _, ref := range s.refs {
+		if ref.Role != model.RoleMain {
+			continue
+		}
+		switch o := s.in.obs(ref.Name); o.State {
+		case Waiting:
+			allDone = false
+			s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+		case Running:
+			allDone = false
+		case Exited:
+			if ShouldRestart(policy, o.ExitCode) {
+				allDone = false
+				s.p.restart(&s.in, ref, o, 0, time.Time{})
+			}
+		}
+	}
+	s.p.Completed = allDone
+}
+
+// initialized says whether an init container or sidecar no longer holds up
+// the containers declared after it: an init container once it exited 0, a
+// sidecar once it has started, now or before (start rules 1 and 2).
+func initialized(role model.Role, o Observed) bool {
+	if role == model.RoleSidecar {
+		return o.StartedOnce || (o.State == Running && o.Started)
+	}
+	return succeeded(o)
+}
+
+// InitsDone says whether the pod is initialized: every init container
+// exited 0 and every sidecar has started (now or before), so the regular
+// containers may run. It is the gate planSync applies before the regular
+// containers start, and what the Initialized condition and the containers'
+// waiting reasons report. containers is keyed by container name; a missing
+// entry means Waiting. Pure; it does not keep containers.
+func InitsDone(pod *model.Pod, containers map[string]Observed) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		role := model.RoleInit
+		if model.IsSidecar(c) {
+			role = model.RoleSidecar
+		}
+		if !initialized(role, containers[c.Name]) {
+			return false
+		}
+	}
+	return true
+}
