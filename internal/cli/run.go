@@ -88,6 +88,8 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	o.daemon.LogOutput = s.Err
 	f, err := node.NewForeground(ctx, o.daemon, pr.output)
 	if err != nil {
+		// The state directory or the runtime could not be set up: podward's
+		// fault for run, whatever the cause (--runtime included).
 		return &ExitError{Code: ExitInternal, Err: err}
 	}
 	defer f.Close()
