@@ -188,11 +188,16 @@ type InvalidError struct {
 	Err  error
 }
 
-func (e *InvalidError) Error() string {
+func (e *InvalidError) Error() string { return ErrInvalid.Error() + ": " + e.Problems() }
+
+// Problems says what is wrong, without Error's "invalid pod: " head: the
+// field errors one per line, or the runtime's refusal (one line per joined
+// error). It is for whoever shows the problems to a user in its own words.
+func (e *InvalidError) Problems() string {
 	if len(e.Errs) > 0 {
-		return ErrInvalid.Error() + ": " + model.FormatErrors(e.Errs)
+		return model.FormatErrors(e.Errs)
 	}
-	return ErrInvalid.Error() + ": " + e.Err.Error()
+	return e.Err.Error()
 }
 
 // Is makes errors.Is(err, ErrInvalid) true.

@@ -126,3 +126,25 @@ func TestCreateRejectsInvalidAndUnsupported(t *testing.T) {
 		t.Fatalf("a rejected pod touched the runtime: %q", rt.Calls())
 	}
 }
+
+// The typed errors carry what a client is told, without the sentinel's
+// words in front.
+func TestTypedErrors(t *testing.T) {
+	a, rt := newAgent(t)
+	var invalid *InvalidError
+	err := a.Admit(decode(t, strings.Replace(manifest, "image: busybox", "image: \"\"", 1)))
+	if !errors.As(err, &invalid) || invalid.Problems() != "spec.containers[0].image: Required value" || err.Error() != "invalid pod: "+invalid.Problems() {
+		t.Fatalf("invalid pod: err = %v", err)
+	}
+	rt.CheckErr = errors.Join(errors.New("refused one"), errors.New("refused two"))
+	err = a.Admit(decode(t, manifest))
+	if !errors.As(err, &invalid) || invalid.Problems() != "refused one\nrefused two" {
+		t.Fatalf("refused pod: err = %v", err)
+	}
+
+	var bad *BadRequestError
+	err = BadRequestf("container %s is not valid for pod %s", "x", "web")
+	if !errors.Is(err, ErrBadRequest) || !errors.As(err, &bad) || bad.Message != "container x is not valid for pod web" || err.Error() != "bad request: "+bad.Message {
+		t.Fatalf("bad request: err = %v", err)
+	}
+}

@@ -6,10 +6,11 @@
 // Store — persists pods, checkpoints and events so that a restarted agent
 // resumes its pods (Recover).
 //
-// Its callers are the assembled daemons: `podward run` drives one in-process
-// agent without a store, `podward serve` puts the unix-socket API server and
-// the static-pod source in front of a durable one, and `podward node` adds
-// the API server of a Kubernetes cluster as another source of pods.
+// internal/node assembles its callers, the daemons: `podward run` drives
+// one in-process agent without a store, `podward serve` puts the unix-socket
+// API server and the static-pod source in front of a durable one, and
+// `podward node` adds the API server of a Kubernetes cluster as another
+// source of pods.
 //
 // It imports the model, the planner's configuration, the pod worker, the
 // prober, the events, the store's errors and the runtime contract — never a

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -164,26 +165,44 @@ func (a *Agent) LogPath(ns, name, container string, previous bool) (string, erro
 			for _, c := range p.Spec.Containers {
 				names = append(names, c.Name)
 			}
-			return "", fmt.Errorf("%w: a container name must be specified for pod %s, choose one of: %v", ErrBadRequest, name, names)
+			return "", BadRequestf("a container name must be specified for pod %s, choose one of: %v", name, names)
 		}
 		container = p.Spec.Containers[0].Name
 	}
 	restarts, ok := restartCount(p, container)
 	if !ok {
-		return "", fmt.Errorf("%w: container %s is not valid for pod %s", ErrBadRequest, container, name)
+		return "", BadRequestf("container %s is not valid for pod %s", container, name)
 	}
 	attempt := restarts
 	if previous {
 		if restarts == 0 {
-			return "", fmt.Errorf("%w: previous terminated container %q in pod %q not found", ErrBadRequest, container, name)
+			return "", BadRequestf("previous terminated container %q in pod %q not found", container, name)
 		}
 		attempt--
 	}
 	return a.cfg.Runtime.LogPath(p.UID, container, attempt), nil
 }
 
-// ErrBadRequest is a request that cannot be served as asked.
-var ErrBadRequest = fmt.Errorf("bad request")
+// ErrBadRequest is matched (errors.Is) by every *BadRequestError.
+var ErrBadRequest = errors.New("bad request")
+
+// BadRequestError is a request that cannot be served as asked. Message says
+// why, in words meant for the client: the API servers send it as it is (a
+// 400 of the pod API, the kubelet API's refusal). It matches ErrBadRequest.
+type BadRequestError struct {
+	Message string
+}
+
+func (e *BadRequestError) Error() string { return ErrBadRequest.Error() + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrBadRequest) true.
+func (e *BadRequestError) Is(target error) bool { return target == ErrBadRequest }
+
+// BadRequestf is a *BadRequestError whose message is formatted as by
+// fmt.Sprintf.
+func BadRequestf(format string, args ...any) error {
+	return &BadRequestError{Message: fmt.Sprintf(format, args...)}
+}
 
 // restartCount finds a container's restart count in the pod's statuses,
 // the defer containers' annotation included.

@@ -23,6 +23,6 @@
 // The Backend the server needs is declared here as three small interfaces.
 // The package imports internal/agent for that vocabulary only (its sentinel
 // errors, ApplyResult and WatchEvent) and internal/model to decode
-// manifests, and crilog to read logs; it never builds an agent. cmd and
-// internal/cli wire a *agent.Agent in.
+// manifests, and crilog to read logs; it never builds an agent.
+// internal/node wires a *agent.Agent in.
 package apiserver

@@ -76,6 +76,7 @@ func statusFor(err error, name string) *apierrors.StatusError {
 	var (
 		se      *apierrors.StatusError
 		invalid *agent.InvalidError
+		bad     *agent.BadRequestError
 		tooBig  *http.MaxBytesError
 	)
 	switch {
@@ -92,8 +93,8 @@ func statusFor(err error, name string) *apierrors.StatusError {
 		return apierrors.NewNotFound(podsResource, name)
 	case errors.Is(err, agent.ErrAlreadyExists):
 		return apierrors.NewAlreadyExists(podsResource, name)
-	case errors.Is(err, agent.ErrBadRequest):
-		return apierrors.NewBadRequest(strings.TrimPrefix(err.Error(), agent.ErrBadRequest.Error()+": "))
+	case errors.As(err, &bad):
+		return apierrors.NewBadRequest(bad.Message)
 	case errors.Is(err, model.ErrInvalidManifest):
 		return apierrors.NewBadRequest(err.Error())
 	default:

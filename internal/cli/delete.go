@@ -56,78 +56,117 @@ func runDelete(ctx context.Context, s Streams, api *apiOptions, o deleteOptions,
 	if len(names) == 0 {
 		return usageError(errors.New(`resource(s) were provided, but no name was specified`))
 	}
+	c := api.client()
+	defer c.Close()
+
+	d := &deletion{s: s, c: c, ns: api.namespace, o: o, opts: o.clientOptions()}
+	defer d.closeWatches()
+	for _, name := range names {
+		if err := d.deletePod(ctx, name); err != nil {
+			return err
+		}
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if err := d.waitAll(ctx); err != nil {
+		return err
+	}
+	if d.failed {
+		return &ExitError{Code: ExitFailed}
+	}
+	return nil
+}
+
+// clientOptions is the deletion's grace period: --now is one second.
+func (o deleteOptions) clientOptions() client.DeleteOptions {
 	opts := client.DeleteOptions{}
 	switch {
 	case o.now:
 		one := int64(1)
 		opts.GracePeriodSeconds = &one
 	case o.gracePeriod >= 0:
-		opts.GracePeriodSeconds = &o.gracePeriod
+		g := o.gracePeriod
+		opts.GracePeriodSeconds = &g
 	}
-	c := api.client()
-	defer c.Close()
+	return opts
+}
 
-	type pending struct {
-		name  string
-		uid   types.UID
-		watch *client.Watch[v1.Pod]
+// deletion is one delete command: the pods it deleted and waits for, and
+// whether a pod could not be deleted.
+type deletion struct {
+	s      Streams
+	c      *client.Client
+	ns     string
+	o      deleteOptions
+	opts   client.DeleteOptions
+	waits  []pendingDeletion
+	failed bool
+}
+
+// pendingDeletion is a pod deleted, with the watch that sees it go.
+type pendingDeletion struct {
+	name  string
+	uid   types.UID
+	watch *client.Watch[v1.Pod]
+}
+
+// deletePod deletes one pod and, with --wait, keeps the watch of its name,
+// opened first since the pod may be gone right after the delete. A pod
+// that cannot be deleted is reported and the next one is deleted; the
+// error, already reported, ends the command: no agent, or no watch.
+func (d *deletion) deletePod(ctx context.Context, name string) error {
+	var w *client.Watch[v1.Pod]
+	if d.o.wait {
+		var err error
+		if w, err = d.c.WatchPods(ctx, d.ns, client.ListOptions{FieldSelector: "metadata.name=" + name}); err != nil {
+			return report(d.s, err)
+		}
 	}
-	var waits []pending
-	defer func() {
-		for _, p := range waits {
-			p.watch.Close()
-		}
-	}()
-	code := ExitSucceeded
-	for _, name := range names {
-		var w *client.Watch[v1.Pod]
-		if o.wait {
-			// Watch first: the pod may be gone right after the delete.
-			w, err = c.WatchPods(ctx, api.namespace, client.ListOptions{FieldSelector: "metadata.name=" + name})
-			if err != nil {
-				return report(s, err)
-			}
-		}
-		pod, err := c.DeletePod(ctx, api.namespace, name, opts)
-		if err != nil {
-			if w != nil {
-				w.Close()
-			}
-			if o.ignoreNotFound && apierrors.IsNotFound(err) {
-				continue
-			}
-			var noAgent *client.NoAgentError
-			if errors.As(err, &noAgent) {
-				return report(s, err)
-			}
-			fmt.Fprintln(s.Err, errorText(err))
-			code = ExitFailed
-			continue
-		}
-		fmt.Fprintf(s.Out, "pod %q deleted\n", name)
+	pod, err := d.c.DeletePod(ctx, d.ns, name, d.opts)
+	if err != nil {
 		if w != nil {
-			waits = append(waits, pending{name: name, uid: pod.UID, watch: w})
+			w.Close()
 		}
-	}
-
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	for _, p := range waits {
-		if err := waitGone(ctx, p.watch, p.uid); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				fmt.Fprintf(s.Err, "error: timed out waiting for the condition on pods/%s\n", p.name)
-				return &ExitError{Code: ExitFailed}
-			}
-			return report(s, err)
+		if d.o.ignoreNotFound && apierrors.IsNotFound(err) {
+			return nil
 		}
+		var noAgent *client.NoAgentError
+		if errors.As(err, &noAgent) {
+			return report(d.s, err)
+		}
+		fmt.Fprintln(d.s.Err, errorText(err))
+		d.failed = true
+		return nil
 	}
-	if code != ExitSucceeded {
-		return &ExitError{Code: code}
+	fmt.Fprintf(d.s.Out, "pod %q deleted\n", name)
+	if w != nil {
+		d.waits = append(d.waits, pendingDeletion{name: name, uid: pod.UID, watch: w})
 	}
 	return nil
+}
+
+// waitAll waits until every pod deleted is gone, or ctx ends (--timeout).
+func (d *deletion) waitAll(ctx context.Context) error {
+	for _, p := range d.waits {
+		if err := waitGone(ctx, p.watch, p.uid); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				fmt.Fprintf(d.s.Err, "error: timed out waiting for the condition on pods/%s\n", p.name)
+				return &ExitError{Code: ExitFailed}
+			}
+			return report(d.s, err)
+		}
+	}
+	return nil
+}
+
+// closeWatches closes the watches of the pods waited for.
+func (d *deletion) closeWatches() {
+	for _, p := range d.waits {
+		p.watch.Close()
+	}
 }
 
 // waitGone reads a watch of one pod name until the pod uid is gone: a

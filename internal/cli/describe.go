@@ -97,6 +97,34 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	w := prefixWriter{tw: tw}
+	describeMeta(w, p)
+	describeStatus(w, p, now)
+	describeIPs(w, p)
+
+	if len(p.Spec.InitContainers) > 0 {
+		describeContainers(w, "Init Containers", p.Spec.InitContainers, p.Status.InitContainerStatuses, p)
+	}
+	describeContainers(w, "Containers", p.Spec.Containers, p.Status.ContainerStatuses, p)
+	if mp, err := model.FromV1(p); err == nil && len(mp.Defer) > 0 {
+		describeContainers(w, "Defer Containers", mp.Defer, mp.DeferStatuses(), p)
+	}
+
+	describeConditions(w, p)
+	describeVolumes(w, p.Spec.Volumes)
+	w.write(0, "QoS Class:\t%s\n", qosClass(p))
+	writeMap(w, "Node-Selectors", p.Spec.NodeSelector)
+	tolerations := make([]string, 0, len(p.Spec.Tolerations))
+	for _, t := range p.Spec.Tolerations {
+		tolerations = append(tolerations, toleration(t))
+	}
+	writeList(w, "Tolerations", tolerations)
+	describeEvents(w, events, now)
+	_ = tw.Flush()
+	return buf.String()
+}
+
+// describeMeta writes the lines from Name to Annotations.
+func describeMeta(w prefixWriter, p *v1.Pod) {
 	w.write(0, "Name:\t%s\n", p.Name)
 	w.write(0, "Namespace:\t%s\n", p.Namespace)
 	if p.Spec.Priority != nil {
@@ -115,6 +143,11 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 	}
 	writeMap(w, "Labels", p.Labels)
 	writeAnnotations(w, p.Annotations)
+}
+
+// describeStatus writes Status (Terminating, with its grace period, while a
+// deletion goes on), Reason and Message.
+func describeStatus(w prefixWriter, p *v1.Pod, now time.Time) {
 	if p.DeletionTimestamp != nil && p.Status.Phase != v1.PodFailed && p.Status.Phase != v1.PodSucceeded {
 		w.write(0, "Status:\tTerminating (lasts %s)\n", since(*p.DeletionTimestamp, now))
 		if p.DeletionGracePeriodSeconds != nil {
@@ -129,6 +162,10 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 	if p.Status.Message != "" {
 		w.write(0, "Message:\t%s\n", p.Status.Message)
 	}
+}
+
+// describeIPs writes IP and the IPs list.
+func describeIPs(w prefixWriter, p *v1.Pod) {
 	w.write(0, "IP:\t%s\n", p.Status.PodIP)
 	ips := make([]string, 0, len(p.Status.PodIPs))
 	for _, ip := range p.Status.PodIPs {
@@ -139,21 +176,17 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 	}
 	if len(ips) == 0 {
 		w.write(0, "IPs:\t<none>\n")
-	} else {
-		w.write(0, "IPs:\n")
-		for _, ip := range ips {
-			w.write(1, "IP:\t%s\n", ip)
-		}
+		return
 	}
+	w.write(0, "IPs:\n")
+	for _, ip := range ips {
+		w.write(1, "IP:\t%s\n", ip)
+	}
+}
 
-	if len(p.Spec.InitContainers) > 0 {
-		describeContainers(w, "Init Containers", p.Spec.InitContainers, p.Status.InitContainerStatuses, p)
-	}
-	describeContainers(w, "Containers", p.Spec.Containers, p.Status.ContainerStatuses, p)
-	if mp, err := model.FromV1(p); err == nil && len(mp.Defer) > 0 {
-		describeContainers(w, "Defer Containers", mp.Defer, mp.DeferStatuses(), p)
-	}
-
+// describeConditions writes the readiness gates and the conditions, when
+// there are any.
+func describeConditions(w prefixWriter, p *v1.Pod) {
 	if len(p.Spec.ReadinessGates) > 0 {
 		w.write(0, "Readiness Gates:\n  Type\tStatus\n")
 		for _, g := range p.Spec.ReadinessGates {
@@ -172,17 +205,6 @@ func describePod(p *v1.Pod, events []v1.Event, now time.Time) string {
 			w.write(1, "%v \t%v \n", c.Type, c.Status)
 		}
 	}
-	describeVolumes(w, p.Spec.Volumes)
-	w.write(0, "QoS Class:\t%s\n", qosClass(p))
-	writeMap(w, "Node-Selectors", p.Spec.NodeSelector)
-	tolerations := make([]string, 0, len(p.Spec.Tolerations))
-	for _, t := range p.Spec.Tolerations {
-		tolerations = append(tolerations, toleration(t))
-	}
-	writeList(w, "Tolerations", tolerations)
-	describeEvents(w, events, now)
-	_ = tw.Flush()
-	return buf.String()
 }
 
 // hiddenAnnotations are not listed: the defer containers have their own

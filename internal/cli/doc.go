@@ -1,6 +1,12 @@
-// Package cli is podward's command line (cobra): it parses flags, builds
-// what a command needs and prints results. Commands return an *ExitError
-// for a non-zero exit; only main calls os.Exit.
+// Package cli is podward's command line (cobra): it parses flags, prints
+// results and picks exit codes. The client verbs (apply, get, describe,
+// logs, delete, events, wait) talk to an agent through internal/client;
+// the daemons (run, serve, node) are assembled by internal/node from the
+// options their flags fill. Commands return an *ExitError for a non-zero
+// exit; only main calls os.Exit.
 //
-// It may import every internal package; nothing imports it but main.
+// It imports internal/node, internal/client, internal/model and
+// internal/events (the event lines run prints), never the daemons' parts
+// (agent, store, the runtimes, the servers, the planner) directly; nothing
+// imports it but main.
 package cli

@@ -47,24 +47,9 @@ the command goes on printing each new event until interrupted.`,
 }
 
 func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions) error {
-	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+	opts, err := o.listOptions()
+	if err != nil {
 		return usageError(err)
-	}
-	for _, t := range o.types {
-		if !strings.EqualFold(t, v1.EventTypeNormal) && !strings.EqualFold(t, v1.EventTypeWarning) {
-			return usageError(fmt.Errorf("valid --types are Normal or Warning, got %q", t))
-		}
-	}
-	opts := client.ListOptions{}
-	if o.forObject != "" {
-		kind, name, ok := strings.Cut(o.forObject, "/")
-		if !ok || name == "" {
-			return usageError(fmt.Errorf("--for must be pod/NAME, got %q", o.forObject))
-		}
-		if !isPodResource(kind) {
-			return usageError(unknownResource(kind))
-		}
-		opts.FieldSelector = "involvedObject.kind=Pod,involvedObject.name=" + name
 	}
 	ns := api.listNamespace(o.allNamespaces)
 	c := api.client()
@@ -73,7 +58,6 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 	// Subscribe first, then list: no event falls between the two, and the
 	// ones the watch repeats are skipped.
 	var w *client.Watch[v1.Event]
-	var err error
 	if o.watch {
 		if w, err = c.WatchEvents(ctx, ns, opts); err != nil {
 			return report(s, err)
@@ -93,37 +77,16 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 	sortEvents(items)
 
 	pr := &eventPrinter{objectStream: objectStream{out: s.Out, format: o.output}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
-	switch {
-	case o.output != outputTable && !o.watch:
+	if o.output != outputTable && !o.watch {
 		list.Items = items
 		list.Kind, list.APIVersion = "EventList", "v1"
 		for i := range list.Items {
 			withEventKind(&list.Items[i])
 		}
 		return pr.printObject(list)
-	case len(items) == 0 && o.output == outputTable:
-		if ns == "" {
-			fmt.Fprintln(s.Err, "No events found.")
-		} else {
-			fmt.Fprintf(s.Err, "No events found in %s namespace.\n", ns)
-		}
-	case o.output == outputTable:
-		// One flush for the whole list, so that its columns align.
-		for i := range items {
-			pr.add(&items[i])
-		}
-		if err := pr.table.flush(); err != nil {
-			return err
-		}
-	default:
-		for i := range items {
-			if err := pr.print(&items[i]); err != nil {
-				return err
-			}
-		}
 	}
-	if w == nil {
-		return nil
+	if err := pr.printListed(s, ns, items); err != nil || w == nil {
+		return err
 	}
 
 	seen := map[string]bool{}
@@ -136,6 +99,31 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 		}
 		return nil
 	})
+}
+
+// listOptions checks the flags and returns the list's (and the watch's)
+// selection.
+func (o eventsOptions) listOptions() (client.ListOptions, error) {
+	opts := client.ListOptions{}
+	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
+		return opts, err
+	}
+	for _, t := range o.types {
+		if !strings.EqualFold(t, v1.EventTypeNormal) && !strings.EqualFold(t, v1.EventTypeWarning) {
+			return opts, fmt.Errorf("valid --types are Normal or Warning, got %q", t)
+		}
+	}
+	if o.forObject != "" {
+		kind, name, ok := strings.Cut(o.forObject, "/")
+		if !ok || name == "" {
+			return opts, fmt.Errorf("--for must be pod/NAME, got %q", o.forObject)
+		}
+		if !isPodResource(kind) {
+			return opts, unknownResource(kind)
+		}
+		opts.FieldSelector = "involvedObject.kind=Pod,involvedObject.name=" + name
+	}
+	return opts, nil
 }
 
 func (o eventsOptions) wants(e *v1.Event) bool {
@@ -161,6 +149,33 @@ type eventPrinter struct {
 	objectStream
 	allNamespaces bool
 	table         *table
+}
+
+// printListed prints the events listed before a watch, or with the table
+// format: a table in one flush, so that its columns align; "No events
+// found" on stderr when there are none.
+func (pr *eventPrinter) printListed(s Streams, ns string, items []v1.Event) error {
+	switch {
+	case len(items) == 0 && pr.format == outputTable:
+		if ns == "" {
+			fmt.Fprintln(s.Err, "No events found.")
+		} else {
+			fmt.Fprintf(s.Err, "No events found in %s namespace.\n", ns)
+		}
+		return nil
+	case pr.format == outputTable:
+		for i := range items {
+			pr.add(&items[i])
+		}
+		return pr.table.flush()
+	default:
+		for i := range items {
+			if err := pr.print(&items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func (pr *eventPrinter) print(e *v1.Event) error {

@@ -65,52 +65,19 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 	// the watch's first events repeat the list and are skipped.
 	var w *client.Watch[v1.Pod]
 	if o.watch {
-		opts := client.ListOptions{}
-		if len(names) == 1 {
-			opts.FieldSelector = "metadata.name=" + names[0]
-		}
-		if w, err = c.WatchPods(ctx, ns, opts); err != nil {
+		if w, err = c.WatchPods(ctx, ns, namesSelector(names)); err != nil {
 			return report(s, err)
 		}
 		defer w.Close()
 	}
 
-	var pods []*v1.Pod
-	var failures []error
-	if len(names) == 0 {
-		list, err := c.ListPods(ctx, ns, client.ListOptions{})
-		if err != nil {
-			return report(s, err)
-		}
-		for i := range list.Items {
-			pods = append(pods, &list.Items[i])
-		}
-	} else {
-		for _, name := range names {
-			p, err := c.GetPod(ctx, ns, name)
-			if err != nil {
-				var noAgent *client.NoAgentError
-				if errors.As(err, &noAgent) {
-					return report(s, err)
-				}
-				failures = append(failures, err)
-				continue
-			}
-			pods = append(pods, p)
-		}
+	pods, failures, err := getPods(ctx, c, ns, names)
+	if err != nil {
+		return report(s, err)
 	}
-
 	pr := &podPrinter{objectStream: objectStream{out: s.Out, format: o.output}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
-	if len(pods) == 0 && len(names) == 0 && (o.output == outputTable || o.output == outputWide || o.output == outputName) {
-		if ns == "" {
-			fmt.Fprintln(s.Err, "No resources found")
-		} else {
-			fmt.Fprintf(s.Err, "No resources found in %s namespace.\n", ns)
-		}
-	} else if len(pods) > 0 || len(names) == 0 {
-		if err := pr.printList(pods, len(names) == 1 && len(pods) == 1); err != nil {
-			return err
-		}
+	if err := pr.printGot(s, ns, names, pods); err != nil {
+		return err
 	}
 	for _, err := range failures {
 		fmt.Fprintln(s.Err, errorText(err))
@@ -134,6 +101,60 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 		seen[p.UID] = p.ResourceVersion
 		return pr.printOne(p)
 	})
+}
+
+// namesSelector selects the one pod named, or every pod.
+func namesSelector(names []string) client.ListOptions {
+	if len(names) == 1 {
+		return client.ListOptions{FieldSelector: "metadata.name=" + names[0]}
+	}
+	return client.ListOptions{}
+}
+
+// getPods lists the pods of ns, or gets the ones named. A name that cannot
+// be got is a failure, and the others are still got; err is a list that
+// failed, or no agent.
+func getPods(ctx context.Context, c *client.Client, ns string, names []string) (pods []*v1.Pod, failures []error, err error) {
+	if len(names) == 0 {
+		list, err := c.ListPods(ctx, ns, client.ListOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+		return pods, nil, nil
+	}
+	for _, name := range names {
+		p, err := c.GetPod(ctx, ns, name)
+		if err != nil {
+			var noAgent *client.NoAgentError
+			if errors.As(err, &noAgent) {
+				return nil, nil, err
+			}
+			failures = append(failures, err)
+			continue
+		}
+		pods = append(pods, p)
+	}
+	return pods, failures, nil
+}
+
+// printGot prints what a get found: "No resources found" on stderr for an
+// empty list in a table format, one object for a single name, else a list.
+func (pr *podPrinter) printGot(s Streams, ns string, names []string, pods []*v1.Pod) error {
+	if len(pods) == 0 && len(names) == 0 && (pr.format == outputTable || pr.format == outputWide || pr.format == outputName) {
+		if ns == "" {
+			fmt.Fprintln(s.Err, "No resources found")
+		} else {
+			fmt.Fprintf(s.Err, "No resources found in %s namespace.\n", ns)
+		}
+		return nil
+	}
+	if len(pods) > 0 || len(names) == 0 {
+		return pr.printList(pods, len(names) == 1 && len(pods) == 1)
+	}
+	return nil
 }
 
 // podPrinter prints pods in one of get's formats; a table's header is

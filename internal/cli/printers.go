@@ -120,118 +120,16 @@ func podColumns(wide, allNamespaces bool) []string {
 	return cols
 }
 
-// podRow is a pod's row, computed as kubectl's pod printer does:
-//   - READY counts ready regular containers and started, ready sidecars
-//     (restartable init containers) over regular containers plus sidecars;
-//   - STATUS is the phase, or the reason of the first init container that
-//     is not done (Init:N/M, Init:Error, Init:CrashLoopBackOff, ...), or of
-//     the last regular container that is waiting or terminated
-//     (CrashLoopBackOff, Completed, Error, ContainerCreating, ...), back to
-//     Running while one still runs and the pod is Ready (NotReady
-//     otherwise), and Terminating once a deletion started;
-//   - RESTARTS sums the restarts, with "(5m ago)" for the last one.
+// podRow is a pod's row, computed as kubectl's pod printer does (see
+// summarizePod): NAME READY STATUS RESTARTS AGE, then, wide, IP NODE
+// NOMINATED NODE READINESS GATES; NAMESPACE first for every namespace.
 func podRow(p *v1.Pod, now time.Time, wide, allNamespaces bool) []string {
-	restarts, sidecarRestarts := 0, 0
-	total := len(p.Spec.Containers)
-	ready := 0
-	var lastRestart, lastSidecarRestart metav1.Time
-
-	reason := string(p.Status.Phase)
-	if p.Status.Reason != "" {
-		reason = p.Status.Reason
+	st := summarizePod(p)
+	restarts := strconv.Itoa(st.restarts)
+	if st.restarts != 0 && !st.lastRestart.IsZero() {
+		restarts = fmt.Sprintf("%d (%s ago)", st.restarts, since(st.lastRestart, now))
 	}
-
-	inits := map[string]*v1.Container{}
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		inits[c.Name] = c
-		if model.IsSidecar(c) {
-			total++
-		}
-	}
-
-	later := func(last *metav1.Time, cs v1.ContainerStatus) {
-		if t := cs.LastTerminationState.Terminated; t != nil && last.Before(&t.FinishedAt) {
-			*last = t.FinishedAt
-		}
-	}
-
-	initializing := false
-	for i, cs := range p.Status.InitContainerStatuses {
-		restarts += int(cs.RestartCount)
-		later(&lastRestart, cs)
-		sidecar := inits[cs.Name] != nil && model.IsSidecar(inits[cs.Name])
-		if sidecar {
-			sidecarRestarts += int(cs.RestartCount)
-			later(&lastSidecarRestart, cs)
-		}
-		switch {
-		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
-			continue
-		case sidecar && cs.Started != nil && *cs.Started:
-			if cs.Ready {
-				ready++
-			}
-			continue
-		case cs.State.Terminated != nil:
-			switch t := cs.State.Terminated; {
-			case t.Reason != "":
-				reason = "Init:" + t.Reason
-			case t.Signal != 0:
-				reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
-			default:
-				reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
-			}
-			initializing = true
-		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
-			reason = "Init:" + cs.State.Waiting.Reason
-			initializing = true
-		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
-			initializing = true
-		}
-		break
-	}
-
-	if !initializing || conditionTrue(p, v1.PodInitialized) {
-		restarts = sidecarRestarts
-		lastRestart = lastSidecarRestart
-		hasRunning := false
-		for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			cs := p.Status.ContainerStatuses[i]
-			restarts += int(cs.RestartCount)
-			later(&lastRestart, cs)
-			switch {
-			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
-				reason = cs.State.Waiting.Reason
-			case cs.State.Terminated != nil && cs.State.Terminated.Reason != "":
-				reason = cs.State.Terminated.Reason
-			case cs.State.Terminated != nil && cs.State.Terminated.Signal != 0:
-				reason = fmt.Sprintf("Signal:%d", cs.State.Terminated.Signal)
-			case cs.State.Terminated != nil:
-				reason = fmt.Sprintf("ExitCode:%d", cs.State.Terminated.ExitCode)
-			case cs.Ready && cs.State.Running != nil:
-				hasRunning = true
-				ready++
-			}
-		}
-		if reason == "Completed" && hasRunning {
-			reason = "NotReady"
-			if conditionTrue(p, v1.PodReady) {
-				reason = "Running"
-			}
-		}
-	}
-
-	if p.DeletionTimestamp != nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
-		reason = "Terminating"
-	}
-
-	restartsCell := strconv.Itoa(restarts)
-	if restarts != 0 && !lastRestart.IsZero() {
-		restartsCell = fmt.Sprintf("%d (%s ago)", restarts, since(lastRestart, now))
-	}
-	row := []string{p.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, since(p.CreationTimestamp, now)}
+	row := []string{p.Name, fmt.Sprintf("%d/%d", st.ready, st.total), st.reason, restarts, since(p.CreationTimestamp, now)}
 	if wide {
 		ip := p.Status.PodIP
 		if len(p.Status.PodIPs) > 0 {
@@ -243,6 +141,139 @@ func podRow(p *v1.Pod, now time.Time, wide, allNamespaces bool) []string {
 		row = append([]string{p.Namespace}, row...)
 	}
 	return row
+}
+
+// podSummary is what the READY, STATUS and RESTARTS cells show.
+type podSummary struct {
+	ready, total int
+	reason       string
+	restarts     int
+	lastRestart  metav1.Time
+	// The sidecars' share of restarts and lastRestart: all that counts of
+	// the init containers once the pod is initialized.
+	sidecarRestarts    int
+	lastSidecarRestart metav1.Time
+}
+
+// summarizePod computes a pod's cells as kubectl's pod printer does:
+//   - READY counts ready regular containers and started, ready sidecars
+//     (restartable init containers) over regular containers plus sidecars;
+//   - STATUS is the phase, or the reason of the first init container that
+//     is not done (Init:N/M, Init:Error, Init:CrashLoopBackOff, ...), or of
+//     the last regular container that is waiting or terminated
+//     (CrashLoopBackOff, Completed, Error, ContainerCreating, ...), back to
+//     Running while one still runs and the pod is Ready (NotReady
+//     otherwise), and Terminating once a deletion started;
+//   - RESTARTS sums the restarts, with the time of the last one.
+func summarizePod(p *v1.Pod) podSummary {
+	s := podSummary{total: len(p.Spec.Containers), reason: string(p.Status.Phase)}
+	if p.Status.Reason != "" {
+		s.reason = p.Status.Reason
+	}
+	initializing := s.addInitContainers(p)
+	if !initializing || conditionTrue(p, v1.PodInitialized) {
+		s.addContainers(p)
+	}
+	if p.DeletionTimestamp != nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+		s.reason = "Terminating"
+	}
+	return s
+}
+
+// addInitContainers counts the sidecars, and the init containers' restarts
+// and ready sidecars up to the first init container that is not done,
+// whose reason becomes the pod's. It reports whether there was one: the
+// pod is still initializing.
+func (s *podSummary) addInitContainers(p *v1.Pod) bool {
+	inits := map[string]*v1.Container{}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		inits[c.Name] = c
+		if model.IsSidecar(c) {
+			s.total++
+		}
+	}
+	for i, cs := range p.Status.InitContainerStatuses {
+		s.restarts += int(cs.RestartCount)
+		laterRestart(&s.lastRestart, cs)
+		sidecar := inits[cs.Name] != nil && model.IsSidecar(inits[cs.Name])
+		if sidecar {
+			s.sidecarRestarts += int(cs.RestartCount)
+			laterRestart(&s.lastSidecarRestart, cs)
+		}
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			continue
+		case sidecar && cs.Started != nil && *cs.Started:
+			if cs.Ready {
+				s.ready++
+			}
+			continue
+		}
+		s.reason = initReason(cs, i, len(p.Spec.InitContainers))
+		return true
+	}
+	return false
+}
+
+// initReason is the STATUS of a pod whose init container i of n, with
+// status cs, is not done.
+func initReason(cs v1.ContainerStatus, i, n int) string {
+	switch {
+	case cs.State.Terminated != nil:
+		switch t := cs.State.Terminated; {
+		case t.Reason != "":
+			return "Init:" + t.Reason
+		case t.Signal != 0:
+			return fmt.Sprintf("Init:Signal:%d", t.Signal)
+		default:
+			return fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
+		}
+	case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
+		return "Init:" + cs.State.Waiting.Reason
+	default:
+		return fmt.Sprintf("Init:%d/%d", i, n)
+	}
+}
+
+// addContainers counts the regular containers' restarts (on top of the
+// sidecars') and ready ones; the reason is the last one's that is waiting
+// or terminated, from the last container to the first.
+func (s *podSummary) addContainers(p *v1.Pod) {
+	s.restarts, s.lastRestart = s.sidecarRestarts, s.lastSidecarRestart
+	hasRunning := false
+	for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		cs := p.Status.ContainerStatuses[i]
+		s.restarts += int(cs.RestartCount)
+		laterRestart(&s.lastRestart, cs)
+		switch {
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+			s.reason = cs.State.Waiting.Reason
+		case cs.State.Terminated != nil && cs.State.Terminated.Reason != "":
+			s.reason = cs.State.Terminated.Reason
+		case cs.State.Terminated != nil && cs.State.Terminated.Signal != 0:
+			s.reason = fmt.Sprintf("Signal:%d", cs.State.Terminated.Signal)
+		case cs.State.Terminated != nil:
+			s.reason = fmt.Sprintf("ExitCode:%d", cs.State.Terminated.ExitCode)
+		case cs.Ready && cs.State.Running != nil:
+			hasRunning = true
+			s.ready++
+		}
+	}
+	if s.reason == "Completed" && hasRunning {
+		s.reason = "NotReady"
+		if conditionTrue(p, v1.PodReady) {
+			s.reason = "Running"
+		}
+	}
+}
+
+// laterRestart moves last to the end of cs's last termination when that is
+// later.
+func laterRestart(last *metav1.Time, cs v1.ContainerStatus) {
+	if t := cs.LastTerminationState.Terminated; t != nil && last.Before(&t.FinishedAt) {
+		*last = t.FinishedAt
+	}
 }
 
 func readinessGates(p *v1.Pod) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -97,12 +96,4 @@ func execute(ctx context.Context, s Streams, args ...string) int {
 	}
 	fmt.Fprintln(s.Err, "error:", err)
 	return ExitBadInput
-}
-
-func newLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

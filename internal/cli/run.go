@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,24 +15,18 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
-	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/node"
 )
 
 type runOptions struct {
 	file        string
 	timeout     time.Duration
 	gracePeriod int64
-	root        string
-	backoffBase time.Duration
-	promptKill  time.Duration
 	color       string
-	verbose     bool
-	runtime     runtimeOptions
+	daemon      node.Options
 }
 
 func newRunCommand(s Streams) *cobra.Command {
@@ -57,12 +50,8 @@ second one kills with grace period 0.`,
 	f.StringVarP(&o.file, "filename", "f", "", "manifest with one or more Pods (YAML or JSON; - for stdin)")
 	f.DurationVar(&o.timeout, "timeout", 0, "delete the pods gracefully after this long (0: never)")
 	f.Int64Var(&o.gracePeriod, "grace-period", -1, "override the pods' terminationGracePeriodSeconds (-1: keep)")
-	f.StringVar(&o.root, "root", "", "state directory (default: a temporary directory removed at exit)")
-	f.DurationVar(&o.backoffBase, "backoff-base", planner.DefaultConfig().BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
-	f.DurationVar(&o.promptKill, "prompt-kill", planner.DefaultConfig().PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
 	f.StringVar(&o.color, "color", "auto", "colour container output: auto, always, never")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "log the agent's decisions to stderr")
-	o.runtime.addFlags(f)
+	addDaemonFlags(f, &o.daemon, "state directory (default: a temporary directory removed at exit)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -74,23 +63,17 @@ func readManifest(s Streams, file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
+// runPods runs the pods of the manifest in the foreground: it admits them
+// all before it starts any, prints their events and output until every pod
+// has terminated, and exits 0 when every pod Succeeded, 1 otherwise, 2 for
+// bad input.
 func runPods(ctx context.Context, s Streams, o runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	data, err := readManifest(s, o.file)
+	pods, err := readPods(s, o)
 	if err != nil {
 		return &ExitError{Code: ExitBadInput, Err: err}
-	}
-	pods, err := model.Decode(data)
-	if err != nil {
-		return &ExitError{Code: ExitBadInput, Err: fmt.Errorf("%s:\n%w", o.file, err)}
-	}
-	if o.gracePeriod >= 0 {
-		for _, p := range pods {
-			g := o.gracePeriod
-			p.Spec.TerminationGracePeriodSeconds = &g
-		}
 	}
 
 	// Signals are taken over before anything starts, so that an interrupt
@@ -101,36 +84,60 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	root := o.root
-	if root == "" {
-		dir, err := os.MkdirTemp("", "podward-run-")
-		if err != nil {
-			return &ExitError{Code: ExitInternal, Err: err}
-		}
-		defer os.RemoveAll(dir)
-		root = dir
-	}
-	root, _ = filepath.Abs(root)
-
-	clk := clock.RealClock{}
-	log := newLogger(s.Err, o.verbose)
 	pr := newPrinter(s.Out, useColor(o.color, s.Out), pods)
-	rt, err := o.runtime.open(ctx, root, clk, log, pr.output)
+	o.daemon.LogOutput = s.Err
+	f, err := node.NewForeground(ctx, o.daemon, pr.output)
 	if err != nil {
+		// The state directory or the runtime could not be set up: podward's
+		// fault for run, whatever the cause (--runtime included).
 		return &ExitError{Code: ExitInternal, Err: err}
 	}
-	defer rt.Close()
+	defer f.Close()
+	watcher := f.Watch()
 
-	cfg := planner.DefaultConfig()
-	cfg.BackoffBase = o.backoffBase
-	cfg.PromptKill = o.promptKill
+	if err := admitAll(f, pods); err != nil {
+		watcher.Stop()
+		f.Stop()
+		return &ExitError{Code: ExitBadInput, Err: err}
+	}
+	feed := printEvents(ctx, watcher, pr)
+	defer feed.stop()
+	uids, err := createAll(f, pods)
+	if err != nil {
+		return &ExitError{Code: ExitBadInput, Err: err}
+	}
+	waitPods(ctx, f, uids, sigs, o.timeout, pr)
 
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	defer stopAgent()
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: cfg, Logger: log})
-	watcher := a.Recorder().Watch()
+	f.Stop()
+	feed.finish()
+	watcher.Stop()
+	return outcome(f, uids, pr)
+}
 
-	// Admit every pod before starting any: bad input starts nothing.
+// readPods reads and decodes the manifest, with --grace-period applied.
+func readPods(s Streams, o runOptions) ([]*model.Pod, error) {
+	data, err := readManifest(s, o.file)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := model.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s:\n%w", o.file, err)
+	}
+	if o.gracePeriod >= 0 {
+		for _, p := range pods {
+			g := o.gracePeriod
+			p.Spec.TerminationGracePeriodSeconds = &g
+		}
+	}
+	return pods, nil
+}
+
+// admitAll admits every pod before any starts, so that bad input starts
+// nothing. Its error lists every problem, one per line, each naming its
+// pod (and, for a manifest of several pods, its document), so that the
+// problems of several pods can be told apart.
+func admitAll(f *node.Foreground, pods []*model.Pod) error {
 	var bad []string
 	seen := map[string]int{}
 	for i, p := range pods {
@@ -138,17 +145,12 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 		if len(pods) > 1 {
 			prefix = fmt.Sprintf("document %d: pod %q: ", i+1, p.Name)
 		}
-		msg := ""
-		if err := a.Admit(withDefaults(p)); err != nil {
-			msg = strings.TrimPrefix(err.Error(), agent.ErrInvalid.Error()+": ")
-		}
+		msg := admissionProblems(f, p)
 		if first, dup := seen[p.Key()]; dup {
 			msg = strings.TrimPrefix(msg+"\n", "\n") + fmt.Sprintf("metadata.name: Duplicate value: %q (document %d has it too)", p.Name, first)
 		} else {
 			seen[p.Key()] = i + 1
 		}
-		// Every line names its pod, so that errors of several pods can be
-		// told apart.
 		for _, line := range strings.Split(msg, "\n") {
 			if line != "" {
 				bad = append(bad, prefix+line)
@@ -156,68 +158,78 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 		}
 	}
 	if len(bad) > 0 {
-		watcher.Stop()
-		stopAgent()
-		a.Wait()
-		return &ExitError{Code: ExitBadInput, Err: errors.New(strings.Join(bad, "\n"))}
+		return errors.New(strings.Join(bad, "\n"))
 	}
+	return nil
+}
 
-	var printed sync.WaitGroup
-	printCtx, stopPrinting := context.WithCancel(context.Background())
-	defer func() {
-		stopPrinting()
-		printed.Wait()
-	}()
-	printed.Add(1)
-	go func() {
-		defer printed.Done()
-		for {
-			e, err := watcher.Next(printCtx)
-			if err != nil {
-				return
-			}
-			pr.event(e)
-		}
-	}()
+// admissionProblems is what keeps a pod from running here, one problem per
+// line, or "".
+func admissionProblems(f *node.Foreground, p *model.Pod) string {
+	err := f.Admit(withDefaults(p))
+	var invalid *node.InvalidError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &invalid):
+		return invalid.Problems()
+	default:
+		return err.Error()
+	}
+}
 
+// withDefaults returns the pod defaulted as Create will default it, so that
+// admission sees what will run.
+func withDefaults(p *model.Pod) *model.Pod {
+	model.Default(p)
+	return p
+}
+
+// createAll starts the pods, which admission passed; when one cannot be
+// created (a name clash inside the file), the ones started are deleted.
+func createAll(f *node.Foreground, pods []*model.Pod) ([]types.UID, error) {
 	var uids []types.UID
 	for _, p := range pods {
-		created, err := a.Create(p)
+		uid, err := f.Create(p)
 		if err != nil {
-			// Admission passed, so this is a name clash inside the file.
-			for _, uid := range uids {
-				_ = a.Delete(uid, nil, "Aborted")
+			for _, started := range uids {
+				_ = f.Delete(started, nil, "Aborted")
 			}
-			return &ExitError{Code: ExitBadInput, Err: err}
+			return nil, err
 		}
-		uids = append(uids, created.UID)
+		uids = append(uids, uid)
 	}
+	return uids, nil
+}
 
-	var timeout <-chan time.Time
-	if o.timeout > 0 {
-		t := time.NewTimer(o.timeout)
+// waitPods waits until every pod has terminated (or ctx ends). The
+// timeout and the first interrupt delete the pods gracefully; the next
+// interrupt kills them with grace period 0.
+func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-chan os.Signal, timeout time.Duration, pr *printer) {
+	var timedOut <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
 		defer t.Stop()
-		timeout = t.C
+		timedOut = t.C
 	}
 	all := make(chan struct{})
 	go func() {
 		defer close(all)
 		for _, uid := range uids {
-			_ = a.WaitTerminated(agentCtx, uid)
+			_ = f.WaitTerminated(ctx, uid)
 		}
 	}()
 	deleteAll := func(grace *int64, reason string) {
 		for _, uid := range uids {
-			_ = a.Delete(uid, grace, reason)
+			_ = f.Delete(uid, grace, reason)
 		}
 	}
 	interrupts := 0
-wait:
 	for {
 		select {
 		case <-all:
-			break wait
-		case <-timeout:
+			return
+		case <-timedOut:
 			pr.note("timeout: deleting the pods gracefully")
 			deleteAll(nil, "Timeout")
 		case <-sigs:
@@ -232,26 +244,14 @@ wait:
 			}
 		}
 	}
+}
 
-	stopAgent()
-	a.Wait()
-	// Every event recorded is printed before the outcome: stop the printer,
-	// then print what it had not reached yet (Next returns queued events
-	// even with a done context).
-	stopPrinting()
-	printed.Wait()
-	for {
-		e, err := watcher.Next(printCtx)
-		if err != nil {
-			break
-		}
-		pr.event(e)
-	}
-	watcher.Stop()
-
+// outcome prints each pod's phase and returns the exit error: none when
+// every pod Succeeded, else exit code 1.
+func outcome(f *node.Foreground, uids []types.UID, pr *printer) error {
 	code := ExitSucceeded
 	for _, uid := range uids {
-		pod, _, err := a.Get(uid)
+		pod, err := f.Pod(uid)
 		if err != nil {
 			return &ExitError{Code: ExitInternal, Err: err}
 		}
@@ -266,74 +266,51 @@ wait:
 	return nil
 }
 
-// withDefaults returns the pod defaulted as Create will default it, so that
-// admission sees what will run.
-func withDefaults(p *model.Pod) *model.Pod {
-	model.Default(p)
-	return p
+// eventFeed prints the agent's events as they are recorded, from a
+// goroutine of its own.
+type eventFeed struct {
+	w       *events.Watcher
+	pr      *printer
+	ctx     context.Context
+	cancel  context.CancelFunc
+	printed sync.WaitGroup
 }
 
-// printer serialises event lines and container output on one writer.
-type printer struct {
-	mu     sync.Mutex
-	w      io.Writer
-	color  bool
-	width  int
-	multi  bool
-	colors map[string]string
-}
-
-var palette = []string{"\x1b[36m", "\x1b[33m", "\x1b[32m", "\x1b[35m", "\x1b[34m", "\x1b[31m"}
-
-func newPrinter(w io.Writer, color bool, pods []*model.Pod) *printer {
-	p := &printer{w: w, color: color, multi: len(pods) > 1, colors: map[string]string{}}
-	for _, pod := range pods {
-		for _, ref := range pod.Containers() {
-			name := p.label(pod.Name, ref.Name)
-			if len(name) > p.width {
-				p.width = len(name)
+// printEvents starts printing w's events with pr. The feed does not end
+// with ctx (whose values it keeps): finish or stop ends it.
+func printEvents(ctx context.Context, w *events.Watcher, pr *printer) *eventFeed {
+	e := &eventFeed{w: w, pr: pr}
+	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	e.printed.Add(1)
+	go func() {
+		defer e.printed.Done()
+		for {
+			ev, err := w.Next(e.ctx)
+			if err != nil {
+				return
 			}
-			if _, ok := p.colors[name]; !ok {
-				p.colors[name] = palette[len(p.colors)%len(palette)]
-			}
+			pr.event(ev)
 		}
-	}
-	return p
+	}()
+	return e
 }
 
-func (p *printer) label(pod, container string) string {
-	if p.multi {
-		return pod + "/" + container
-	}
-	return container
+// stop ends the feed's goroutine and waits for it. It is idempotent.
+func (e *eventFeed) stop() {
+	e.cancel()
+	e.printed.Wait()
 }
 
-func (p *printer) output(pod *model.Pod, container, stream string, line []byte) {
-	name := p.label(pod.Name, container)
-	prefix := fmt.Sprintf("%-*s | ", p.width, name)
-	if p.color {
-		prefix = p.colors[name] + prefix + "\x1b[0m"
+// finish stops the feed, then prints what it had not reached yet (Next
+// returns queued events even with a done context), so that every event
+// recorded is printed before the outcome.
+func (e *eventFeed) finish() {
+	e.stop()
+	for {
+		ev, err := e.w.Next(e.ctx)
+		if err != nil {
+			return
+		}
+		e.pr.event(ev)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "%s%s\n", prefix, strings.TrimRight(string(line), "\n"))
-}
-
-func (p *printer) event(e events.Event) {
-	line := e.Line()
-	if p.multi {
-		line = strings.Replace(line, " "+e.FieldPath+" ", " pod/"+e.Pod+"/"+e.FieldPath+" ", 1)
-	}
-	if p.color && e.Type == events.Warning {
-		line = "\x1b[1;31m" + line + "\x1b[0m"
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintln(p.w, line)
-}
-
-func (p *printer) note(msg string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintln(p.w, "podward:", msg)
 }

@@ -54,9 +54,9 @@ const (
 type LogSource interface {
 	// LogPath is the CRI log file of the current (or, with previous, the
 	// previous) instance of a container of pod ns/name. Its errors match
-	// agent.ErrNotFound for an unknown pod (404) and agent.ErrBadRequest
-	// for an unknown container or no previous instance (400, with the
-	// error's text).
+	// agent.ErrNotFound for an unknown pod (404); an unknown container or
+	// no previous instance is an *agent.BadRequestError (400, with its
+	// Message).
 	LogPath(ns, name, container string, previous bool) (string, error)
 }
 

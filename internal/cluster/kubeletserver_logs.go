@@ -171,12 +171,13 @@ func (s *KubeletServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 
 	path, err := s.cfg.Logs.LogPath(ns, name, container, opts.previous)
+	var bad *agent.BadRequestError
 	switch {
 	case errors.Is(err, agent.ErrNotFound):
 		refuse(http.StatusNotFound, fmt.Sprintf("pod %q does not exist", name))
 		return
-	case errors.Is(err, agent.ErrBadRequest):
-		refuse(http.StatusBadRequest, strings.TrimPrefix(err.Error(), agent.ErrBadRequest.Error()+": "))
+	case errors.As(err, &bad):
+		refuse(http.StatusBadRequest, bad.Message)
 		return
 	case err != nil:
 		refuse(http.StatusInternalServerError, fmt.Sprintf("log of container %q in pod %q: %v", container, name, err))

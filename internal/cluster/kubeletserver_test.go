@@ -115,11 +115,11 @@ func (l *fakeLogs) LogPath(ns, name, container string, previous bool) (string, e
 	attempt := 1
 	switch {
 	case container == "sidecar" && previous:
-		return "", fmt.Errorf("%w: previous terminated container %q in pod %q not found", agent.ErrBadRequest, container, name)
+		return "", agent.BadRequestf("previous terminated container %q in pod %q not found", container, name)
 	case container == "sidecar":
 		attempt = 0
 	case container != "app":
-		return "", fmt.Errorf("%w: container %s is not valid for pod %s", agent.ErrBadRequest, container, name)
+		return "", agent.BadRequestf("container %s is not valid for pod %s", container, name)
 	case previous:
 		attempt = 0
 	}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/pflag"
+
+	"github.com/podward/podward/internal/node"
+)
+
+// addDaemonFlags registers into o the flags of every command that runs an
+// agent — run, serve and node: --root (its help is the command's), the
+// planner's timings, --verbose and the runtime's. They are set up here
+// only; their defaults are node.DefaultOptions.
+func addDaemonFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
+	def := node.DefaultOptions()
+	f.StringVar(&o.Root, "root", "", rootHelp)
+	f.DurationVar(&o.BackoffBase, "backoff-base", def.BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
+	f.DurationVar(&o.PromptKill, "prompt-kill", def.PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log the agent's decisions to stderr")
+	addRuntimeFlags(f, &o.Runtime, def.Runtime)
+}
+
+// addAgentFlags are addDaemonFlags and --events-per-pod, for the
+// long-running agents (serve and node), which keep their events.
+func addAgentFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
+	addDaemonFlags(f, o, rootHelp)
+	f.IntVar(&o.EventsPerPod, "events-per-pod", node.DefaultOptions().EventsPerPod, "events kept per pod (the newest)")
+}
+
+// addRuntimeFlags registers the flags that select and configure the
+// container runtime.
+func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeOptions) {
+	f.StringVar(&o.Kind, "runtime", def.Kind, "container runtime: process (host processes, nothing to install) or cri (containers through a CRI runtime such as containerd)")
+	f.StringVar(&o.CRIEndpoint, "cri-endpoint", def.CRIEndpoint, "the CRI runtime's socket (--runtime cri)")
+	f.StringVar(&o.PullSecretsDir, "image-pull-secrets-dir", "", "directory of image pull secrets: spec.imagePullSecrets name N is the dockerconfigjson file N.json (--runtime cri)")
+	f.BoolVar(&o.PodNetwork, "cri-pod-network", false, "give pods without hostNetwork their own network namespace through the CRI runtime's CNI (--runtime cri; default: every pod on the host network)")
+}
+
+// daemonError is the exit error of a daemon that could not start or that
+// failed: 2 for options that cannot work, 3 for podward's own fault, 1 when
+// the environment refused.
+func daemonError(err error) error {
+	code := ExitFailed
+	switch {
+	case errors.Is(err, node.ErrBadOptions):
+		code = ExitBadInput
+	case errors.Is(err, node.ErrInternal):
+		code = ExitInternal
+	}
+	return &ExitError{Code: code, Err: err}
+}

@@ -1,0 +1,217 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/cluster"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/store"
+)
+
+// RootNodeStateDir is the cluster node's state directory by default.
+const RootNodeStateDir = "/var/lib/podward-node"
+
+// DefaultKubeletPort is the kubelet API's port by default, the kubelet's.
+const DefaultKubeletPort = cluster.DefaultKubeletPort
+
+// ClusterOptions configure `podward node`.
+type ClusterOptions struct {
+	Options
+	// Kubeconfig has the node's credentials for the API server. Required.
+	Kubeconfig string
+	// NodeName is the Node's name; "" is the host name.
+	NodeName string
+	// NodeIP is the node's InternalIP, and the pods' hostIP and podIP;
+	// "" is the address of the default route's interface.
+	NodeIP string
+	// KubeletPort is where the kubelet API (logs) listens, reported in the
+	// Node's daemonEndpoints.
+	KubeletPort int32
+	// ClientCAFile is the CA bundle of the client certificates the kubelet
+	// API accepts: the cluster CA that signed the API server's
+	// --kubelet-client-certificate.
+	ClientCAFile string
+	// TLSCertFile and TLSPrivateKeyFile are the kubelet API's serving
+	// certificate; by default a self-signed one is kept under the root.
+	TLSCertFile       string
+	TLSPrivateKeyFile string
+	// AnonymousAuth serves the kubelet API to clients without a
+	// certificate (development only).
+	AnonymousAuth bool
+}
+
+// ClusterNode is `podward node`: a durable agent that is a node of a
+// Kubernetes cluster — its Node registered and kept Ready, the pods bound
+// to it run, their logs served on the kubelet API.
+type ClusterNode struct {
+	name, root, host string
+	store            *store.Store
+	agent            *durable
+	node             *cluster.Node
+	pods             *cluster.Pods
+	kubelet          *cluster.KubeletServer
+}
+
+// NewClusterNode connects to the API server of o.Kubeconfig, takes the
+// state under o.Root (its store refuses a second agent), starts the agent
+// recovered from it and registers the Node. Nothing is served until Run.
+// The agent outlives ctx, whose values it keeps (Register is bounded by
+// ctx): Run's end or Close stops it.
+func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error) {
+	log := o.logger()
+	client, host, err := o.connect()
+	if err != nil {
+		return nil, err
+	}
+	name, err := o.nodeName()
+	if err != nil {
+		return nil, err
+	}
+	addrs, nodeIP := o.addresses(name)
+	root := o.Root
+	if root == "" {
+		root = RootNodeStateDir
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, badOptions(err)
+	}
+
+	n := &ClusterNode{name: name, root: root, host: host}
+	started := false
+	defer func() {
+		if !started {
+			n.Close()
+		}
+	}()
+	if n.store, err = o.openStore(root); err != nil {
+		return nil, err
+	}
+	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}); err != nil {
+		return nil, err
+	}
+	info, ok := n.agent.rt.(runtime.Info)
+	if !ok {
+		return nil, internal(fmt.Errorf("runtime %s cannot report its status", o.Runtime.Kind))
+	}
+	n.node, err = cluster.NewNode(cluster.NodeConfig{
+		Client: client, NodeName: name, Logger: log, Runtime: info,
+		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root,
+	})
+	if err != nil {
+		return nil, badOptions(err)
+	}
+	if err := n.node.Register(ctx); err != nil {
+		return nil, fmt.Errorf("register node %s: %w", name, err)
+	}
+	n.pods = cluster.NewPods(cluster.PodsConfig{Client: client, NodeName: name, Agent: n.agent.Agent, Logger: log})
+	n.kubelet, err = cluster.NewKubeletServer(cluster.KubeletServerConfig{
+		Logs: n.agent.Agent, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
+		TLSCertFile: o.TLSCertFile, TLSPrivateKeyFile: o.TLSPrivateKeyFile, CertDir: filepath.Join(root, "pki"),
+		ClientCAFile: o.ClientCAFile, AllowAnonymous: o.AnonymousAuth, Logger: log,
+	})
+	if err != nil {
+		return nil, badOptions(err)
+	}
+	started = true
+	return n, nil
+}
+
+// connect builds the API server's client from the kubeconfig; host is the
+// server's address.
+func (o *ClusterOptions) connect() (client kubernetes.Interface, host string, err error) {
+	restCfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, "", badOptions(fmt.Errorf("--kubeconfig: %w", err))
+	}
+	restCfg.UserAgent = "podward/" + cluster.KubeletVersion
+	c, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, "", badOptions(err)
+	}
+	return c, restCfg.Host, nil
+}
+
+// nodeName is NodeName, or the host name.
+func (o *ClusterOptions) nodeName() (string, error) {
+	if o.NodeName != "" {
+		return o.NodeName, nil
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return "", badOptions(fmt.Errorf("--node-name: %w", err))
+	}
+	return name, nil
+}
+
+// addresses are the Node's addresses — NodeIP and the name, or the
+// machine's own — and the InternalIP among them.
+func (o *ClusterOptions) addresses(name string) (addrs []v1.NodeAddress, internalIP string) {
+	addrs = cluster.DefaultAddresses()
+	if o.NodeIP != "" {
+		addrs = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: o.NodeIP}, {Type: v1.NodeHostName, Address: name}}
+	}
+	for _, a := range addrs {
+		if a.Type == v1.NodeInternalIP {
+			return addrs, a.Address
+		}
+	}
+	return addrs, ""
+}
+
+// Name is the Node's name.
+func (n *ClusterNode) Name() string { return n.name }
+
+// APIServer is the address of the API server the node registered with.
+func (n *ClusterNode) APIServer() string { return n.host }
+
+// Root is the absolute state directory.
+func (n *ClusterNode) Root() string { return n.root }
+
+// Run keeps the Node Ready and its Lease renewed, runs the pods bound to
+// it and serves the kubelet API until ctx ends or one of them fails, which
+// ends the others; then it stops the agent, never its containers. Its
+// error is the first failure.
+func (n *ClusterNode) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for _, run := range []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				errs <- err
+				stop()
+			}
+		}()
+	}
+	wg.Wait()
+	n.agent.close()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// Close stops the agent and closes the store. It is idempotent.
+func (n *ClusterNode) Close() {
+	if n.agent != nil {
+		n.agent.close()
+	}
+	if n.store != nil {
+		_ = n.store.Close()
+		n.store = nil
+	}
+}

@@ -1,0 +1,117 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+)
+
+// Foreground is the agent of `podward run`: a runtime and an agent in
+// memory, without a store, whose pods end with the command. The caller
+// creates the pods, deletes them and waits for them to terminate; Close
+// then releases the runtime and the temporary state directory.
+type Foreground struct {
+	agent    *agent.Agent
+	rt       openRuntime
+	stop     context.CancelFunc
+	tempRoot string // the state directory made for this run, removed by Close
+	once     sync.Once
+}
+
+// NewForeground opens the runtime, with its state under o.Root (a new
+// temporary directory when it is ""), and starts the agent; output, when
+// set, receives every line the containers write. The agent stops when ctx
+// ends, leaving the containers as they are. Its errors are the temporary
+// directory's or the runtime's.
+func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, error) {
+	root := o.Root
+	tempRoot := ""
+	if root == "" {
+		dir, err := os.MkdirTemp("", "podward-run-")
+		if err != nil {
+			return nil, err
+		}
+		root, tempRoot = dir, dir
+	}
+	root, _ = filepath.Abs(root)
+
+	clk := clock.RealClock{}
+	log := o.logger()
+	rt, err := o.Runtime.open(ctx, root, clk, log, output)
+	if err != nil {
+		if tempRoot != "" {
+			_ = os.RemoveAll(tempRoot)
+		}
+		return nil, err
+	}
+	agentCtx, stop := context.WithCancel(ctx)
+	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log})
+	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot}, nil
+}
+
+// Watch follows the agent's events from now on; the caller stops the
+// watcher.
+func (f *Foreground) Watch() *events.Watcher { return f.agent.Recorder().Watch() }
+
+// Admit checks a pod as Create will, without creating it: Kubernetes
+// validation and the runtime's own check. The pod must be defaulted
+// (model.Default) as Create defaults it. The error is an *InvalidError.
+func (f *Foreground) Admit(pod *model.Pod) error { return f.agent.Admit(pod) }
+
+// Create admits a pod, gives it a UID and starts it; the agent owns pod
+// afterwards. A pod whose name is taken is refused.
+func (f *Foreground) Create(pod *model.Pod) (types.UID, error) {
+	created, err := f.agent.Create(pod)
+	if err != nil {
+		return "", err
+	}
+	return created.UID, nil
+}
+
+// Delete asks for the termination of a pod: with grace seconds, or the
+// pod's own terminationGracePeriodSeconds when grace is nil; reason says
+// why, in its events. It returns at once.
+func (f *Foreground) Delete(uid types.UID, grace *int64, reason string) error {
+	return f.agent.Delete(uid, grace, reason)
+}
+
+// WaitTerminated waits until the pod is terminated — nothing of it runs —
+// or ctx ends.
+func (f *Foreground) WaitTerminated(ctx context.Context, uid types.UID) error {
+	return f.agent.WaitTerminated(ctx, uid)
+}
+
+// Pod returns the pod with its current status (a removed pod with its
+// last), a copy owned by the caller.
+func (f *Foreground) Pod(uid types.UID) (*v1.Pod, error) {
+	p, _, err := f.agent.Get(uid)
+	return p, err
+}
+
+// Stop stops the agent and waits for its goroutines; the containers are
+// left as they are. It is idempotent.
+func (f *Foreground) Stop() {
+	f.stop()
+	f.agent.Wait()
+}
+
+// Close stops the agent, closes the runtime and removes the temporary state
+// directory. It is idempotent.
+func (f *Foreground) Close() {
+	f.once.Do(func() {
+		f.Stop()
+		_ = f.rt.Close()
+		if f.tempRoot != "" {
+			_ = os.RemoveAll(f.tempRoot)
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// options are the defaults with a quiet log.
+func options(root string) Options {
+	o := DefaultOptions()
+	o.Root = root
+	o.LogOutput = io.Discard
+	return o
+}
+
+func TestDefaultOptions(t *testing.T) {
+	o := DefaultOptions()
+	p := planner.DefaultConfig()
+	if o.BackoffBase != p.BackoffBase || o.PromptKill != p.PromptKill || o.EventsPerPod != store.DefaultEventsPerPod {
+		t.Errorf("defaults %+v, want the planner's and the store's", o)
+	}
+	if o.Runtime.Kind != RuntimeProcess || o.Runtime.CRIEndpoint != DefaultCRIEndpoint {
+		t.Errorf("runtime defaults %+v", o.Runtime)
+	}
+	o.BackoffBase, o.PromptKill = time.Hour, time.Minute
+	cfg := o.plannerConfig()
+	want := planner.DefaultConfig()
+	want.BackoffBase, want.PromptKill = time.Hour, time.Minute
+	if cfg != want {
+		t.Errorf("planner config %+v, want %+v", cfg, want)
+	}
+}
+
+// Each error keeps its message; only the options' own mistakes and
+// podward's faults are classified.
+func TestErrorClasses(t *testing.T) {
+	ctx := context.Background()
+	bogus := options(t.TempDir())
+	bogus.Runtime.Kind = "bogus"
+	const unknown = `--runtime: unknown runtime "bogus" (want process or cri)`
+
+	_, err := NewForeground(ctx, bogus, nil)
+	if err == nil || err.Error() != unknown || errors.Is(err, ErrBadOptions) || errors.Is(err, ErrInternal) {
+		t.Errorf("foreground with an unknown runtime: %v", err)
+	}
+	_, err = NewAgent(ctx, AgentOptions{Options: bogus, Socket: filepath.Join(shortDir(t), "pw.sock")})
+	if err == nil || err.Error() != unknown || errors.Is(err, ErrBadOptions) || errors.Is(err, ErrInternal) {
+		t.Errorf("agent with an unknown runtime: %v", err)
+	}
+	_, err = NewClusterNode(ctx, ClusterOptions{Options: options(t.TempDir()), Kubeconfig: filepath.Join(t.TempDir(), "absent")})
+	if !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), "--kubeconfig: ") {
+		t.Errorf("cluster node without a kubeconfig: %v", err)
+	}
+	if err := internal(errors.New("boom")); !errors.Is(err, ErrInternal) || errors.Is(err, ErrBadOptions) || err.Error() != "boom" {
+		t.Errorf("internal: %v", err)
+	}
+}
+
+func TestForeground(t *testing.T) {
+	f, err := NewForeground(context.Background(), options(t.TempDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pods, err := model.Decode([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: app, command: [\"true\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.Default(pods[0])
+	var invalid *InvalidError
+	if err := f.Admit(pods[0]); !errors.As(err, &invalid) || invalid.Problems() != "spec.containers[0].image: Required value" {
+		t.Fatalf("admit of a pod without an image: %v", err)
+	}
+	f.Close()
+	f.Close() // idempotent
+}
+
+// A second agent on the same state refuses to start and leaves the
+// first's socket alone; Serve ends with its context and removes the
+// socket.
+func TestAgent(t *testing.T) {
+	dir := shortDir(t)
+	root, socket := filepath.Join(dir, "state"), filepath.Join(dir, "pw.sock")
+	a, err := NewAgent(context.Background(), AgentOptions{Options: options(root), Socket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Root() != root || a.Socket() != socket {
+		t.Errorf("root %q socket %q", a.Root(), a.Socket())
+	}
+	if _, err := NewAgent(context.Background(), AgentOptions{Options: options(root), Socket: filepath.Join(dir, "other.sock")}); err == nil {
+		t.Error("a second agent on the same state started")
+	}
+	if _, err := NewAgent(context.Background(), AgentOptions{Options: options(filepath.Join(dir, "other")), Socket: socket}); !errors.Is(err, apiserver.ErrSocketInUse) {
+		t.Errorf("a second agent on the same socket: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.Serve(ctx); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if _, err := os.Stat(socket); !os.IsNotExist(err) {
+		t.Errorf("socket left behind: %v", err)
+	}
+}
+
+// shortDir is a temporary directory with a path short enough for a unix
+// socket.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pwnode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -1,0 +1,173 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/cri"
+	"github.com/podward/podward/internal/runtime/process"
+	"github.com/podward/podward/internal/store"
+)
+
+// Options are the settings every daemon shares; the CLI's flags fill them.
+// Start from DefaultOptions: the zero value has no backoff and no kill
+// delay.
+type Options struct {
+	// Root is the state directory. "" is each daemon's default: a
+	// temporary directory removed by Close (NewForeground),
+	// DefaultStateDir (NewAgent), RootNodeStateDir (NewClusterNode).
+	Root string
+	// BackoffBase is the crash-loop backoff after the second quick exit
+	// (planner.Config.BackoffBase).
+	BackoffBase time.Duration
+	// PromptKill is how long after the stop signal a container is killed
+	// once the defer containers completed (planner.Config.PromptKill).
+	PromptKill time.Duration
+	// EventsPerPod bounds the events kept per pod by the long-running
+	// daemons (NewAgent, NewClusterNode); the foreground run keeps the
+	// recorder's own bound.
+	EventsPerPod int
+	// Verbose logs the agent's decisions (level Info); otherwise only
+	// warnings and errors are logged.
+	Verbose bool
+	// LogOutput receives the log; nil is os.Stderr.
+	LogOutput io.Writer
+	// Runtime selects the container runtime.
+	Runtime RuntimeOptions
+}
+
+// RuntimeOptions select and configure the container runtime.
+type RuntimeOptions struct {
+	// Kind is RuntimeProcess or RuntimeCRI.
+	Kind string
+	// CRIEndpoint is the CRI runtime's socket (RuntimeCRI).
+	CRIEndpoint string
+	// PullSecretsDir holds the image pull secrets: spec.imagePullSecrets
+	// name N is the dockerconfigjson file N.json (RuntimeCRI).
+	PullSecretsDir string
+	// PodNetwork gives pods without hostNetwork their own network
+	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every
+	// pod is on the host network.
+	PodNetwork bool
+}
+
+// The runtimes RuntimeOptions.Kind selects.
+const (
+	// RuntimeProcess runs each container as a host process
+	// (internal/runtime/process): nothing to install.
+	RuntimeProcess = "process"
+	// RuntimeCRI runs OCI containers through a CRI runtime such as
+	// containerd (internal/runtime/cri).
+	RuntimeCRI = "cri"
+)
+
+// DefaultCRIEndpoint is containerd's CRI socket.
+const DefaultCRIEndpoint = "unix:///run/containerd/containerd.sock"
+
+// DefaultOptions are the defaults of every option: the planner's timings,
+// the store's events per pod, the process runtime.
+func DefaultOptions() Options {
+	p := planner.DefaultConfig()
+	return Options{
+		BackoffBase:  p.BackoffBase,
+		PromptKill:   p.PromptKill,
+		EventsPerPod: store.DefaultEventsPerPod,
+		Runtime:      RuntimeOptions{Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint},
+	}
+}
+
+// plannerConfig is the planner's configuration: its defaults with the
+// timings of o. It is the one place the planner is configured from options.
+func (o *Options) plannerConfig() planner.Config {
+	cfg := planner.DefaultConfig()
+	cfg.BackoffBase = o.BackoffBase
+	cfg.PromptKill = o.PromptKill
+	return cfg
+}
+
+// logger is the daemon's logger: warnings and errors, everything from Info
+// with Verbose.
+func (o *Options) logger() *slog.Logger {
+	w := o.LogOutput
+	if w == nil {
+		w = os.Stderr
+	}
+	level := slog.LevelWarn
+	if o.Verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// Output receives every line a container writes: its pod, its container's
+// name, the stream ("stdout" or "stderr") and the line. It is called from
+// the runtime's goroutines, concurrently.
+type Output func(pod *model.Pod, container, stream string, line []byte)
+
+// openRuntime is the agent's runtime, whose state lives under root.
+type openRuntime interface {
+	runtime.Runtime
+	io.Closer
+}
+
+// open starts the selected runtime, with its state under root. output, when
+// set, receives every line the containers write.
+func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output) (openRuntime, error) {
+	switch o.Kind {
+	case RuntimeProcess:
+		return process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output})
+	case RuntimeCRI:
+		rt, err := cri.New(ctx, cri.Config{
+			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
+			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)
+		}
+		return rt, nil
+	default:
+		return nil, fmt.Errorf("--runtime: unknown runtime %q (want process or cri)", o.Kind)
+	}
+}
+
+// InvalidError is a pod that failed validation or that the runtime cannot
+// run: the error of Foreground.Admit and Foreground.Create. It is the
+// agent's own type, so that the command line reads it (errors.As, Problems)
+// through this package.
+type InvalidError = agent.InvalidError
+
+// The classes of a daemon's errors, matched with errors.Is; an error of
+// neither class is the environment refusing.
+var (
+	// ErrBadOptions is an option that cannot work: a path that cannot be
+	// made absolute, an unreadable kubeconfig, a bad certificate.
+	ErrBadOptions = errors.New("bad options")
+	// ErrInternal is podward's own fault: a runtime without an ability
+	// it must have, the API server failing while it serves.
+	ErrInternal = errors.New("internal error")
+)
+
+// classified puts err in a class without changing its message.
+type classified struct {
+	class error
+	err   error
+}
+
+func (e *classified) Error() string        { return e.err.Error() }
+func (e *classified) Unwrap() error        { return e.err }
+func (e *classified) Is(target error) bool { return target == e.class }
+
+func badOptions(err error) error { return &classified{class: ErrBadOptions, err: err} }
+func internal(err error) error   { return &classified{class: ErrInternal, err: err} }
