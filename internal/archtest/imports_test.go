@@ -1,0 +1,190 @@
+package archtest
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// pkgImports is what one package directory imports from the module, split
+// by whether a _test.go file or a non-test file does.
+type pkgImports struct {
+	code, tests map[string]bool
+}
+
+// moduleRoot finds go.mod above the test's directory and reads the module
+// path from it.
+func moduleRoot(t *testing.T) (dir, module string) {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if m, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+					return dir, strings.TrimSpace(m)
+				}
+			}
+			t.Fatalf("%s/go.mod names no module", dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// readImports parses the import clauses of every Go file under root's
+// internal/, cmd/ and test/ folders.
+func readImports(t *testing.T, root, module string) map[string]*pkgImports {
+	t.Helper()
+	pkgs := map[string]*pkgImports{}
+	fset := token.NewFileSet()
+	for _, top := range []string{"internal", "cmd", "test"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			p := pkgs[rel]
+			if p == nil {
+				p = &pkgImports{code: map[string]bool{}, tests: map[string]bool{}}
+				pkgs[rel] = p
+			}
+			into := p.code
+			if strings.HasSuffix(path, "_test.go") {
+				into = p.tests
+			}
+			for _, spec := range f.Imports {
+				ip, err := strconv.Unquote(spec.Path.Value)
+				if err != nil {
+					return err
+				}
+				if local, ok := strings.CutPrefix(ip, module+"/"); ok {
+					into[local] = true
+				}
+			}
+			return nil
+		})
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatalf("read %s: %v", top, err)
+		}
+	}
+	return pkgs
+}
+
+// under says whether pkg is path or below it.
+func under(pkg, path string) bool {
+	return pkg == path || strings.HasPrefix(pkg, path+"/")
+}
+
+// violations checks every rule against pkgs and describes each broken one.
+func violations(pkgs map[string]*pkgImports, rules []rule) []string {
+	var out []string
+	for _, r := range rules {
+		for pkg, imps := range pkgs {
+			if !under(pkg, r.From) {
+				continue
+			}
+			check := func(set map[string]bool, where string) {
+				for imp := range set {
+					if under(imp, pkg) {
+						continue // itself, or a package of its own below it
+					}
+					bad := slices.ContainsFunc(r.Not, func(n string) bool { return under(imp, n) })
+					if r.Only != nil && !slices.ContainsFunc(r.Only, func(n string) bool { return under(imp, n) }) && !under(imp, r.From) {
+						bad = true
+					}
+					if bad {
+						out = append(out, pkg+where+" imports "+imp+": "+r.Why)
+					}
+				}
+			}
+			check(imps.code, "")
+			if r.Tests {
+				check(imps.tests, " (tests)")
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func TestImportDirections(t *testing.T) {
+	root, module := moduleRoot(t)
+	pkgs := readImports(t, root, module)
+	if len(pkgs) < 10 {
+		t.Fatalf("read only %d packages under %s: the walk is broken", len(pkgs), root)
+	}
+	for _, r := range rules {
+		found := false
+		for pkg := range pkgs {
+			found = found || under(pkg, r.From)
+		}
+		if !found {
+			t.Errorf("rule for %s: no such package (rules.go is out of date)", r.From)
+		}
+	}
+	for _, v := range violations(pkgs, rules) {
+		t.Error(v)
+	}
+}
+
+// The checker itself catches each kind of rule broken, and passes what is
+// allowed.
+func TestViolationsCatchForbiddenImports(t *testing.T) {
+	set := func(s ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range s {
+			m[x] = true
+		}
+		return m
+	}
+	pkgs := map[string]*pkgImports{
+		"internal/planner":         {code: set("internal/model", "internal/runtime"), tests: set()},
+		"internal/runtime/process": {code: set("internal/runtime", "internal/runtime/process/shim"), tests: set("internal/podworker")},
+		"internal/cli":             {code: set("internal/node", "internal/agent"), tests: set("internal/agent")},
+		"internal/model":           {code: set(), tests: set()},
+	}
+	rs := []rule{
+		{From: "internal/planner", Only: []string{"internal/model"}, Why: "pure"},
+		{From: "internal/runtime", Not: []string{"internal/podworker"}, Tests: true, Why: "contract"},
+		{From: "internal/cli", Not: []string{"internal/agent"}, Why: "through node"},
+		{From: "internal/model", Only: []string{}, Tests: true, Why: "bottom"},
+	}
+	got := violations(pkgs, rs)
+	want := []string{
+		"internal/cli imports internal/agent: through node",
+		"internal/planner imports internal/runtime: pure",
+		"internal/runtime/process (tests) imports internal/podworker: contract",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,73 @@
+package archtest
+
+// A rule limits what the packages under From may import from this module.
+// Paths are relative to the module ("internal/planner"); a path names the
+// package and every package below it.
+type rule struct {
+	// From is the importing package (and those below it).
+	From string
+	// Only, when set, lists the module packages From may import (besides
+	// itself and those below it); anything else is forbidden.
+	Only []string
+	// Not lists module packages From must not import.
+	Not []string
+	// Tests says whether From's _test.go files are held to the rule too.
+	Tests bool
+	// Why is printed with a violation.
+	Why string
+}
+
+// rules are the import directions of docs/architecture.md.
+var rules = []rule{
+	{
+		From:  "internal",
+		Not:   []string{"internal/cli"},
+		Tests: true,
+		Why:   "only cmd/podward runs the CLI",
+	},
+	{
+		From:  "internal/model",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the model is the bottom layer: Kubernetes types, decoding, validation",
+	},
+	{
+		From:  "internal/planner",
+		Only:  []string{"internal/model"},
+		Tests: true,
+		Why:   "the planner is pure: spec + observations + now in, a plan out",
+	},
+	{
+		From:  "internal/runtime",
+		Not:   []string{"internal/podworker", "internal/agent", "internal/planner", "internal/prober", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client"},
+		Tests: true,
+		Why:   "runtimes implement the contract in internal/runtime; they never know their consumers",
+	},
+	{
+		From: "internal/cli",
+		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/runtime", "internal/planner", "internal/prober", "internal/apiserver", "internal/staticpods", "internal/cluster"},
+		Why:  "the CLI speaks to the agent through the client; daemons are assembled by internal/node",
+	},
+	{
+		From: "internal/client",
+		Only: []string{},
+		Why:  "the client depends only on the wire types (the Kubernetes API types)",
+	},
+	{
+		From:  "internal/podworker",
+		Not:   []string{"internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
+		Why:   "the pod worker knows the runtime contract, not a runtime, and nothing above it",
+		Tests: false,
+	},
+	{
+		From: "internal/agent",
+		Not:  []string{"internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
+		Why:  "the agent is the engine the sources and servers above it drive",
+	},
+	{
+		From:  "internal/node",
+		Not:   []string{"internal/cli", "internal/client"},
+		Tests: true,
+		Why:   "the assembly package wires the daemons; the CLI sits above it",
+	},
+}
