@@ -395,7 +395,7 @@ func (a *Agent) reap(uid types.UID) {
 // terminationGracePeriodSeconds when set. It returns at once: the
 // termination goes on in the pod's worker, and the pod is removed once it
 // is terminated.
-func (a *Agent) Delete(uid types.UID, grace *int64, reason string) error {
+func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error {
 	a.mu.Lock()
 	e, ok := a.pods[uid]
 	a.mu.Unlock()

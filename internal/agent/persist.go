@@ -256,7 +256,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 	a.mu.Unlock()
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: p})
 	if deletion != nil {
-		a.workers.UpdatePod(podworker.UpdateOptions{Pod: p, Kill: &podworker.KillOptions{GracePeriodSeconds: remaining(deletion.Time, a.cfg.Clock.Now()), Reason: "Deleted"}})
+		a.workers.UpdatePod(podworker.UpdateOptions{Pod: p, Kill: &podworker.KillOptions{GracePeriodSeconds: remaining(deletion.Time, a.cfg.Clock.Now()), Reason: podworker.TerminationDeleted}})
 	}
 	return nil
 }
@@ -278,7 +278,7 @@ func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
 		return nil
 	}
 	if deletion != nil {
-		a.workers.UpdatePod(podworker.UpdateOptions{Pod: p, Kill: &podworker.KillOptions{GracePeriodSeconds: remaining(deletion.Time, a.cfg.Clock.Now()), Reason: "Deleted"}})
+		a.workers.UpdatePod(podworker.UpdateOptions{Pod: p, Kill: &podworker.KillOptions{GracePeriodSeconds: remaining(deletion.Time, a.cfg.Clock.Now()), Reason: podworker.TerminationDeleted}})
 	}
 	return nil
 }

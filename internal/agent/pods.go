@@ -14,6 +14,7 @@ import (
 
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/podworker"
 )
 
 // The agent's pod API by namespace and name, as the API server serves it.
@@ -118,7 +119,7 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 	if err := a.persistReplacement(old, pod); err != nil {
 		return nil, 0, err
 	}
-	if err := a.Delete(old, nil, "Replaced"); err != nil {
+	if err := a.Delete(old, nil, podworker.TerminationReplaced); err != nil {
 		return nil, 0, err
 	}
 	p, _, err := a.Get(old)
@@ -144,7 +145,7 @@ func (a *Agent) DeletePod(ns, name string, grace *int64) (*v1.Pod, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
 	}
-	if err := a.Delete(e.pod.UID, grace, "Deleted"); err != nil {
+	if err := a.Delete(e.pod.UID, grace, podworker.TerminationDeleted); err != nil {
 		return nil, err
 	}
 	p, _, err := a.Get(e.pod.UID)

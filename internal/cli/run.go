@@ -193,7 +193,7 @@ func createAll(f *node.Foreground, pods []*model.Pod) ([]types.UID, error) {
 		uid, err := f.Create(p)
 		if err != nil {
 			for _, started := range uids {
-				_ = f.Delete(started, nil, "Aborted")
+				_ = f.Delete(started, nil, node.TerminationAborted)
 			}
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-
 			_ = f.WaitTerminated(ctx, uid)
 		}
 	}()
-	deleteAll := func(grace *int64, reason string) {
+	deleteAll := func(grace *int64, reason node.TerminationReason) {
 		for _, uid := range uids {
 			_ = f.Delete(uid, grace, reason)
 		}
@@ -231,16 +231,16 @@ func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-
 			return
 		case <-timedOut:
 			pr.note("timeout: deleting the pods gracefully")
-			deleteAll(nil, "Timeout")
+			deleteAll(nil, node.TerminationTimeout)
 		case <-sigs:
 			interrupts++
 			if interrupts == 1 {
 				pr.note("interrupted: terminating gracefully (defer containers run); interrupt again to kill at once")
-				deleteAll(nil, "Interrupted")
+				deleteAll(nil, node.TerminationInterrupted)
 			} else {
 				pr.note("interrupted again: killing with grace period 0")
 				zero := int64(0)
-				deleteAll(&zero, "Interrupted")
+				deleteAll(&zero, node.TerminationInterrupted)
 			}
 		}
 	}

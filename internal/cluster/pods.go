@@ -30,7 +30,7 @@ import (
 type PodAgent interface {
 	Sync(pod *model.Pod) error
 	Known(uid types.UID) bool
-	Delete(uid types.UID, grace *int64, reason string) error
+	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
 	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
 	ListPods(ns string) []*v1.Pod
 	WatchPods(ctx context.Context, ns string) <-chan agent.WatchEvent
@@ -183,7 +183,7 @@ func (p *Pods) killUnknown(store cache.Store) {
 		p.mu.Lock()
 		p.deleted[pod.UID] = true
 		p.mu.Unlock()
-		if err := p.cfg.Agent.Delete(pod.UID, nil, "DeletedFromAPI"); err != nil && !errors.Is(err, agent.ErrNotFound) {
+		if err := p.cfg.Agent.Delete(pod.UID, nil, podworker.TerminationDeletedFromAPI); err != nil && !errors.Is(err, agent.ErrNotFound) {
 			p.log.Error("kill pod", "podUID", pod.UID, "err", err)
 		}
 	}
@@ -222,7 +222,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		p.deleted[uid] = true
 		p.mu.Unlock()
 		if known {
-			if err := p.cfg.Agent.Delete(uid, nil, "DeletedFromAPI"); err != nil && !errors.Is(err, agent.ErrNotFound) {
+			if err := p.cfg.Agent.Delete(uid, nil, podworker.TerminationDeletedFromAPI); err != nil && !errors.Is(err, agent.ErrNotFound) {
 				return err
 			}
 		}
@@ -232,7 +232,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 			// Nothing of it runs here, and nothing will.
 			return p.deleteObject(ctx, pod.Namespace, pod.Name, uid)
 		}
-		if err := p.cfg.Agent.Delete(uid, pod.DeletionGracePeriodSeconds, "Deleted"); err != nil && !errors.Is(err, agent.ErrNotFound) {
+		if err := p.cfg.Agent.Delete(uid, pod.DeletionGracePeriodSeconds, podworker.TerminationDeleted); err != nil && !errors.Is(err, agent.ErrNotFound) {
 			return err
 		}
 		p.statusQ.Add(uid) // it may be terminated already

@@ -80,7 +80,7 @@ func (f *Foreground) Create(pod *model.Pod) (types.UID, error) {
 // Delete asks for the termination of a pod: with grace seconds, or the
 // pod's own terminationGracePeriodSeconds when grace is nil; reason says
 // why, in its events. It returns at once.
-func (f *Foreground) Delete(uid types.UID, grace *int64, reason string) error {
+func (f *Foreground) Delete(uid types.UID, grace *int64, reason TerminationReason) error {
 	return f.agent.Delete(uid, grace, reason)
 }
 

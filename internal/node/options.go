@@ -15,6 +15,7 @@ import (
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/podworker"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cri"
 	"github.com/podward/podward/internal/runtime/process"
@@ -147,6 +148,17 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 // agent's own type, so that the command line reads it (errors.As, Problems)
 // through this package.
 type InvalidError = agent.InvalidError
+
+// TerminationReason says why `podward run` ends a pod (the pod worker's
+// type, so that the CLI need not import the worker).
+type TerminationReason = podworker.TerminationReason
+
+// The reasons `podward run` ends its pods for.
+const (
+	TerminationInterrupted = podworker.TerminationInterrupted
+	TerminationTimeout     = podworker.TerminationTimeout
+	TerminationAborted     = podworker.TerminationAborted
+)
 
 // The classes of a daemon's errors, matched with errors.Is; an error of
 // neither class is the environment refusing.

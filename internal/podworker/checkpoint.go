@@ -42,7 +42,7 @@ type checkpointV1 struct {
 	Deleted   bool      `json:"deleted,omitempty"`
 	// TermReason is who asked for the termination (KillOptions.Reason, or
 	// "Completed").
-	TermReason  string             `json:"terminationReason,omitempty"`
+	TermReason  TerminationReason  `json:"terminationReason,omitempty"`
 	Termination *terminationRecord `json:"termination,omitempty"`
 	// GPReported: the GracePeriodExceeded event was emitted.
 	GPReported bool `json:"gracePeriodReported,omitempty"`

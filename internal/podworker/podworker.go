@@ -24,10 +24,6 @@ const cleanupTimeout = time.Minute
 // a bug can never spin a worker.
 const maxRoundsPerStep = 64
 
-// terminationCompleted is the termination reason of a pod that completed
-// (a kill gives its own, KillOptions.Reason).
-const terminationCompleted = "Completed"
-
 // podWorker is the state of one pod, in three zones. The fields set at
 // creation never change and may be read anywhere. The inbox and the
 // published status guard themselves: anyone pushes to the inbox, only the
@@ -72,7 +68,7 @@ type podWorker struct {
 	recovering bool
 	// term is the termination once it began, termReason who asked for it.
 	term       *planner.Termination
-	termReason string
+	termReason TerminationReason
 	// deleted is set once a kill was applied: the published pod then
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
@@ -420,11 +416,11 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 func (pw *podWorker) complete(now time.Time) {
 	phase := planner.Phase(pw.pod, pw.observed(), false)
 	pw.eventf("", events.Normal, events.Completed, "Pod completed (phase %s)", phase)
-	pw.begin(now, pw.pod.GracePeriodSeconds(), terminationCompleted)
+	pw.begin(now, pw.pod.GracePeriodSeconds(), TerminationCompleted)
 }
 
 // begin moves the pod to Terminating with grace period grace (seconds).
-func (pw *podWorker) begin(now time.Time, grace int64, reason string) {
+func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason) {
 	t := planner.Begin(pw.pod, pw.observed(), now, time.Duration(grace)*time.Second)
 	pw.term = &t
 	pw.termReason = reason

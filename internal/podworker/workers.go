@@ -71,13 +71,41 @@ type Config struct {
 	OnChange func(uid types.UID)
 }
 
+// TerminationReason says why a pod's termination began: who asked for it
+// (a kill's reason) or that the pod completed on its own. It is logged and
+// kept in the checkpoint by its text, so a value's text never changes.
+type TerminationReason string
+
+// Termination reasons, one per cause.
+const (
+	// TerminationCompleted: every regular container terminated and none
+	// will restart, or an init container failed for good.
+	TerminationCompleted TerminationReason = "Completed"
+	// TerminationDeleted: a delete through the agent's API, or a
+	// deletionTimestamp set by the cluster's API server.
+	TerminationDeleted TerminationReason = "Deleted"
+	// TerminationDeletedFromAPI: the pod is gone from the cluster's API
+	// server (deleted while the node was away, or forced).
+	TerminationDeletedFromAPI TerminationReason = "DeletedFromAPI"
+	// TerminationReplaced: an apply changed the pod's spec; the old pod
+	// ends before the new one starts.
+	TerminationReplaced TerminationReason = "Replaced"
+	// TerminationInterrupted: `podward run` got SIGINT or SIGTERM.
+	TerminationInterrupted TerminationReason = "Interrupted"
+	// TerminationTimeout: `podward run --timeout` passed.
+	TerminationTimeout TerminationReason = "Timeout"
+	// TerminationAborted: `podward run` could not create a later pod of its
+	// manifest, so the pods already created end.
+	TerminationAborted TerminationReason = "Aborted"
+)
+
 // KillOptions asks for a pod's termination.
 type KillOptions struct {
 	// GracePeriodSeconds overrides the pod's terminationGracePeriodSeconds
 	// when set. A later kill may shorten the deadline, never lengthen it.
 	GracePeriodSeconds *int64
-	// Reason says who asked, for logs and events (Deleted, Interrupted...).
-	Reason string
+	// Reason says who asked, for logs and the checkpoint.
+	Reason TerminationReason
 }
 
 // UpdateOptions is one update for a pod's worker.
