@@ -239,13 +239,16 @@ func killOptions(d plannertest.Directive) (*KillOptions, error) {
 			}
 			k.GracePeriodSeconds = &g
 		case a.Key == "reason" && a.HasVal:
-			k.Reason = a.Val
+			setWord(&k.Reason, a.Val)
 		default:
 			return nil, d.Errorf("unknown argument %q", a.Key)
 		}
 	}
 	return k, nil
 }
+
+// setWord sets a field of any string type from a script's word.
+func setWord[S ~string](field *S, word string) { *field = S(word) }
 
 // containerArg reads the one argument of a directive: a container of the
 // pod.
