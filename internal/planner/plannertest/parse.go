@@ -61,11 +61,13 @@ func (d Directive) Duration(key string) (time.Duration, error) {
 
 // Pod reads a pod description, the arguments of
 //
-//	pod [policy=Always|OnFailure|Never] [grace=SECONDS] ROLE:NAME ...
+//	pod [policy=Always|OnFailure|Never] [grace=SECONDS] ROLE:NAME[.OPTION...] ...
 //
 // ROLE is init, sidecar (an init container with restartPolicy Always),
 // main or defer; the containers are declared in the order given. The pod is
-// default/p; every container runs image busybox.
+// default/p; every container runs image busybox. The options (see
+// containerOption) give a container hooks, a stop signal or probes: the
+// planner reads none of them, the pod worker's scenarios do.
 func Pod(d Directive) (*model.Pod, error) {
 	p := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}}
 	always := v1.ContainerRestartPolicyAlways
@@ -80,11 +82,17 @@ func Pod(d Directive) (*model.Pod, error) {
 			}
 			p.Spec.TerminationGracePeriodSeconds = &g
 		case !a.HasVal:
-			role, name, ok := strings.Cut(a.Key, ":")
-			if !ok || name == "" {
+			role, rest, _ := strings.Cut(a.Key, ":")
+			parts := splitCalls(rest)
+			if parts[0] == "" {
 				return nil, d.Errorf("container %q: want ROLE:NAME", a.Key)
 			}
-			c := v1.Container{Name: name, Image: "busybox"}
+			c := v1.Container{Name: parts[0], Image: "busybox"}
+			for _, opt := range parts[1:] {
+				if err := containerOption(&c, opt); err != nil {
+					return nil, d.Errorf("container %q: %v", a.Key, err)
+				}
+			}
 			switch role {
 			case "init":
 				p.Spec.InitContainers = append(p.Spec.InitContainers, c)
@@ -103,6 +111,71 @@ func Pod(d Directive) (*model.Pod, error) {
 		}
 	}
 	return p, nil
+}
+
+// containerOption applies one option of a container in Pod:
+//
+//	.preStop(CMD,ARG...)    an exec preStop hook running CMD ARG...
+//	.postStart(CMD,ARG...)  an exec postStart hook
+//	.stopSignal(SIG)        lifecycle.stopSignal, e.g. SIGUSR1
+//	.startupProbe .readinessProbe .livenessProbe
+//	                        an exec probe running "check", every second,
+//	                        failing after 3 failures; an argument, as in
+//	                        .livenessProbe(5), is the probe's own
+//	                        terminationGracePeriodSeconds
+func containerOption(c *v1.Container, opt string) error {
+	name, args, err := call(opt)
+	if err != nil {
+		return err
+	}
+	lifecycle := func() *v1.Lifecycle {
+		if c.Lifecycle == nil {
+			c.Lifecycle = &v1.Lifecycle{}
+		}
+		return c.Lifecycle
+	}
+	switch name {
+	case "preStop", "postStart":
+		if len(args) == 0 {
+			return fmt.Errorf(".%s needs a command", name)
+		}
+		h := &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: args}}
+		if name == "preStop" {
+			lifecycle().PreStop = h
+		} else {
+			lifecycle().PostStart = h
+		}
+	case "stopSignal":
+		if len(args) != 1 {
+			return fmt.Errorf(".stopSignal takes 1 argument, not %d", len(args))
+		}
+		sig := v1.Signal(args[0])
+		lifecycle().StopSignal = &sig
+	case "startupProbe", "readinessProbe", "livenessProbe":
+		if len(args) > 1 {
+			return fmt.Errorf(".%s takes at most 1 argument, not %d", name, len(args))
+		}
+		pr := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}},
+			PeriodSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1, TimeoutSeconds: 1}
+		if len(args) == 1 {
+			g, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				return fmt.Errorf(".%s: %w", name, err)
+			}
+			pr.TerminationGracePeriodSeconds = &g
+		}
+		switch name {
+		case "startupProbe":
+			c.StartupProbe = pr
+		case "readinessProbe":
+			c.ReadinessProbe = pr
+		default:
+			c.LivenessProbe = pr
+		}
+	default:
+		return fmt.Errorf("unknown option .%s", name)
+	}
+	return nil
 }
 
 // Observe reads the arguments of

@@ -2,22 +2,21 @@ package plannertest
 
 import (
 	"os"
-	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/planner"
 )
 
 // A file read and written back is the same file: -rewrite changes expected
-// outputs only.
+// outputs only. The planner's files and the pod worker's are checked.
 func TestRenderKeepsFiles(t *testing.T) {
-	files, err := filepath.Glob("../testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario files: %v", err)
-	}
+	files := slices.Concat(Files(t, "../testdata/*.txt"), Files(t, "../../podworker/testdata/*.txt"))
 	for _, f := range files {
 		text, err := os.ReadFile(f)
 		if err != nil {
@@ -77,6 +76,31 @@ func TestParseObserved(t *testing.T) {
 	for _, bad := range []string{"", "run(0)", "running", "running(0,1)", "exited(x,1s)", "running(0).kiled", "running(0).steps", "running(0).steps(x)", "running(1)", "running(0).killAt(", "running()"} {
 		if _, err := ParseObserved(bad); err == nil {
 			t.Errorf("ParseObserved(%q) accepted", bad)
+		}
+	}
+}
+
+func TestPodOptions(t *testing.T) {
+	p, err := Pod(ParseDirective("f.txt:1", "pod policy=Never grace=5 sidecar:s.preStop(drain,now).postStart(warm-up) main:m.stopSignal(SIGUSR1).livenessProbe(5).readinessProbe defer:d.startupProbe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, m, d := p.Spec.InitContainers[0], p.Spec.Containers[0], p.Defer[0]
+	if p.Spec.RestartPolicy != v1.RestartPolicyNever || *p.Spec.TerminationGracePeriodSeconds != 5 || s.Name != "s" || m.Name != "m" || d.Name != "d" {
+		t.Fatalf("pod = %+v", p.Spec)
+	}
+	if !slices.Equal(s.Lifecycle.PreStop.Exec.Command, []string{"drain", "now"}) || !slices.Equal(s.Lifecycle.PostStart.Exec.Command, []string{"warm-up"}) {
+		t.Errorf("sidecar hooks = %+v", s.Lifecycle)
+	}
+	if *m.Lifecycle.StopSignal != v1.SIGUSR1 || m.LivenessProbe == nil || *m.LivenessProbe.TerminationGracePeriodSeconds != 5 || m.ReadinessProbe == nil || m.StartupProbe != nil {
+		t.Errorf("main = %+v", m)
+	}
+	if d.StartupProbe == nil || d.StartupProbe.TerminationGracePeriodSeconds != nil || d.StartupProbe.Exec.Command[0] != "check" {
+		t.Errorf("defer startup probe = %+v", d.StartupProbe)
+	}
+	for _, bad := range []string{"main", "main:", "main:m.", "main:m.preStop", "main:m.stopSignal", "main:m.bogus", "main:m.livenessProbe(x)", "main:m.livenessProbe(1,2)", "job:m"} {
+		if _, err := Pod(ParseDirective("f.txt:1", "pod "+bad)); err == nil {
+			t.Errorf("Pod(%q) accepted", bad)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 // Package plannertest reads scenario files: the lifecycle rules written as
 // data, in the manner of etcd-io/raft's testdata/*.txt. The planner's tests
-// run internal/planner/testdata/*.txt through it; a test driver of another
-// package (the pod worker's) can run its own files through the same reader
-// and reuse the pod, observation and time notation of parse.go. The format
-// is described in internal/planner/testdata/README.md.
+// run internal/planner/testdata/*.txt through it; the pod worker's driver
+// runs its scripts, internal/podworker/testdata/*.txt, through the same
+// reader and reuses the pod and time notation of parse.go. The format is
+// described in internal/planner/testdata/README.md.
 //
 // A file is a sequence of chunks separated by blank lines. A chunk with a
 // "----" line is a block: comment lines ("# ...", the first one names the
@@ -12,9 +12,11 @@
 // prose and must be all comments. The driver decides what the directives
 // mean and whether state carries from block to block.
 //
-// Run with -rewrite (go test ./internal/planner -rewrite) to write what the
-// code produces in place of the expected output of every block; review the
-// diff before committing it.
+// Run with -rewrite (go test ./internal/planner -rewrite, or
+// ./internal/podworker) to write what the code produces in place of the
+// expected output of every block; review the diff before committing it.
+// The flag is defined here, once, for every package whose tests import
+// this one.
 //
 // Only tests import this package.
 package plannertest
@@ -180,26 +182,37 @@ func parseChunk(name string, first int, lines []string) (chunk, error) {
 }
 
 // Run runs every file matching glob (testdata/*.txt, say) as a subtest
-// named after the file. Within a file the blocks run in order, each through
-// run, which returns the block's output (no blank lines) or an error that
-// fails the block; a driver that keeps state from block to block keeps it
-// per file, which is why a block is not a subtest of its own. Each output
-// is compared with the block's expected output — or, with -rewrite,
-// written in its place.
+// named after the file, through RunFile. newFile gives each file its own
+// block runner, so that a driver that keeps state from block to block
+// keeps it per file.
 func Run(t *testing.T, glob string, newFile func() func(*Block) (string, error)) {
+	t.Helper()
+	for _, path := range Files(t, glob) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			RunFile(t, path, newFile())
+		})
+	}
+}
+
+// Files lists the files matching glob, and fails the test when there are
+// none (a mistyped glob would pass silently otherwise).
+func Files(t *testing.T, glob string) []string {
 	t.Helper()
 	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("scenario files %s: none found (%v)", glob, err)
 	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			runFile(t, path, newFile())
-		})
-	}
+	return files
 }
 
-func runFile(t *testing.T, path string, run func(*Block) (string, error)) {
+// RunFile runs the blocks of one file in order, each through run, which
+// returns the block's output (no blank lines) or an error that fails the
+// block; a block is not a subtest of its own, since state may carry from
+// block to block. Each output is compared with the block's expected output
+// — or, with -rewrite, written in its place. A driver that must wrap a
+// whole file's run (in a testing/synctest bubble, say, where t.Run may not
+// be called) calls RunFile from its own subtest, as Run does.
+func RunFile(t *testing.T, path string, run func(*Block) (string, error)) {
 	t.Helper()
 	text, err := os.ReadFile(path)
 	if err != nil {

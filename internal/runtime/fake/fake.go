@@ -84,6 +84,15 @@ func (r *Runtime) record(format string, args ...any) {
 	r.changed = make(chan struct{})
 }
 
+// Note records a line among the calls. It is for a test's wrapper of the
+// fake: what the wrapper does itself (a listing it fails, a probe it is
+// asked for) then reads in order with the fake's own calls.
+func (r *Runtime) Note(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record(format, args...)
+}
+
 // Changed returns a channel closed at the next recorded call or exit.
 func (r *Runtime) Changed() <-chan struct{} {
 	r.mu.Lock()

@@ -1,0 +1,279 @@
+package podworker
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/podward/podward/internal/planner/plannertest"
+	"github.com/podward/podward/internal/prober"
+)
+
+// apply carries out a directive that is not a query; it reports whether
+// the directive acts (and is to be followed by a settle) rather than only
+// setting the machine up.
+func (s *scenario) apply(d plannertest.Directive) (bool, error) {
+	switch d.Cmd {
+	case "ignore-term":
+		name, err := s.containerArg(d)
+		if err != nil {
+			return false, err
+		}
+		s.rt.IgnoreStopSignal(name)
+		return false, nil
+	case "block-setup", "block-cleanup", "block-start", "block-hook":
+		return false, s.block(d)
+	case "fail-hook":
+		return false, s.failHook(d)
+	case "fail-checkpoints", "fail-list":
+		on, err := onOff(d)
+		if err != nil {
+			return false, err
+		}
+		if d.Cmd == "fail-list" {
+			s.mu.Lock()
+			s.failList = on
+			s.mu.Unlock()
+		} else {
+			s.cps.mu.Lock()
+			s.cps.fail = on
+			s.cps.mu.Unlock()
+		}
+		return false, nil
+	case "stop-agent", "start-agent", "restart":
+		return true, s.agent(d)
+	}
+	return true, s.act(d)
+}
+
+// act carries out a directive that changes what the worker sees.
+func (s *scenario) act(d plannertest.Directive) error {
+	switch d.Cmd {
+	case "update", "kill":
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		opts := UpdateOptions{Pod: s.pod}
+		if d.Cmd == "kill" {
+			k, err := killOptions(d)
+			if err != nil {
+				return err
+			}
+			opts.Kill = k
+		}
+		s.w.UpdatePod(opts)
+	case "exit", "exit-quietly":
+		if len(d.Args) != 2 || d.Args[0].HasVal || d.Args[1].HasVal {
+			return d.Errorf("want %s NAME CODE", d.Cmd)
+		}
+		name := d.Args[0].Key
+		code, err := strconv.ParseInt(d.Args[1].Key, 10, 32)
+		if err != nil {
+			return d.Errorf("exit code: %v", err)
+		}
+		if !slices.Contains(s.rt.Running(scenarioUID), name) {
+			return d.Errorf("%s is not running", name)
+		}
+		if d.Cmd == "exit" {
+			s.rt.Exit(scenarioUID, name, int32(code))
+		} else {
+			s.rt.ExitQuietly(scenarioUID, name, int32(code))
+		}
+	case "advance":
+		if len(d.Args) != 1 || d.Args[0].HasVal {
+			return d.Errorf("want advance DURATION")
+		}
+		dur, err := time.ParseDuration(d.Args[0].Key)
+		if err != nil {
+			return d.Errorf("%v", err)
+		}
+		s.clk.Step(dur)
+	case "unblock":
+		s.unblock()
+	case "reboot":
+		s.rt.Reboot()
+	case "probe":
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		return s.probe(d)
+	default:
+		return d.Errorf("unknown directive")
+	}
+	return nil
+}
+
+// agent stops the agent, starts it again and restores the pod from its
+// checkpoint, or both.
+func (s *scenario) agent(d plannertest.Directive) error {
+	if d.Cmd != "start-agent" {
+		if s.w == nil {
+			return d.Errorf("the agent is down already")
+		}
+		s.stopAgent(false)
+	}
+	if d.Cmd == "stop-agent" {
+		return nil
+	}
+	if s.w != nil {
+		return d.Errorf("the agent runs already")
+	}
+	data := s.cps.get(scenarioUID)
+	if data == nil {
+		return d.Errorf("no checkpoint to restore from")
+	}
+	s.startAgent()
+	if err := s.w.Restore(s.pod, data); err != nil {
+		return d.Errorf("%v", err)
+	}
+	return nil
+}
+
+// block holds the pod's setup, its clean-up, the starts of a container or
+// the hooks running a command, until unblock.
+func (s *scenario) block(d plannertest.Directive) error {
+	what := strings.TrimPrefix(d.Cmd, "block-")
+	switch d.Cmd {
+	case "block-start", "block-hook":
+		if len(d.Args) != 1 || d.Args[0].HasVal {
+			return d.Errorf("want %s NAME", d.Cmd)
+		}
+		what += " " + d.Args[0].Key
+	default:
+		if len(d.Args) != 0 {
+			return d.Errorf("takes no arguments")
+		}
+	}
+	s.mu.Lock()
+	s.held[what] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// failHook reads fail-hook CMD [code=N] [output=WORD]: the hooks running
+// CMD exit with N (default 1) and print WORD.
+func (s *scenario) failHook(d plannertest.Directive) error {
+	if len(d.Args) == 0 || d.Args[0].HasVal {
+		return d.Errorf("want fail-hook CMD [code=N] [output=WORD]")
+	}
+	f := hookResultSpec{code: 1}
+	for _, a := range d.Args[1:] {
+		switch {
+		case a.Key == "code" && a.HasVal:
+			n, err := strconv.Atoi(a.Val)
+			if err != nil {
+				return d.Errorf("code: %v", err)
+			}
+			f.code = n
+		case a.Key == "output" && a.HasVal:
+			f.output = a.Val
+		default:
+			return d.Errorf("unknown argument %q", a.Key)
+		}
+	}
+	s.mu.Lock()
+	s.failHooks[d.Args[0].Key] = f
+	s.mu.Unlock()
+	return nil
+}
+
+// probe hands the worker a probe result for a container's latest
+// instance: probe NAME startup|readiness|liveness healthy|unhealthy
+// [changed]. unhealthy is a failed attempt; changed says the verdict
+// flipped (the failure or success threshold was reached).
+func (s *scenario) probe(d plannertest.Directive) error {
+	if s.prober == nil {
+		return d.Errorf("the pod has no probes")
+	}
+	if len(d.Args) < 3 || len(d.Args) > 4 {
+		return d.Errorf("want probe NAME KIND healthy|unhealthy [changed]")
+	}
+	kinds := map[string]prober.Kind{"startup": prober.Startup, "readiness": prober.Readiness, "liveness": prober.Liveness}
+	kind, ok := kinds[d.Args[1].Key]
+	if !ok {
+		return d.Errorf("kind %q is not startup, readiness or liveness", d.Args[1].Key)
+	}
+	healthy := d.Args[2].Key == "healthy"
+	if !healthy && d.Args[2].Key != "unhealthy" {
+		return d.Errorf("%q is not healthy or unhealthy", d.Args[2].Key)
+	}
+	changed := len(d.Args) == 4 && d.Args[3].Key == "changed"
+	if len(d.Args) == 4 && !changed {
+		return d.Errorf("%q is not changed", d.Args[3].Key)
+	}
+	name := d.Args[0].Key
+	s.w.HandleProbe(prober.Result{PodUID: scenarioUID, Container: name, ID: s.prober.id(name), Kind: kind,
+		Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"})
+	return nil
+}
+
+// query carries out a directive that asks something; ok says whether d is
+// one.
+func (s *scenario) query(d plannertest.Directive) (out []string, ok bool, err error) {
+	switch d.Cmd {
+	case "queries":
+		return []string{s.queries()}, true, nil
+	case "forget":
+		if s.w == nil {
+			return nil, true, d.Errorf("the agent is down")
+		}
+		return []string{"Forget " + strconv.FormatBool(s.w.Forget(scenarioUID))}, true, nil
+	case "checkpoint":
+		out, err := s.checkpoint()
+		return out, true, err
+	}
+	return nil, false, nil
+}
+
+// killOptions reads kill [grace=SECONDS] [reason=WORD]; the reason
+// defaults to Deleted.
+func killOptions(d plannertest.Directive) (*KillOptions, error) {
+	k := &KillOptions{Reason: "Deleted"}
+	for _, a := range d.Args {
+		switch {
+		case a.Key == "grace" && a.HasVal:
+			g, err := strconv.ParseInt(a.Val, 10, 64)
+			if err != nil {
+				return nil, d.Errorf("grace: %v", err)
+			}
+			k.GracePeriodSeconds = &g
+		case a.Key == "reason" && a.HasVal:
+			setWord(&k.Reason, a.Val)
+		default:
+			return nil, d.Errorf("unknown argument %q", a.Key)
+		}
+	}
+	return k, nil
+}
+
+// setWord sets a field of any string type from a script's word.
+func setWord[S ~string](field *S, word string) { *field = S(word) }
+
+// containerArg reads the one argument of a directive: a container of the
+// pod.
+func (s *scenario) containerArg(d plannertest.Directive) (string, error) {
+	if len(d.Args) != 1 || d.Args[0].HasVal {
+		return "", d.Errorf("want %s NAME", d.Cmd)
+	}
+	name := d.Args[0].Key
+	for _, ref := range s.pod.Containers() {
+		if ref.Name == name {
+			return name, nil
+		}
+	}
+	return "", d.Errorf("the pod has no container %q", name)
+}
+
+// onOff reads the one argument of a directive: on or off.
+func onOff(d plannertest.Directive) (bool, error) {
+	if len(d.Args) == 1 && !d.Args[0].HasVal {
+		switch d.Args[0].Key {
+		case "on":
+			return true, nil
+		case "off":
+			return false, nil
+		}
+	}
+	return false, d.Errorf("want %s on|off", d.Cmd)
+}
