@@ -36,18 +36,15 @@ type syncing struct {
 
 // probeKills implements the probe rule of docs/lifecycle.md ("Probes"): a
 // container the worker began to stop because a liveness or startup probe
-// failed gets SIGKILL at its KillAt if it still runs.
+// failed gets SIGKILL at its KillAt if it still runs — but never sooner than
+// Config.MinStopGrace after its stop signal (see Config.KillTime).
 func (s *syncing) probeKills() {
 	for _, ref := range s.refs {
 		o := s.in.obs(ref.Name)
 		if o.State != Running || o.KillAt.IsZero() || o.Killed {
 			continue
 		}
-		if !s.in.Now.Before(o.KillAt) {
-			s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: ReasonProbeFailed})
-		} else {
-			s.p.wake(o.KillAt)
-		}
+		s.p.killWhenDue(&s.in, ref, o, o.KillAt, ReasonProbeFailed)
 	}
 }
 
