@@ -137,7 +137,8 @@ func sameSpec(old, next *model.Pod) bool {
 
 // DeletePod asks for the graceful termination of namespace/name and
 // returns the pod as it is now (with its deletionTimestamp once the worker
-// has taken the kill).
+// has taken the kill). A grace period of 0 is a forced delete: the pod
+// leaves the pod API at once (see Delete).
 func (a *Agent) DeletePod(ns, name string, grace *int64) (*v1.Pod, error) {
 	a.mu.Lock()
 	e := a.lookupLocked(ns, name)
