@@ -65,6 +65,11 @@ type Observed struct {
 	// KillAt, set while the pod syncs, is when a container being stopped
 	// because a probe failed gets SIGKILL.
 	KillAt time.Time
+	// ProbeKilled is true once the worker began stopping the instance
+	// because its liveness or startup probe failed; it stays true after the
+	// instance exited, so that the restart rule knows (see restarts), and a
+	// new instance starts without it.
+	ProbeKilled bool
 }
 
 // Input is everything Next may look at. Next does not modify it.
