@@ -130,17 +130,7 @@ func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
 	if probe != nil && probe.TerminationGracePeriodSeconds != nil {
 		grace = *probe.TerminationGracePeriodSeconds
 	}
-	now := pw.w.cfg.Clock.Now()
-	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: now.Add(time.Duration(grace) * time.Second)}
-	c.obs.KillAt, c.obs.ProbeKilled = a.KillAt, true
-	if err := pw.writeAhead([]planner.Action{a}); err != nil {
-		c.obs.KillAt, c.obs.ProbeKilled = time.Time{}, false
-		pw.log.Error("write-ahead before a probe kill", "container", c.ref.Name, "err", err)
-		return
-	}
-	pw.removeProbes(c)
-	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", pw.probeKillMessage(c, kind))
-	pw.stopWith(ctx, c, a, false)
+	pw.workerStop(ctx, c, grace, true, pw.probeKillMessage(c, kind))
 }
 
 // probeKillMessage is the Killing event of a probe kill, in the kubelet's
