@@ -8,7 +8,8 @@
 // Next runs stages, one function per rule, each with a doc comment naming
 // the rule it implements:
 //
-//	syncing (sync.go)            probe kills, init containers and sidecars (start rules 1, 2),
+//	syncing (sync.go)            kills of the stops the worker began (a failed probe or
+//	                             postStart hook), init containers and sidecars (start rules 1, 2),
 //	                             regular containers (rules 3-5)
 //	terminating (terminate.go)   the deadline (steps 6, 8), defer containers (step 3),
 //	                             regular containers (step 4), sidecars (step 5), done (step 7)

@@ -63,8 +63,13 @@ type Observed struct {
 	// Killed is true once SIGKILL was sent to the running instance.
 	Killed bool
 	// KillAt, set while the pod syncs, is when a container being stopped
-	// because a probe failed gets SIGKILL.
+	// because a probe or its postStart hook failed gets SIGKILL.
 	KillAt time.Time
+	// ProbeKilled is true once the worker began stopping the instance
+	// because its liveness or startup probe failed; it stays true after the
+	// instance exited, so that the restart rule knows (see restarts), and a
+	// new instance starts without it.
+	ProbeKilled bool
 }
 
 // Input is everything Next may look at. Next does not modify it.
@@ -140,6 +145,9 @@ const (
 	// ReasonProbeFailed: a liveness or startup probe failed and the stop
 	// the worker began reached its kill time.
 	ReasonProbeFailed
+	// ReasonPostStartHookFailed: the container's postStart hook failed and
+	// the stop the worker began reached its kill time.
+	ReasonPostStartHookFailed
 )
 
 var stopReasonNames = [...]string{
@@ -147,6 +155,7 @@ var stopReasonNames = [...]string{
 	ReasonDeferDone:           "DeferContainersCompleted",
 	ReasonGracePeriodExceeded: "GracePeriodExceeded",
 	ReasonProbeFailed:         "ProbeFailed",
+	ReasonPostStartHookFailed: "FailedPostStartHook",
 }
 
 func (r StopReason) String() string {

@@ -9,16 +9,18 @@ import (
 )
 
 // planSync plans a pod that is not terminating: the "Start" rules of
-// docs/lifecycle.md and the probe kills of its "Probes" section. Each stage
+// docs/lifecycle.md, with the kills of the stops the worker began for a
+// failed postStart hook (rule 2) or probe (its "Probes" section). Each stage
 // below implements one of them; they run in this order and only the init
 // stage can hold up the one after it.
 //
-//	probe kills     a container stopped for a failed probe is killed at its KillAt
+//	worker stops    a container stopped for a failed probe or postStart hook
+//	                is killed at its KillAt
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
 //	regular stage                                   main-1, main-2   (rules 3, 4, 5)
 func planSync(in Input, refs []model.ContainerRef) Plan {
 	s := syncing{in: in, refs: refs}
-	s.probeKills()
+	s.workerStopKills()
 	if s.initContainers() {
 		return s.p
 	}
@@ -34,17 +36,22 @@ type syncing struct {
 	p    Plan
 }
 
-// probeKills implements the probe rule of docs/lifecycle.md ("Probes"): a
-// container the worker began to stop because a liveness or startup probe
-// failed gets SIGKILL at its KillAt if it still runs.
-func (s *syncing) probeKills() {
+// workerStopKills implements the probe rule of docs/lifecycle.md
+// ("Probes") and the postStart rule (start rule 2): a container the worker
+// began to stop because a liveness or startup probe failed, or its
+// postStart hook did, gets SIGKILL at its KillAt if it still runs.
+func (s *syncing) workerStopKills() {
 	for _, ref := range s.refs {
 		o := s.in.obs(ref.Name)
 		if o.State != Running || o.KillAt.IsZero() || o.Killed {
 			continue
 		}
 		if !s.in.Now.Before(o.KillAt) {
-			s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: ReasonProbeFailed})
+			reason := ReasonPostStartHookFailed
+			if o.ProbeKilled {
+				reason = ReasonProbeFailed
+			}
+			s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: reason})
 		} else {
 			s.p.wake(o.KillAt)
 		}
@@ -105,9 +112,10 @@ func (s *syncing) runInit(ref model.ContainerRef, o Observed) {
 
 // regularContainers implements start rules 3, 4 and 5: once every init
 // container completed or started, the regular containers start together;
-// they restart per the pod's restartPolicy with crash-loop backoff; the pod
-// completes when every one of them terminated and none will restart.
-// Sidecars were handled by the init stage and never keep the pod alive.
+// they restart per the pod's restartPolicy with crash-loop backoff (see
+// restarts); the pod completes when every one of them terminated and none
+// will restart. Sidecars were handled by the init stage and never keep the
+// pod alive.
 func (s *syncing) regularContainers() {
 	policy := s.in.Pod.RestartPolicy()
 	allDone := true
@@ -122,7 +130,7 @@ func (s *syncing) regularContainers() {
 		case Running:
 			allDone = false
 		case Exited:
-			if ShouldRestart(policy, o.ExitCode) {
+			if restarts(policy, o) {
 				allDone = false
 				s.p.restart(&s.in, ref, o, 0, time.Time{})
 			}

@@ -226,7 +226,8 @@ func (s *terminating) prompt() bool {
 // time, then a Kill once its kill time comes. The kill time is the
 // deadline; in a prompt stop, PromptKill after the stop signal (a preStop
 // hook before the signal is bounded by the deadline only); never later than
-// the kill time of a stop begun earlier for a failed probe.
+// the kill time of a stop begun earlier for a failed probe or postStart
+// hook.
 func (s *terminating) stop(ref model.ContainerRef, o Observed, preStop bool) {
 	reason := ReasonTerminating
 	if s.prompt() {
@@ -245,8 +246,8 @@ func (s *terminating) stop(ref model.ContainerRef, o Observed, preStop bool) {
 		killAt = earliest(o.SignalledAt.Add(s.in.Config.PromptKill), s.t.Deadline)
 	}
 	if !o.KillAt.IsZero() {
-		// Stopped earlier for a failed probe: a kill time only ever gets
-		// shorter.
+		// Stopped earlier for a failed probe or postStart hook: a kill
+		// time only ever gets shorter.
 		killAt = earliest(killAt, o.KillAt)
 	}
 	if !s.in.Now.Before(killAt) {

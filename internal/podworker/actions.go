@@ -199,6 +199,34 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 	}()
 }
 
+// workerStop begins the graceful stop of a container the worker itself
+// decided to stop — its liveness or startup probe failed (probeKilled), or
+// its postStart hook did — as the kubelet's killContainer does: the
+// Killing event with message, the preStop hook, the stop signal, and
+// SIGKILL grace seconds later (never past a termination's deadline), which
+// the planner sends at the instance's KillAt. KillAt and ProbeKilled go into
+// the same write-ahead as the stop; when it fails nothing is done. A
+// container whose stop has begun already is left to it.
+func (pw *podWorker) workerStop(ctx context.Context, c *ctr, grace int64, probeKilled bool, message string) {
+	if !c.obs.StopRequestedAt.IsZero() {
+		return
+	}
+	killAt := pw.w.cfg.Clock.Now().Add(time.Duration(grace) * time.Second)
+	if pw.term != nil && pw.term.Deadline.Before(killAt) {
+		killAt = pw.term.Deadline
+	}
+	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: killAt}
+	c.obs.KillAt, c.obs.ProbeKilled = killAt, probeKilled
+	if err := pw.writeAhead([]planner.Action{a}); err != nil {
+		c.obs.KillAt, c.obs.ProbeKilled = time.Time{}, false
+		pw.log.Error("write-ahead before stopping a container", "container", c.ref.Name, "err", err)
+		return
+	}
+	pw.removeProbes(c)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", message)
+	pw.stopWith(ctx, c, a, false)
+}
+
 // hasPreStop says whether a stop action runs the container's preStop hook.
 func (pw *podWorker) hasPreStop(c *ctr, a planner.Action) bool {
 	spec := pw.pod.Container(c.ref)

@@ -83,6 +83,9 @@ type observedRecord struct {
 	SignalledAt     time.Time `json:"SignalledAt"`
 	Killed          bool      `json:"Killed"`
 	KillAt          time.Time `json:"KillAt"`
+	// ProbeKilled was added after the first agents: omitted when false, so
+	// that their checkpoints read (as false) and write back the same.
+	ProbeKilled bool `json:"probeKilled,omitempty"`
 }
 
 // exitRecord is a runtime.ExitStatus.
@@ -188,6 +191,7 @@ func (c *ctr) record() containerRecord {
 			StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 			Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 			StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
+			ProbeKilled: o.ProbeKilled,
 		},
 		Exit:             exitRecord{ExitCode: c.exit.ExitCode, Reason: string(c.exit.Reason), Message: c.exit.Message, FinishedAt: c.exit.FinishedAt},
 		Last:             c.last,
@@ -212,6 +216,7 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 		StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 		Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 		StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
+		ProbeKilled: o.ProbeKilled,
 	}
 	c.exit = runtime.ExitStatus{ExitCode: r.Exit.ExitCode, Reason: runtime.ExitReason(r.Exit.Reason), Message: r.Exit.Message, FinishedAt: r.Exit.FinishedAt}
 	c.last = r.Last

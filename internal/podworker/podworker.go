@@ -412,9 +412,10 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 }
 
 // complete begins the termination of a pod whose containers completed,
-// with the pod's own grace period.
+// with the pod's own grace period. Its event names the phase the pod will
+// end in; the pod is published with it only once terminated.
 func (pw *podWorker) complete(now time.Time) {
-	phase := planner.Phase(pw.pod, pw.observed(), false)
+	phase := planner.Phase(pw.pod, pw.observed(), true)
 	pw.eventf("", events.Normal, events.Completed, "Pod completed (phase %s)", phase)
 	pw.begin(now, pw.pod.GracePeriodSeconds(), TerminationCompleted)
 }

@@ -92,6 +92,9 @@ func (s *scenario) checkpoint() ([]string, error) {
 		if o.Killed {
 			line += " killed"
 		}
+		if o.ProbeKilled {
+			line += " probeKilled"
+		}
 		out = append(out, line)
 	}
 	return out, nil

@@ -254,6 +254,7 @@ func (a *agent) events(name string) []event {
 type pod struct {
 	Status struct {
 		Phase      string `json:"phase"`
+		PodIP      string `json:"podIP"`
 		Conditions []struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`

@@ -212,6 +212,7 @@ func Observe(d Directive, containers map[string]planner.Observed) error {
 //	.signalled(T)           the stop signal went out at T (the stop began then too, unless .stopping says otherwise)
 //	.killed                 SIGKILL was sent
 //	.killAt(T)              the kill time of a stop begun for a failed probe
+//	.probeKilled            the instance was stopped because a probe failed (kept after it exited)
 func ParseObserved(s string) (planner.Observed, error) {
 	calls := splitCalls(s)
 	var o planner.Observed
@@ -257,7 +258,7 @@ func modify(o *planner.Observed, c string) error {
 	}
 	want := 1
 	switch name {
-	case "notStarted", "started", "startedOnce", "killed":
+	case "notStarted", "started", "startedOnce", "killed", "probeKilled":
 		want = 0
 	}
 	if len(args) != want {
@@ -284,6 +285,8 @@ func modify(o *planner.Observed, c string) error {
 		o.StartedOnce = true
 	case "killed":
 		o.Killed = true
+	case "probeKilled":
+		o.ProbeKilled = true
 	case "ranFrom":
 		o.StartedAt = t
 	case "stopping":
