@@ -56,5 +56,6 @@
 // process.MaybeRunInit), is the shim's entry point.
 //
 // It imports the runtime vocabulary, podspec (the termination message's
-// rules), crilog, package launch and the Kubernetes types; the agent side of it is used only by package process.
+// rules), crilog, package launch and the Kubernetes types; the agent side
+// of it is used only by package process.
 package shim
