@@ -283,6 +283,7 @@ type containerState struct {
 	Terminated *struct {
 		ExitCode int32  `json:"exitCode"`
 		Reason   string `json:"reason,omitempty"`
+		Message  string `json:"message,omitempty"`
 	} `json:"terminated,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -207,6 +208,9 @@ func (r *Runtime) removeOldInstances(pod *model.Pod, container string, attempt i
 			r.log.Debug("remove an old instance", "pod", pod.Key(), "podUID", pod.UID, "container", container, "id", c.Id, "err", err)
 		}
 	}
+	if err := r.removeOldMessageFiles(pod.UID, container, attempt-1); err != nil {
+		r.log.Debug("remove old termination message files", "pod", pod.Key(), "podUID", pod.UID, "container", container, "err", err)
+	}
 }
 
 func (r *Runtime) isTracked(id string) bool {
@@ -236,6 +240,14 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 	}
 	annotations := graceAnnotations(pod)
 	annotations[AnnotationRestartCount] = strconv.Itoa(attempt)
+	msgMount, msgAnnotations, err := r.terminationMount(pod, c, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("termination message file: %w", err)
+	}
+	if msgMount != nil {
+		mounts = append(mounts, msgMount)
+		maps.Copy(annotations, msgAnnotations)
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(attempt)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},

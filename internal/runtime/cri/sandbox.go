@@ -359,6 +359,9 @@ func (r *Runtime) cleanupPod(ctx context.Context, uid types.UID) error {
 	if err := hostfs.RemoveVolumes(r.volumesDir(uid)); err != nil {
 		errs = append(errs, err)
 	}
+	if err := os.RemoveAll(r.messagesDir(uid)); err != nil {
+		errs = append(errs, err)
+	}
 	// The cgroups go last: they are empty only once the sandbox is gone.
 	if err := r.removePodCgroups(uid); err != nil {
 		errs = append(errs, err)

@@ -234,6 +234,8 @@ type instance struct {
 	dir       string     // its state directory
 	logPath   string
 	startedAt time.Time // zero if it never started
+	// termFile is its termination-message file, "" when it has none.
+	termFile string
 
 	mu   sync.Mutex
 	exit *runtime.ExitStatus // nil while it runs
@@ -256,6 +258,7 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Tim
 		dir:       dir,
 		logPath:   spec.LogPath,
 		startedAt: startedAt,
+		termFile:  spec.TerminationMessage.File,
 	}
 }
 
