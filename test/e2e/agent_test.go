@@ -254,6 +254,8 @@ func (a *agent) events(name string) []event {
 type pod struct {
 	Status struct {
 		Phase      string `json:"phase"`
+		Reason     string `json:"reason"`
+		Message    string `json:"message"`
 		Conditions []struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`
