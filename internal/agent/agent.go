@@ -383,10 +383,8 @@ func (a *Agent) reap(uid types.UID) {
 				a.log.Error("create replacement pod", "pod", next.Key(), "err", err)
 			}
 		}
-		if e != nil && e.replacement != nil && a.cfg.Store != nil {
-			if err := a.cfg.Store.PutMeta(replacementKey(uid), ""); err != nil {
-				a.log.Error("clear stored replacement", "podUID", uid, "err", err)
-			}
+		if e != nil && e.replacement != nil {
+			a.clearReplacement(uid)
 		}
 	}()
 }
