@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -186,4 +187,38 @@ func TestApplyWhileTheOldPodIsRemoved(t *testing.T) {
 	if raw, err := x.st.GetMeta(replacementKey(old)); err != nil || raw != "" {
 		t.Errorf("the store still keeps a replacement of the removed pod (%v): %.80s", err, raw)
 	}
+}
+
+// TestApplyWhileTheReplacementIsCreated is an apply during churn too: the
+// old pod has just been removed, and its replacement is recorded but its
+// worker not yet made (the agent is storing it). An apply of the
+// replacement's spec then is unchanged, and a get finds the pod, Pending:
+// neither answers that the pod is not found.
+func TestApplyWhileTheReplacementIsCreated(t *testing.T) {
+	x := newApplyAgent(t)
+	a := x.a
+	old := x.replacing()
+
+	hooked := make(chan struct{})
+	x.st.arm(func(w string) bool {
+		return strings.HasPrefix(w, "PutPod default/web ") && !strings.Contains(w, string(old)) && !strings.HasSuffix(w, " deleted")
+	}, func() {
+		defer close(hooked)
+		p, res, err := a.Apply(decode(t, webSpec("200")))
+		if err != nil || res != Unchanged {
+			t.Errorf("apply of the replacement's spec while it is created: %v %v, want Unchanged", res, err)
+		} else if p.UID == old || p.Status.Phase != v1.PodPending {
+			t.Errorf("the apply answered with pod %s in phase %q, want the replacement, Pending", p.UID, p.Status.Phase)
+		}
+		if p, err := a.GetPod("default", "web"); err != nil || p.UID == old || p.Status.Phase != v1.PodPending {
+			t.Errorf("get of the replacement while it is created: %v, %v", p, err)
+		}
+	})
+	x.rt.Exit(old, "app", 0)
+	select {
+	case <-hooked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replacement was not created within 10 s")
+	}
+	x.waitCalls("the replacement started", func(c string) bool { return strings.Count(c, "start app") == 2 })
 }
