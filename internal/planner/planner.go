@@ -79,8 +79,11 @@ type Input struct {
 	Containers map[string]Observed
 	// Termination is nil while the pod syncs, set once it terminates.
 	Termination *Termination
-	Now         time.Time
-	Config      Config
+	// StartTime is the pod's status.startTime: when its worker first
+	// synced it. The active deadline counts from it; zero before.
+	StartTime time.Time
+	Now       time.Time
+	Config    Config
 }
 
 // Kind is what an Action does.
@@ -207,6 +210,11 @@ type Plan struct {
 	// terminated and none will restart, or an init container failed for
 	// good. The worker begins termination.
 	Completed bool
+	// ActiveDeadlineExceeded (syncing) says the pod has been active for its
+	// spec.activeDeadlineSeconds (see ActiveDeadline): the worker begins
+	// its termination, with the pod's grace period, and the pod fails with
+	// reason DeadlineExceeded. The plan has nothing else then.
+	ActiveDeadlineExceeded bool
 	// Done (terminating) says nothing runs and nothing will start: the pod
 	// is terminated.
 	Done bool

@@ -11,15 +11,20 @@ import (
 // planSync plans a pod that is not terminating: the "Start" rules of
 // docs/lifecycle.md, with the kills of the stops the worker began for a
 // failed postStart hook (rule 2) or probe (its "Probes" section). Each stage
-// below implements one of them; they run in this order and only the init
-// stage can hold up the one after it.
+// below implements one of them; they run in this order. The active
+// deadline, once passed, ends the plan (the pod terminates); otherwise only
+// the init stage can hold up the one after it.
 //
+//	active deadline activeDeadlineSeconds since startTime: terminate  (rule 6)
 //	worker stops    a container stopped for a failed probe or postStart hook
 //	                is killed at its KillAt
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
 //	regular stage                                   main-1, main-2   (rules 3, 4, 5)
 func planSync(in Input, refs []model.ContainerRef) Plan {
 	s := syncing{in: in, refs: refs}
+	if s.activeDeadline() {
+		return s.p
+	}
 	s.workerStopKills()
 	if s.initContainers() {
 		return s.p
@@ -34,6 +39,37 @@ type syncing struct {
 	in   Input
 	refs []model.ContainerRef
 	p    Plan
+}
+
+// activeDeadline implements start rule 6: a pod with
+// spec.activeDeadlineSeconds that has been active that long since its
+// startTime is terminated (Plan.ActiveDeadlineExceeded), whatever its
+// containers do; until then the plan wakes at the deadline. It reports
+// whether the deadline has passed.
+func (s *syncing) activeDeadline() (exceeded bool) {
+	deadline, ok := ActiveDeadline(s.in.Pod, s.in.StartTime)
+	if !ok {
+		return false
+	}
+	if s.in.Now.Before(deadline) {
+		s.p.wake(deadline)
+		return false
+	}
+	s.p.ActiveDeadlineExceeded = true
+	return true
+}
+
+// ActiveDeadline is when a pod started at start (its status.startTime) has
+// been active for its spec.activeDeadlineSeconds, as the kubelet counts it
+// (pkg/kubelet/active_deadline.go: due once now - startTime >= the
+// deadline); ok is false when the pod has no active deadline or has not
+// started. Pure.
+func ActiveDeadline(pod *model.Pod, start time.Time) (deadline time.Time, ok bool) {
+	ads := pod.Spec.ActiveDeadlineSeconds
+	if ads == nil || start.IsZero() {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(*ads) * time.Second), true
 }
 
 // workerStopKills implements the probe rule of docs/lifecycle.md

@@ -154,10 +154,14 @@ func (s *scenario) podStatus() (*v1.Pod, Phase, bool) {
 	return s.w.PodStatus(scenarioUID)
 }
 
-// podLine is the first line of the state: the worker's phase, the pod's,
-// its Ready condition, its deletion and whether its goroutine returned.
+// podLine is the first line of the state: the worker's phase, the pod's
+// (with its reason and message when it has them), its Ready condition, its
+// deletion and whether its goroutine returned.
 func (s *scenario) podLine(now string, pod *v1.Pod, phase Phase) string {
 	line := fmt.Sprintf("%s: %s, pod %s", now, phase, pod.Status.Phase)
+	if r := pod.Status.Reason; r != "" {
+		line += fmt.Sprintf(" (%s: %q)", r, pod.Status.Message)
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
 			line += ", ready"

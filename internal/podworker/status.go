@@ -24,6 +24,13 @@ const (
 	reasonDeferSkipped = "Skipped"
 )
 
+// The pod's status reason and message once the active deadline ended it:
+// the kubelet's words (pkg/kubelet/active_deadline.go).
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
 // snapshot renders the worker's state as a pod: a copy of the spec with its
 // status and the defer container statuses annotation. Called by run only
 // (or by its creator before run starts): it reads the owned state.
@@ -43,6 +50,12 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	if !pw.startTime.IsZero() {
 		t := metav1.NewTime(pw.startTime)
 		st.StartTime = &t
+	}
+	if terminated && pw.termReason == TerminationDeadlineExceeded {
+		// Failed once terminated, whatever the containers' exit codes;
+		// until then the phase is the containers' and the reason waits,
+		// as the kubelet's status manager holds both back together.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil

@@ -97,6 +97,10 @@ const (
 	// TerminationAborted: `podward run` could not create a later pod of its
 	// manifest, so the pods already created end.
 	TerminationAborted TerminationReason = "Aborted"
+	// TerminationDeadlineExceeded: the pod was active for its
+	// spec.activeDeadlineSeconds (planner.ActiveDeadline); it ends Failed
+	// with reason DeadlineExceeded.
+	TerminationDeadlineExceeded TerminationReason = "DeadlineExceeded"
 )
 
 // KillOptions asks for a pod's termination.

@@ -255,6 +255,8 @@ type pod struct {
 	Status struct {
 		Phase      string `json:"phase"`
 		PodIP      string `json:"podIP"`
+		Reason     string `json:"reason"`
+		Message    string `json:"message"`
 		Conditions []struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`
