@@ -10,7 +10,8 @@ import (
 // worker has finished terminating the pod.
 //
 // The phase is decided by the regular containers only: sidecars never keep
-// a pod alive, and defer containers run after the outcome is known.
+// a pod alive, and defer containers run after the outcome is known. A pod
+// is Pending until each regular container has started once.
 func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.PodPhase {
 	policy := pod.RestartPolicy()
 	for i := range pod.Spec.InitContainers {
@@ -20,6 +21,9 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 		}
 	}
 	started, allExited, allSucceeded, willRestart := false, true, true, false
+	// notStarted: a regular container has not started for the first time;
+	// the kubelet's getPhase (kubelet_pods.go) keeps such a pod Pending.
+	notStarted := false
 	for i := range pod.Spec.Containers {
 		o := containers[pod.Spec.Containers[i].Name]
 		switch o.State {
@@ -37,6 +41,7 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 		default:
 			allExited = false
 			allSucceeded = false
+			notStarted = true
 		}
 	}
 	switch {
@@ -48,7 +53,7 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 		return v1.PodSucceeded
 	case allExited && !willRestart:
 		return v1.PodFailed
-	case started:
+	case started && !notStarted:
 		return v1.PodRunning
 	default:
 		return v1.PodPending
