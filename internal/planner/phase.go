@@ -18,9 +18,14 @@ import (
 // the phase is decided by the regular containers only: Succeeded when every
 // one of them exited 0, else Failed (sidecars never keep a pod alive, and
 // defer containers run after the outcome is known). Called with terminated
-// on a pod that completed, it gives the phase the pod will end in.
+// on a pod that completed, it gives the phase the pod will end in. A pod
+// is Pending until each regular container has started once (the kubelet's
+// getPhase, kubelet_pods.go).
 func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.PodPhase {
 	started, allExited, allSucceeded := false, true, true
+	// notStarted: a regular container has not started for the first time;
+	// the kubelet's getPhase (kubelet_pods.go) keeps such a pod Pending.
+	notStarted := false
 	for i := range pod.Spec.Containers {
 		o := containers[pod.Spec.Containers[i].Name]
 		switch o.State {
@@ -35,6 +40,7 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 		default:
 			allExited = false
 			allSucceeded = false
+			notStarted = true
 		}
 	}
 	switch {
@@ -42,7 +48,7 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 		return v1.PodSucceeded
 	case terminated:
 		return v1.PodFailed
-	case started:
+	case started && !notStarted:
 		return v1.PodRunning
 	default:
 		return v1.PodPending

@@ -244,32 +244,23 @@ func (pw *podWorker) signalStop(ctx context.Context, pod *model.Pod, ref model.C
 		if !killAt.IsZero() {
 			timeout = max(killAt.Sub(pw.w.cfg.Clock.Now()), 0)
 		}
-		err = gs.StopContainer(ctx, id, stopSignal(spec), timeout)
+		err = gs.StopContainer(ctx, id, pw.stopSignal(spec), timeout)
 	} else {
-		err = pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec))
+		err = pw.w.cfg.Runtime.Signal(ctx, id, pw.stopSignal(spec))
 	}
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		pw.log.Error("stop container", "container", ref.Name, "err", err)
 	}
 }
 
-// stopSignal is the container's lifecycle.stopSignal, else SIGTERM.
-func stopSignal(c *v1.Container) syscall.Signal {
-	if c != nil && c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
-		if s, ok := signals[*c.Lifecycle.StopSignal]; ok {
-			return s
-		}
+// stopSignal is the signal that stops the container (model.StopSignal):
+// exactly the one its lifecycle.stopSignal names, else SIGTERM. A name the
+// model does not know cannot pass validation; should one come anyway, it
+// is logged rather than replaced in silence.
+func (pw *podWorker) stopSignal(c *v1.Container) syscall.Signal {
+	sig, ok := model.StopSignal(c)
+	if !ok {
+		pw.log.Error("unknown stop signal; sending SIGTERM", "container", c.Name, "stopSignal", *c.Lifecycle.StopSignal)
 	}
-	return syscall.SIGTERM
-}
-
-var signals = map[v1.Signal]syscall.Signal{
-	v1.SIGABRT: syscall.SIGABRT, v1.SIGALRM: syscall.SIGALRM, v1.SIGBUS: syscall.SIGBUS, v1.SIGCHLD: syscall.SIGCHLD,
-	v1.SIGCONT: syscall.SIGCONT, v1.SIGFPE: syscall.SIGFPE, v1.SIGHUP: syscall.SIGHUP, v1.SIGILL: syscall.SIGILL,
-	v1.SIGINT: syscall.SIGINT, v1.SIGIO: syscall.SIGIO, v1.SIGKILL: syscall.SIGKILL, v1.SIGPIPE: syscall.SIGPIPE,
-	v1.SIGPROF: syscall.SIGPROF, v1.SIGPWR: syscall.SIGPWR, v1.SIGQUIT: syscall.SIGQUIT, v1.SIGSEGV: syscall.SIGSEGV,
-	v1.SIGSTKFLT: syscall.SIGSTKFLT, v1.SIGSTOP: syscall.SIGSTOP, v1.SIGSYS: syscall.SIGSYS, v1.SIGTERM: syscall.SIGTERM,
-	v1.SIGTRAP: syscall.SIGTRAP, v1.SIGTSTP: syscall.SIGTSTP, v1.SIGTTIN: syscall.SIGTTIN, v1.SIGTTOU: syscall.SIGTTOU,
-	v1.SIGURG: syscall.SIGURG, v1.SIGUSR1: syscall.SIGUSR1, v1.SIGUSR2: syscall.SIGUSR2, v1.SIGVTALRM: syscall.SIGVTALRM,
-	v1.SIGWINCH: syscall.SIGWINCH, v1.SIGXCPU: syscall.SIGXCPU, v1.SIGXFSZ: syscall.SIGXFSZ,
+	return sig
 }

@@ -44,6 +44,10 @@ type checkpointV1 struct {
 	// "Completed").
 	TermReason  TerminationReason  `json:"terminationReason,omitempty"`
 	Termination *terminationRecord `json:"termination,omitempty"`
+	// DeadlineGrace is the grace period, in seconds, of the request that
+	// set the termination's deadline (absent in checkpoints of agents that
+	// did not keep it).
+	DeadlineGrace *int64 `json:"deadlineGracePeriodSeconds,omitempty"`
 	// GPReported: the GracePeriodExceeded event was emitted.
 	GPReported bool `json:"gracePeriodReported,omitempty"`
 	// Containers are keyed by container name.
@@ -148,6 +152,10 @@ func (pw *podWorker) record() checkpointV1 {
 		GPReported: pw.gpReported,
 		Containers: make(map[string]containerRecord, len(pw.ctrs)),
 	}
+	if g := pw.deadlineGrace; g != nil {
+		cp.DeadlineGrace = new(int64)
+		*cp.DeadlineGrace = *g
+	}
 	if t := pw.term; t != nil {
 		cp.Termination = &terminationRecord{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
 	}
@@ -166,6 +174,7 @@ func (pw *podWorker) restoreFrom(cp checkpointV1) error {
 	pw.deleted = cp.Deleted
 	pw.termReason = cp.TermReason
 	pw.gpReported = cp.GPReported
+	pw.deadlineGrace = cp.DeadlineGrace
 	if t := cp.Termination; t != nil {
 		pw.term = &planner.Termination{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
 	}

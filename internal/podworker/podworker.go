@@ -69,6 +69,10 @@ type podWorker struct {
 	// term is the termination once it began, termReason who asked for it.
 	term       *planner.Termination
 	termReason TerminationReason
+	// deadlineGrace is the grace period, in seconds, of the request that
+	// set term's deadline (the first, or a later one that shortened it);
+	// nil when restored from a checkpoint written before it was kept.
+	deadlineGrace *int64
 	// deleted is set once a kill was applied: the published pod then
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
@@ -416,6 +420,7 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 		pw.begin(now, grace, kill.Reason)
 	case Terminating:
 		if pw.term.Shorten(now, time.Duration(grace)*time.Second) {
+			pw.deadlineGrace = &grace
 			pw.save()
 			pw.log.Info("termination deadline shortened", "deadline", pw.term.Deadline, "reason", kill.Reason)
 		}
@@ -445,6 +450,7 @@ func (pw *podWorker) exceedDeadline(now time.Time) {
 func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason) {
 	t := planner.Begin(pw.pod, pw.observed(), now, time.Duration(grace)*time.Second)
 	pw.term = &t
+	pw.deadlineGrace = &grace
 	pw.termReason = reason
 	pw.phase = Terminating
 	// Probes stop when the pod starts terminating; readiness goes first.

@@ -226,6 +226,11 @@ func (s *scenario) query(d plannertest.Directive) (out []string, ok bool, err er
 	case "checkpoint":
 		out, err := s.checkpoint()
 		return out, true, err
+	case "status":
+		if s.w == nil {
+			return nil, true, d.Errorf("the agent is down")
+		}
+		return s.status(), true, nil
 	}
 	return nil, false, nil
 }

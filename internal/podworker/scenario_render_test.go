@@ -100,6 +100,43 @@ func (s *scenario) checkpoint() ([]string, error) {
 	return out, nil
 }
 
+// status renders what the state line leaves out of the published status:
+// the QoS class, every condition with its reason and message, the
+// containers whose ready flag is set (a completed init container's
+// included) and deletionGracePeriodSeconds.
+func (s *scenario) status() []string {
+	pod, _, ok := s.podStatus()
+	if !ok {
+		return []string{"status: no worker"}
+	}
+	st := pod.Status
+	out := []string{"status qosClass=" + string(st.QOSClass)}
+	for _, c := range st.Conditions {
+		line := fmt.Sprintf("  condition %s %s", c.Type, c.Status)
+		if c.Reason != "" {
+			line += " reason=" + c.Reason
+		}
+		if c.Message != "" {
+			line += fmt.Sprintf(" %q", c.Message)
+		}
+		out = append(out, line)
+	}
+	var ready []string
+	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+		if cs.Ready {
+			ready = append(ready, cs.Name)
+		}
+	}
+	if len(ready) == 0 {
+		ready = []string{"none"}
+	}
+	out = append(out, "  ready: "+strings.Join(ready, " "))
+	if g := pod.DeletionGracePeriodSeconds; g != nil {
+		out = append(out, fmt.Sprintf("  deletionGracePeriodSeconds=%d", *g))
+	}
+	return out
+}
+
 // render writes what happened since the previous render — the runtime's
 // calls, then the pod's events — and the state now.
 func (s *scenario) render() []string {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -406,11 +407,24 @@ func resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 // stopSignal is the container's lifecycle.stopSignal in CRI's terms, set at
 // creation: a runtime that knows the field stops the container with it
 // (containerd 1.6 does not: it uses the image's STOPSIGNAL, else SIGTERM).
+// No stopSignal is the runtime's default.
 func stopSignal(c *v1.Container) runtimeapi.Signal {
 	if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
 		return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT
 	}
-	return runtimeapi.Signal(runtimeapi.Signal_value["SIGNAL_"+string(*c.Lifecycle.StopSignal)])
+	return criSignal(*c.Lifecycle.StopSignal)
+}
+
+// criSignalName turns a Kubernetes signal name into its CRI enum name:
+// "SIGRTMIN+1" is SIGNAL_SIGRTMINPLUS1, "SIGRTMAX-2" SIGNAL_SIGRTMAXMINUS2.
+var criSignalName = strings.NewReplacer("+", "PLUS", "-", "MINUS")
+
+// criSignal is the CRI's enum value of a stop signal name Validate
+// accepted (model.LinuxSignals, all of which the CRI lists, as the
+// kubelet's buildContainerConfigLifecycle maps them); Validate refuses any
+// other name, which would be the runtime's default.
+func criSignal(name v1.Signal) runtimeapi.Signal {
+	return runtimeapi.Signal(runtimeapi.Signal_value["SIGNAL_"+criSignalName.Replace(string(name))])
 }
 
 // Signal sends SIGKILL to a container instance: the CRI runtime stops it

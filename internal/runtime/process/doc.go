@@ -76,6 +76,22 @@
 // root there is no mount namespace and so no file: the message then comes
 // only from the log, with FallbackToLogsOnError.
 //
+// # Host name
+//
+// Where the agent may make UTS namespaces (root), each container runs in
+// one of its own whose host name is the pod's (podspec.Hostname:
+// spec.hostname, else the pod's name), set by the init helper, as a CRI
+// runtime's sandbox has it; HOSTNAME says the same. A pod on the host's
+// network keeps the host's name, as in Kubernetes. Each Exec gets such a
+// namespace too, so a hook or probe sees what its container sees. The
+// containers of a pod do not share one namespace: a container that
+// changes its host name changes only its own. Without root, containers see
+// the host's name (HOSTNAME is still the pod's).
+//
+// A working directory that does not exist fails the start with
+// `workingDir "/x": no such file or directory` (runc would create it in the
+// container's root filesystem; here it would be the host's).
+//
 // Exec runs its command as a child of the agent, not under a shim: a probe
 // or hook does not outlive the agent that waits for its result.
 //

@@ -43,7 +43,13 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
-	return launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts}, created, nil
+	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts}
+	if r.uts && !pod.Spec.HostNetwork {
+		// The pod's host name, as its sandbox's UTS namespace has it on a
+		// CRI runtime; the host's on the host network, as there.
+		spec.Hostname = podspec.Hostname(pod)
+	}
+	return spec, created, nil
 }
 
 // terminationFile is the termination-message file of an instance of c
