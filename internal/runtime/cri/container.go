@@ -201,6 +201,12 @@ func (r *Runtime) removeOldInstances(pod *model.Pod, container string, attempt i
 		r.log.Debug("list old instances", "pod", pod.Key(), "podUID", pod.UID, "container", container, "err", err)
 		return
 	}
+	// The message files go first: their exits were read long ago, and a
+	// file removed after its container would be the last thing this does,
+	// which nothing (a test waiting on the runtime's calls) could see.
+	if err := r.removeOldMessageFiles(pod.UID, container, attempt-1); err != nil {
+		r.log.Debug("remove old termination message files", "pod", pod.Key(), "podUID", pod.UID, "container", container, "err", err)
+	}
 	for _, c := range resp.Containers {
 		if identify(c.Labels, c.Metadata).attempt >= attempt-1 || r.isTracked(c.Id) {
 			continue
@@ -208,9 +214,6 @@ func (r *Runtime) removeOldInstances(pod *model.Pod, container string, attempt i
 		if err := r.removeContainer(ctx, c.Id); err != nil {
 			r.log.Debug("remove an old instance", "pod", pod.Key(), "podUID", pod.UID, "container", container, "id", c.Id, "err", err)
 		}
-	}
-	if err := r.removeOldMessageFiles(pod.UID, container, attempt-1); err != nil {
-		r.log.Debug("remove old termination message files", "pod", pod.Key(), "podUID", pod.UID, "container", container, "err", err)
 	}
 }
 
