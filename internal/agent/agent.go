@@ -421,11 +421,7 @@ func (a *Agent) launchReplacement(old types.UID, next *model.Pod) {
 	if err := a.launch(next); err != nil {
 		a.log.Error("create replacement pod", "pod", next.Key(), "err", err)
 	}
-	if a.cfg.Store != nil {
-		if err := a.cfg.Store.PutMeta(replacementKey(old), ""); err != nil {
-			a.log.Error("clear stored replacement", "podUID", old, "err", err)
-		}
-	}
+	a.clearReplacement(old)
 }
 
 // Delete asks for the pod's graceful termination; grace overrides its
@@ -490,17 +486,14 @@ func (a *Agent) forceRemoveLocked(uid types.UID) *model.Pod {
 }
 
 // Get returns the pod with its current status, a copy owned by the caller.
-// A removed pod is still found, with its last status, for a while.
+// A removed pod is still found, with its last status, for a while; a pod
+// recorded whose worker is not made yet (launch is storing it) is found
+// Pending, as the API server shows a pod just created.
 func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 	if p, phase, ok := a.workers.PodStatus(uid); ok {
 		a.mu.Lock()
 		if e := a.entryLocked(uid); e != nil {
-			p.ResourceVersion = strconv.FormatUint(e.rv, 10)
-			if p.DeletionTimestamp == nil && e.deletion != nil {
-				// Deleted, but the worker has not taken the kill yet.
-				ts, g := *e.deletion, e.deletionGrace
-				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &g
-			}
+			e.annotate(p)
 		}
 		a.mu.Unlock()
 		return p, phase, nil
@@ -510,7 +503,26 @@ func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 	if p, ok := a.final[uid]; ok {
 		return p.DeepCopy(), podworker.Terminated, nil
 	}
+	if e, ok := a.pods[uid]; ok {
+		// Only read: a worker made meanwhile reads the pod too, and
+		// writes none of it.
+		p := e.pod.Pod.DeepCopy()
+		p.Status = v1.PodStatus{Phase: v1.PodPending}
+		e.annotate(p)
+		return p, podworker.Syncing, nil
+	}
 	return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, uid)
+}
+
+// annotate gives p, a copy of the entry's pod, what the agent knows of it
+// besides its worker: its resource version, and a deletion the worker has
+// not taken yet. a.mu must be held.
+func (e *entry) annotate(p *v1.Pod) {
+	p.ResourceVersion = strconv.FormatUint(e.rv, 10)
+	if p.DeletionTimestamp == nil && e.deletion != nil {
+		ts, g := *e.deletion, e.deletionGrace
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &g
+	}
 }
 
 // WaitTerminated waits until the pod is terminated — nothing of it runs —

@@ -158,6 +158,18 @@ func (a *Agent) persistReplacement(old types.UID, next *model.Pod) error {
 	return nil
 }
 
+// clearReplacement drops the stored replacement of old, once old is
+// removed and its replacement created; a failure is logged (a stale record
+// is never read again: it belongs to a pod the store no longer has).
+func (a *Agent) clearReplacement(old types.UID) {
+	if a.cfg.Store == nil {
+		return
+	}
+	if err := a.cfg.Store.PutMeta(replacementKey(old), ""); err != nil {
+		a.log.Error("clear stored replacement", "podUID", old, "err", err)
+	}
+}
+
 // loadReplacement reads back a replacement recorded by persistReplacement.
 func (a *Agent) loadReplacement(old types.UID) *model.Pod {
 	raw, err := a.cfg.Store.GetMeta(replacementKey(old))

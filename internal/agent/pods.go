@@ -116,12 +116,35 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 	e.replacement = pod
 	old := e.pod.UID
 	a.mu.Unlock()
-	if err := a.persistReplacement(old, pod); err != nil {
+	return a.replace(old, pod)
+}
+
+// replace carries out an apply that has just handed next over as the
+// replacement of the pod old (entry.replacement, under a.mu): it stores
+// the replacement, asks for the old pod's deletion and answers Replaced
+// with the old pod as it is now.
+//
+// From the handover on, the replacement is the old pod's to create: only
+// its reap, or a forced delete (grace period 0) taking it out of the pod
+// API, removes a pod, and either reads entry.replacement under a.mu when it
+// does. So the old pod may be gone by the time its deletion is asked — it
+// had been deleted already (by an earlier apply, or forced) and finished
+// terminating meanwhile — and then its removal has created next: the apply
+// did what it asked for, which is no "not found".
+func (a *Agent) replace(old types.UID, next *model.Pod) (*v1.Pod, ApplyResult, error) {
+	if err := a.persistReplacement(old, next); err != nil {
 		return nil, 0, err
 	}
-	if err := a.Delete(old, nil, podworker.TerminationReplaced); err != nil {
+	switch err := a.Delete(old, nil, podworker.TerminationReplaced); {
+	case errors.Is(err, ErrNotFound):
+		// The removal may have cleared the stored replacement before
+		// persistReplacement wrote it: the old pod is gone, and so goes
+		// its replacement's record.
+		a.clearReplacement(old)
+	case err != nil:
 		return nil, 0, err
 	}
+	// A removed pod's last status is kept (Get), so the old pod is found.
 	p, _, err := a.Get(old)
 	return p, Replaced, err
 }

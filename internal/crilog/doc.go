@@ -17,6 +17,8 @@
 // follows an offset), reassembles partial records into lines (or hands them
 // over as they are) and can follow the file as it grows (it wakes on
 // inotify events, so it never polls), until its writer is known to be done.
+// ReadTail reads only a log's last records, from its end, in bounded memory
+// (for a termination message taken from the logs).
 //
 // It imports only the standard library, k8s.io/utils/clock and
 // golang.org/x/sys/unix; it knows nothing of pods or runtimes.

@@ -65,6 +65,9 @@ const (
 	// Completed: the pod's containers finished as its restart policy
 	// wants; the pod terminates on its own.
 	Completed Reason = "Completed"
+	// DeadlineExceeded: the pod was active for its activeDeadlineSeconds;
+	// it is terminated and fails (a Normal event, as the kubelet's).
+	DeadlineExceeded Reason = "DeadlineExceeded"
 	// GracePeriodExceeded: the termination deadline came while containers
 	// still ran (they are killed) or defer containers had not completed.
 	GracePeriodExceeded Reason = "GracePeriodExceeded"

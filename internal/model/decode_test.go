@@ -381,6 +381,24 @@ func TestDecodeAppliesDefaults(t *testing.T) {
 			get:      func(p *Pod) any { return p.Spec.SchedulerName },
 			want:     "default-scheduler",
 		},
+		// The ServiceAccount admission plugin names the namespace's default
+		// service account (k8s.io/kubernetes plugin/pkg/admission/serviceaccount);
+		// the API server writes the deprecated field alike.
+		"serviceAccountName": {
+			manifest: pod(container),
+			get:      func(p *Pod) any { return [2]string{p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount} },
+			want:     [2]string{"default", "default"},
+		},
+		"serviceAccountName kept": {
+			manifest: pod("  serviceAccountName: builder\n" + container),
+			get:      func(p *Pod) any { return [2]string{p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount} },
+			want:     [2]string{"builder", "builder"},
+		},
+		"serviceAccountName from the deprecated serviceAccount": {
+			manifest: pod("  serviceAccount: legacy\n" + container),
+			get:      func(p *Pod) any { return [2]string{p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount} },
+			want:     [2]string{"legacy", "legacy"},
+		},
 		"terminationMessagePath": {
 			manifest: pod(container),
 			get:      func(p *Pod) any { return p.Spec.Containers[0].TerminationMessagePath },

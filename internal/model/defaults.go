@@ -15,6 +15,10 @@ import (
 //   - spec.restartPolicy Always, spec.dnsPolicy ClusterFirst,
 //     spec.terminationGracePeriodSeconds 30, spec.schedulerName
 //     "default-scheduler";
+//   - spec.serviceAccountName "default" (the API server's ServiceAccount
+//     admission plugin), or the deprecated spec.serviceAccount when only
+//     that is set, and spec.serviceAccount the same, as the API server
+//     writes both;
 //   - a volume with no source becomes an emptyDir, hostPath.type becomes ""
 //     (no check);
 //   - for every container (init, regular and defer): terminationMessagePath,
@@ -51,6 +55,15 @@ func Default(p *Pod) {
 	}
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = v1.DefaultSchedulerName
+	}
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = DefaultServiceAccountName
+	}
+	if spec.DeprecatedServiceAccount == "" {
+		spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	}
 
 	for i := range spec.Volumes {

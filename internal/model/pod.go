@@ -24,6 +24,10 @@ const (
 // DefaultTerminationGracePeriodSeconds is Kubernetes' default grace period.
 const DefaultTerminationGracePeriodSeconds int64 = 30
 
+// DefaultServiceAccountName is the service account admission gives a pod
+// that names none.
+const DefaultServiceAccountName = "default"
+
 // Pod is a decoded, validated pod. Pod.Pod is owned by the Pod; callers that
 // want to change it make a DeepCopy first.
 type Pod struct {

@@ -895,21 +895,6 @@ func (v *validator) portRef(port intstr.IntOrString, c *v1.Container, path *fiel
 	}
 }
 
-// linuxSignals are the signal names Kubernetes accepts for a Linux pod.
-var linuxSignals = []v1.Signal{
-	v1.SIGABRT, v1.SIGALRM, v1.SIGBUS, v1.SIGCHLD, v1.SIGCLD, v1.SIGCONT, v1.SIGFPE, v1.SIGHUP,
-	v1.SIGILL, v1.SIGINT, v1.SIGIO, v1.SIGIOT, v1.SIGKILL, v1.SIGPIPE, v1.SIGPOLL, v1.SIGPROF,
-	v1.SIGPWR, v1.SIGQUIT, v1.SIGSEGV, v1.SIGSTKFLT, v1.SIGSTOP, v1.SIGSYS, v1.SIGTERM, v1.SIGTRAP,
-	v1.SIGTSTP, v1.SIGTTIN, v1.SIGTTOU, v1.SIGURG, v1.SIGUSR1, v1.SIGUSR2, v1.SIGVTALRM, v1.SIGWINCH,
-	v1.SIGXCPU, v1.SIGXFSZ, v1.SIGRTMIN, v1.SIGRTMINPLUS1, v1.SIGRTMINPLUS2, v1.SIGRTMINPLUS3,
-	v1.SIGRTMINPLUS4, v1.SIGRTMINPLUS5, v1.SIGRTMINPLUS6, v1.SIGRTMINPLUS7, v1.SIGRTMINPLUS8,
-	v1.SIGRTMINPLUS9, v1.SIGRTMINPLUS10, v1.SIGRTMINPLUS11, v1.SIGRTMINPLUS12, v1.SIGRTMINPLUS13,
-	v1.SIGRTMINPLUS14, v1.SIGRTMINPLUS15, v1.SIGRTMAXMINUS14, v1.SIGRTMAXMINUS13, v1.SIGRTMAXMINUS12,
-	v1.SIGRTMAXMINUS11, v1.SIGRTMAXMINUS10, v1.SIGRTMAXMINUS9, v1.SIGRTMAXMINUS8, v1.SIGRTMAXMINUS7,
-	v1.SIGRTMAXMINUS6, v1.SIGRTMAXMINUS5, v1.SIGRTMAXMINUS4, v1.SIGRTMAXMINUS3, v1.SIGRTMAXMINUS2,
-	v1.SIGRTMAXMINUS1, v1.SIGRTMAX,
-}
-
 // windowsSignals are the only stop signals a Windows pod may use.
 var windowsSignals = []v1.Signal{v1.SIGKILL, v1.SIGTERM}
 
@@ -925,7 +910,7 @@ func (v *validator) stopSignal(sig v1.Signal, path *field.Path) {
 		}
 		return
 	}
-	if !slices.Contains(linuxSignals, sig) {
+	if _, ok := SignalNumber(sig); !ok {
 		v.add(field.Invalid(path, sig, "must be a Linux signal name such as SIGTERM, SIGINT, SIGQUIT, SIGUSR1 or SIGRTMIN+1"))
 	}
 }

@@ -96,6 +96,19 @@ func (p *Plan) restart(in *Input, ref model.ContainerRef, o Observed, maxDelay t
 	p.wake(at)
 }
 
+// restarts says whether the exited instance o of a regular container is
+// restarted: per the pod's restartPolicy on its exit code (ShouldRestart),
+// except that an instance stopped because its liveness or startup probe
+// failed restarts unless the policy is Never, whatever its exit code — the
+// kubelet kills it and starts it again in one step
+// (pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions).
+func restarts(policy v1.RestartPolicy, o Observed) bool {
+	if o.ProbeKilled {
+		return policy != v1.RestartPolicyNever
+	}
+	return ShouldRestart(policy, o.ExitCode)
+}
+
 // ShouldRestart applies a restart policy to an exit code, as the kubelet
 // does for regular containers.
 func ShouldRestart(policy v1.RestartPolicy, exitCode int32) bool {

@@ -8,8 +8,10 @@
 // Next runs stages, one function per rule, each with a doc comment naming
 // the rule it implements:
 //
-//	syncing (sync.go)            probe kills, init containers and sidecars (start rules 1, 2),
-//	                             regular containers (rules 3-5)
+//	syncing (sync.go)            the active deadline (start rule 6), kills of the stops the
+//	                             worker began (a failed probe or postStart hook), init
+//	                             containers and sidecars (start rules 1, 2), regular
+//	                             containers (rules 3-5)
 //	terminating (terminate.go)   the deadline (steps 6, 8), defer containers (step 3),
 //	                             regular containers (step 4), sidecars (step 5), done (step 7)
 //
@@ -17,7 +19,8 @@
 // The facts the pod worker and its status code need besides the plan are
 // planner functions too, so that they are decided once: Begin and
 // Termination.Shorten (termination step 1), Termination.RetryFits (step 3),
-// InitsDone (the Initialized condition) and Phase.
+// ActiveDeadline (start rule 6), InitsDone (the Initialized condition) and
+// Phase.
 //
 // The pod worker (package podworker) executes the plan and re-plans on every
 // runtime event and on the plan's WakeAt.

@@ -6,20 +6,26 @@ import (
 	"github.com/podward/podward/internal/model"
 )
 
-// Phase is the pod phase the containers imply. terminated says the pod
-// worker has finished terminating the pod.
+// Phase is the pod phase to publish. terminated says the pod worker has
+// finished terminating the pod: nothing of it runs and nothing will start.
 //
-// The phase is decided by the regular containers only: sidecars never keep
-// a pod alive, and defer containers run after the outcome is known.
+// The phase is terminal (Succeeded or Failed) only once terminated: until
+// then a pod that could still have running containers — a sidecar still
+// draining, defer containers still to run, a termination not yet done —
+// stays Running once a regular container started, else Pending, as the
+// kubelet never reports a terminal phase while containers could run
+// (pkg/kubelet/status/status_manager.go, mergePodStatus). Once terminated
+// the phase is decided by the regular containers only: Succeeded when every
+// one of them exited 0, else Failed (sidecars never keep a pod alive, and
+// defer containers run after the outcome is known). Called with terminated
+// on a pod that completed, it gives the phase the pod will end in. A pod
+// is Pending until each regular container has started once (the kubelet's
+// getPhase, kubelet_pods.go).
 func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.PodPhase {
-	policy := pod.RestartPolicy()
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if o := containers[c.Name]; !model.IsSidecar(c) && o.State == Exited && o.ExitCode != 0 && policy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-	}
-	started, allExited, allSucceeded, willRestart := false, true, true, false
+	started, allExited, allSucceeded := false, true, true
+	// notStarted: a regular container has not started for the first time;
+	// the kubelet's getPhase (kubelet_pods.go) keeps such a pod Pending.
+	notStarted := false
 	for i := range pod.Spec.Containers {
 		o := containers[pod.Spec.Containers[i].Name]
 		switch o.State {
@@ -31,12 +37,10 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 			if o.ExitCode != 0 {
 				allSucceeded = false
 			}
-			if ShouldRestart(policy, o.ExitCode) {
-				willRestart = true
-			}
 		default:
 			allExited = false
 			allSucceeded = false
+			notStarted = true
 		}
 	}
 	switch {
@@ -44,11 +48,7 @@ func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.P
 		return v1.PodSucceeded
 	case terminated:
 		return v1.PodFailed
-	case allExited && !willRestart && allSucceeded:
-		return v1.PodSucceeded
-	case allExited && !willRestart:
-		return v1.PodFailed
-	case started:
+	case started && !notStarted:
 		return v1.PodRunning
 	default:
 		return v1.PodPending

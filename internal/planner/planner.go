@@ -63,8 +63,13 @@ type Observed struct {
 	// Killed is true once SIGKILL was sent to the running instance.
 	Killed bool
 	// KillAt, set while the pod syncs, is when a container being stopped
-	// because a probe failed gets SIGKILL.
+	// because a probe or its postStart hook failed gets SIGKILL.
 	KillAt time.Time
+	// ProbeKilled is true once the worker began stopping the instance
+	// because its liveness or startup probe failed; it stays true after the
+	// instance exited, so that the restart rule knows (see restarts), and a
+	// new instance starts without it.
+	ProbeKilled bool
 }
 
 // Input is everything Next may look at. Next does not modify it.
@@ -74,8 +79,11 @@ type Input struct {
 	Containers map[string]Observed
 	// Termination is nil while the pod syncs, set once it terminates.
 	Termination *Termination
-	Now         time.Time
-	Config      Config
+	// StartTime is the pod's status.startTime: when its worker first
+	// synced it. The active deadline counts from it; zero before.
+	StartTime time.Time
+	Now       time.Time
+	Config    Config
 }
 
 // Kind is what an Action does.
@@ -140,6 +148,9 @@ const (
 	// ReasonProbeFailed: a liveness or startup probe failed and the stop
 	// the worker began reached its kill time.
 	ReasonProbeFailed
+	// ReasonPostStartHookFailed: the container's postStart hook failed and
+	// the stop the worker began reached its kill time.
+	ReasonPostStartHookFailed
 )
 
 var stopReasonNames = [...]string{
@@ -147,6 +158,7 @@ var stopReasonNames = [...]string{
 	ReasonDeferDone:           "DeferContainersCompleted",
 	ReasonGracePeriodExceeded: "GracePeriodExceeded",
 	ReasonProbeFailed:         "ProbeFailed",
+	ReasonPostStartHookFailed: "FailedPostStartHook",
 }
 
 func (r StopReason) String() string {
@@ -198,6 +210,11 @@ type Plan struct {
 	// terminated and none will restart, or an init container failed for
 	// good. The worker begins termination.
 	Completed bool
+	// ActiveDeadlineExceeded (syncing) says the pod has been active for its
+	// spec.activeDeadlineSeconds (see ActiveDeadline): the worker begins
+	// its termination, with the pod's grace period, and the pod fails with
+	// reason DeadlineExceeded. The plan has nothing else then.
+	ActiveDeadlineExceeded bool
 	// Done (terminating) says nothing runs and nothing will start: the pod
 	// is terminated.
 	Done bool

@@ -32,6 +32,7 @@ func TestStopReason(t *testing.T) {
 		planner.ReasonDeferDone:           "DeferContainersCompleted",
 		planner.ReasonGracePeriodExceeded: "GracePeriodExceeded",
 		planner.ReasonProbeFailed:         "ProbeFailed",
+		planner.ReasonPostStartHookFailed: "FailedPostStartHook",
 	}
 	for r, name := range names {
 		if r.String() != name {

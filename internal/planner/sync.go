@@ -9,16 +9,23 @@ import (
 )
 
 // planSync plans a pod that is not terminating: the "Start" rules of
-// docs/lifecycle.md and the probe kills of its "Probes" section. Each stage
-// below implements one of them; they run in this order and only the init
-// stage can hold up the one after it.
+// docs/lifecycle.md, with the kills of the stops the worker began for a
+// failed postStart hook (rule 2) or probe (its "Probes" section). Each stage
+// below implements one of them; they run in this order. The active
+// deadline, once passed, ends the plan (the pod terminates); otherwise only
+// the init stage can hold up the one after it.
 //
-//	probe kills     a container stopped for a failed probe is killed at its KillAt
+//	active deadline activeDeadlineSeconds since startTime: terminate  (rule 6)
+//	worker stops    a container stopped for a failed probe or postStart hook
+//	                is killed at its KillAt
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
 //	regular stage                                   main-1, main-2   (rules 3, 4, 5)
 func planSync(in Input, refs []model.ContainerRef) Plan {
 	s := syncing{in: in, refs: refs}
-	s.probeKills()
+	if s.activeDeadline() {
+		return s.p
+	}
+	s.workerStopKills()
 	if s.initContainers() {
 		return s.p
 	}
@@ -34,17 +41,54 @@ type syncing struct {
 	p    Plan
 }
 
-// probeKills implements the probe rule of docs/lifecycle.md ("Probes"): a
-// container the worker began to stop because a liveness or startup probe
-// failed gets SIGKILL at its KillAt if it still runs — but never sooner than
-// Config.MinStopGrace after its stop signal (see Config.KillTime).
-func (s *syncing) probeKills() {
+// activeDeadline implements start rule 6: a pod with
+// spec.activeDeadlineSeconds that has been active that long since its
+// startTime is terminated (Plan.ActiveDeadlineExceeded), whatever its
+// containers do; until then the plan wakes at the deadline. It reports
+// whether the deadline has passed.
+func (s *syncing) activeDeadline() (exceeded bool) {
+	deadline, ok := ActiveDeadline(s.in.Pod, s.in.StartTime)
+	if !ok {
+		return false
+	}
+	if s.in.Now.Before(deadline) {
+		s.p.wake(deadline)
+		return false
+	}
+	s.p.ActiveDeadlineExceeded = true
+	return true
+}
+
+// ActiveDeadline is when a pod started at start (its status.startTime) has
+// been active for its spec.activeDeadlineSeconds, as the kubelet counts it
+// (pkg/kubelet/active_deadline.go: due once now - startTime >= the
+// deadline); ok is false when the pod has no active deadline or has not
+// started. Pure.
+func ActiveDeadline(pod *model.Pod, start time.Time) (deadline time.Time, ok bool) {
+	ads := pod.Spec.ActiveDeadlineSeconds
+	if ads == nil || start.IsZero() {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(*ads) * time.Second), true
+}
+
+// workerStopKills implements the probe rule of docs/lifecycle.md
+// ("Probes") and the postStart rule (start rule 2): a container the worker
+// began to stop because a liveness or startup probe failed, or its
+// postStart hook did, gets SIGKILL at its KillAt if it still runs — but
+// never sooner than Config.MinStopGrace after its stop signal (see
+// Config.KillTime).
+func (s *syncing) workerStopKills() {
 	for _, ref := range s.refs {
 		o := s.in.obs(ref.Name)
 		if o.State != Running || o.KillAt.IsZero() || o.Killed {
 			continue
 		}
-		s.p.killWhenDue(&s.in, ref, o, o.KillAt, ReasonProbeFailed)
+		reason := ReasonPostStartHookFailed
+		if o.ProbeKilled {
+			reason = ReasonProbeFailed
+		}
+		s.p.killWhenDue(&s.in, ref, o, o.KillAt, reason)
 	}
 }
 
@@ -102,9 +146,10 @@ func (s *syncing) runInit(ref model.ContainerRef, o Observed) {
 
 // regularContainers implements start rules 3, 4 and 5: once every init
 // container completed or started, the regular containers start together;
-// they restart per the pod's restartPolicy with crash-loop backoff; the pod
-// completes when every one of them terminated and none will restart.
-// Sidecars were handled by the init stage and never keep the pod alive.
+// they restart per the pod's restartPolicy with crash-loop backoff (see
+// restarts); the pod completes when every one of them terminated and none
+// will restart. Sidecars were handled by the init stage and never keep the
+// pod alive.
 func (s *syncing) regularContainers() {
 	policy := s.in.Pod.RestartPolicy()
 	allDone := true
@@ -119,7 +164,7 @@ func (s *syncing) regularContainers() {
 		case Running:
 			allDone = false
 		case Exited:
-			if ShouldRestart(policy, o.ExitCode) {
+			if restarts(policy, o) {
 				allDone = false
 				s.p.restart(&s.in, ref, o, 0, time.Time{})
 			}

@@ -245,9 +245,9 @@ func (s *terminating) prompt() bool {
 // time, then a Kill once its kill time comes. The kill time is the
 // deadline; in a prompt stop, PromptKill after the stop signal (a preStop
 // hook before the signal is bounded by the deadline only); never later than
-// the kill time of a stop begun earlier for a failed probe; and never
-// sooner than MinStopGrace after the signal (Config.KillTime), even when
-// that is past the deadline.
+// the kill time of a stop begun earlier for a failed probe or postStart
+// hook; and never sooner than MinStopGrace after the signal
+// (Config.KillTime), even when that is past the deadline.
 func (s *terminating) stop(ref model.ContainerRef, o Observed, preStop bool) {
 	reason := ReasonTerminating
 	if s.prompt() {
@@ -266,8 +266,8 @@ func (s *terminating) stop(ref model.ContainerRef, o Observed, preStop bool) {
 		bound = earliest(o.SignalledAt.Add(s.in.Config.PromptKill), s.t.Deadline)
 	}
 	if !o.KillAt.IsZero() {
-		// Stopped earlier for a failed probe: a kill time only ever gets
-		// shorter.
+		// Stopped earlier for a failed probe or postStart hook: a kill
+		// time only ever gets shorter.
 		bound = earliest(bound, o.KillAt)
 	}
 	s.p.killWhenDue(&s.in, ref, o, bound, reason)

@@ -217,6 +217,34 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 // errHookTimeUp is why a preStop hook is cut off past the deadline.
 var errHookTimeUp = errors.New("the grace period is over")
 
+// workerStop begins the graceful stop of a container the worker itself
+// decided to stop — its liveness or startup probe failed (probeKilled), or
+// its postStart hook did — as the kubelet's killContainer does: the
+// Killing event with message, the preStop hook, the stop signal, and
+// SIGKILL grace seconds later (never past a termination's deadline), which
+// the planner sends at the instance's KillAt. KillAt and ProbeKilled go into
+// the same write-ahead as the stop; when it fails nothing is done. A
+// container whose stop has begun already is left to it.
+func (pw *podWorker) workerStop(ctx context.Context, c *ctr, grace int64, probeKilled bool, message string) {
+	if !c.obs.StopRequestedAt.IsZero() {
+		return
+	}
+	killAt := pw.w.cfg.Clock.Now().Add(time.Duration(grace) * time.Second)
+	if pw.term != nil && pw.term.Deadline.Before(killAt) {
+		killAt = pw.term.Deadline
+	}
+	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: killAt}
+	c.obs.KillAt, c.obs.ProbeKilled = killAt, probeKilled
+	if err := pw.writeAhead([]planner.Action{a}); err != nil {
+		c.obs.KillAt, c.obs.ProbeKilled = time.Time{}, false
+		pw.log.Error("write-ahead before stopping a container", "container", c.ref.Name, "err", err)
+		return
+	}
+	pw.removeProbes(c)
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", message)
+	pw.stopWith(ctx, c, a, false)
+}
+
 // hasPreStop says whether a stop action runs the container's preStop hook.
 func (pw *podWorker) hasPreStop(c *ctr, a planner.Action) bool {
 	spec := pw.pod.Container(c.ref)
@@ -237,32 +265,23 @@ func (pw *podWorker) signalStop(ctx context.Context, pod *model.Pod, ref model.C
 			killAt = now.Add(time.Duration(pod.GracePeriodSeconds()) * time.Second)
 		}
 		timeout := pw.w.cfg.Planner.KillTime(now, killAt).Sub(now)
-		err = gs.StopContainer(ctx, id, stopSignal(spec), timeout)
+		err = gs.StopContainer(ctx, id, pw.stopSignal(spec), timeout)
 	} else {
-		err = pw.w.cfg.Runtime.Signal(ctx, id, stopSignal(spec))
+		err = pw.w.cfg.Runtime.Signal(ctx, id, pw.stopSignal(spec))
 	}
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		pw.log.Error("stop container", "container", ref.Name, "err", err)
 	}
 }
 
-// stopSignal is the container's lifecycle.stopSignal, else SIGTERM.
-func stopSignal(c *v1.Container) syscall.Signal {
-	if c != nil && c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
-		if s, ok := signals[*c.Lifecycle.StopSignal]; ok {
-			return s
-		}
+// stopSignal is the signal that stops the container (model.StopSignal):
+// exactly the one its lifecycle.stopSignal names, else SIGTERM. A name the
+// model does not know cannot pass validation; should one come anyway, it
+// is logged rather than replaced in silence.
+func (pw *podWorker) stopSignal(c *v1.Container) syscall.Signal {
+	sig, ok := model.StopSignal(c)
+	if !ok {
+		pw.log.Error("unknown stop signal; sending SIGTERM", "container", c.Name, "stopSignal", *c.Lifecycle.StopSignal)
 	}
-	return syscall.SIGTERM
-}
-
-var signals = map[v1.Signal]syscall.Signal{
-	v1.SIGABRT: syscall.SIGABRT, v1.SIGALRM: syscall.SIGALRM, v1.SIGBUS: syscall.SIGBUS, v1.SIGCHLD: syscall.SIGCHLD,
-	v1.SIGCONT: syscall.SIGCONT, v1.SIGFPE: syscall.SIGFPE, v1.SIGHUP: syscall.SIGHUP, v1.SIGILL: syscall.SIGILL,
-	v1.SIGINT: syscall.SIGINT, v1.SIGIO: syscall.SIGIO, v1.SIGKILL: syscall.SIGKILL, v1.SIGPIPE: syscall.SIGPIPE,
-	v1.SIGPROF: syscall.SIGPROF, v1.SIGPWR: syscall.SIGPWR, v1.SIGQUIT: syscall.SIGQUIT, v1.SIGSEGV: syscall.SIGSEGV,
-	v1.SIGSTKFLT: syscall.SIGSTKFLT, v1.SIGSTOP: syscall.SIGSTOP, v1.SIGSYS: syscall.SIGSYS, v1.SIGTERM: syscall.SIGTERM,
-	v1.SIGTRAP: syscall.SIGTRAP, v1.SIGTSTP: syscall.SIGTSTP, v1.SIGTTIN: syscall.SIGTTIN, v1.SIGTTOU: syscall.SIGTTOU,
-	v1.SIGURG: syscall.SIGURG, v1.SIGUSR1: syscall.SIGUSR1, v1.SIGUSR2: syscall.SIGUSR2, v1.SIGVTALRM: syscall.SIGVTALRM,
-	v1.SIGWINCH: syscall.SIGWINCH, v1.SIGXCPU: syscall.SIGXCPU, v1.SIGXFSZ: syscall.SIGXFSZ,
+	return sig
 }

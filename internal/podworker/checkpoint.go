@@ -44,6 +44,10 @@ type checkpointV1 struct {
 	// "Completed").
 	TermReason  TerminationReason  `json:"terminationReason,omitempty"`
 	Termination *terminationRecord `json:"termination,omitempty"`
+	// DeadlineGrace is the grace period, in seconds, of the request that
+	// set the termination's deadline (absent in checkpoints of agents that
+	// did not keep it).
+	DeadlineGrace *int64 `json:"deadlineGracePeriodSeconds,omitempty"`
 	// GPReported: the GracePeriodExceeded event was emitted.
 	GPReported bool `json:"gracePeriodReported,omitempty"`
 	// Containers are keyed by container name.
@@ -83,6 +87,9 @@ type observedRecord struct {
 	SignalledAt     time.Time `json:"SignalledAt"`
 	Killed          bool      `json:"Killed"`
 	KillAt          time.Time `json:"KillAt"`
+	// ProbeKilled was added after the first agents: omitted when false, so
+	// that their checkpoints read (as false) and write back the same.
+	ProbeKilled bool `json:"probeKilled,omitempty"`
 }
 
 // exitRecord is a runtime.ExitStatus.
@@ -145,6 +152,10 @@ func (pw *podWorker) record() checkpointV1 {
 		GPReported: pw.gpReported,
 		Containers: make(map[string]containerRecord, len(pw.ctrs)),
 	}
+	if g := pw.deadlineGrace; g != nil {
+		cp.DeadlineGrace = new(int64)
+		*cp.DeadlineGrace = *g
+	}
 	if t := pw.term; t != nil {
 		cp.Termination = &terminationRecord{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
 	}
@@ -163,6 +174,7 @@ func (pw *podWorker) restoreFrom(cp checkpointV1) error {
 	pw.deleted = cp.Deleted
 	pw.termReason = cp.TermReason
 	pw.gpReported = cp.GPReported
+	pw.deadlineGrace = cp.DeadlineGrace
 	if t := cp.Termination; t != nil {
 		pw.term = &planner.Termination{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
 	}
@@ -188,6 +200,7 @@ func (c *ctr) record() containerRecord {
 			StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 			Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 			StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
+			ProbeKilled: o.ProbeKilled,
 		},
 		Exit:             exitRecord{ExitCode: c.exit.ExitCode, Reason: string(c.exit.Reason), Message: c.exit.Message, FinishedAt: c.exit.FinishedAt},
 		Last:             c.last,
@@ -212,6 +225,7 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 		StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 		Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 		StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
+		ProbeKilled: o.ProbeKilled,
 	}
 	c.exit = runtime.ExitStatus{ExitCode: r.Exit.ExitCode, Reason: runtime.ExitReason(r.Exit.Reason), Message: r.Exit.Message, FinishedAt: r.Exit.FinishedAt}
 	c.last = r.Last

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,7 +36,13 @@ func (pw *podWorker) startPostStart(ctx context.Context, c *ctr, h *v1.Lifecycle
 }
 
 // observeHook applies a postStart result: the container is started, or —
-// on failure — killed, and its restart policy applies.
+// on failure — stopped gracefully (its preStop hook, its stop signal,
+// SIGKILL after the pod's grace period), and its restart policy applies to
+// how it exits. The kubelet does the same: startContainer kills a container
+// whose postStart hook failed with killContainer, reason
+// FailedPostStartHook (pkg/kubelet/kuberuntime/kuberuntime_container.go).
+// Its events are the kubelet's words too; the hook's output is only
+// logged, never put in the event, so that secrets do not leak into events.
 func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
 	c := pw.byName[r.container]
 	if c == nil || c.id != r.id || c.obs.State != planner.Running {
@@ -48,12 +53,9 @@ func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
 		pw.running(c)
 		return
 	}
-	pw.eventf(c.ref.FieldPath(), events.Warning, events.FailedPostStartHook, "PostStart hook for container %s failed: %v", c.ref.Name, r.err)
-	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: its postStart hook failed", c.ref.Name)
-	c.obs.Killed = true
-	if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil {
-		pw.log.Error("kill container after its postStart hook failed", "container", c.ref.Name, "err", err)
-	}
+	pw.log.Error("postStart hook failed", "container", c.ref.Name, "err", r.err)
+	pw.eventf(c.ref.FieldPath(), events.Warning, events.FailedPostStartHook, "PostStartHook failed")
+	pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, "FailedPostStartHook")
 }
 
 // runHook runs a lifecycle handler in the container's context, cut off at

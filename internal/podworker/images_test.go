@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/runtime"
@@ -313,5 +314,40 @@ func TestGracefulStopperGetsTheMinimum(t *testing.T) {
 				t.Fatalf("stops = %v, want one with the 2 s minimum", sr.stops)
 			}
 		})
+	}
+}
+
+// A pod stays Pending while one of its regular containers has not started
+// for the first time, even though another runs: the kubelet's getPhase
+// (pkg/kubelet/kubelet_pods.go) counts a container waiting without a last
+// termination as pending. Its QoS class is published too (kubelet_pods.go,
+// convertStatusToAPIStatus: v1qos.GetPodQOS).
+func TestPendingWhileARegularContainerWaitsForItsImage(t *testing.T) {
+	h, ir := newImageHarness(t, "busybox")
+	ir.PullHook = func(ctx context.Context, image string) error {
+		if image == "missing:1" {
+			return errors.New("manifest unknown")
+		}
+		return nil
+	}
+	p := testPod("img9", v1.RestartPolicyAlways, "main:app", "main:late")
+	p.Spec.Containers[1].Image = "missing:1"
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+		}
+	}
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitFor("app running, late ErrImagePull", func() bool {
+		st, _, _ := h.w.PodStatus(p.UID)
+		return st != nil && len(st.Status.ContainerStatuses) == 2 && st.Status.ContainerStatuses[0].State.Running != nil &&
+			waitingReason(h, p.UID, "late") == "ErrImagePull"
+	})
+	st, _, _ := h.w.PodStatus(p.UID)
+	if st.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s while late never started, want Pending", st.Status.Phase)
+	}
+	if st.Status.QOSClass != v1.PodQOSBurstable {
+		t.Errorf("qosClass %q, want Burstable", st.Status.QOSClass)
 	}
 }

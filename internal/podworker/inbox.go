@@ -119,15 +119,16 @@ func (ib *inbox) push(in input) {
 	ib.ring()
 }
 
-// update records an UpdatePod: its pod and, when it has one, its kill. A
-// kill cancels the pod's setup at once (cancelSetup), not when the
-// goroutine gets to it, so that a volume setup, image pull or start in
-// flight is cut short.
+// update records an UpdatePod: its pod and, when it has one, its kill,
+// with the kill's grace period resolved against that pod (effectiveKill) so
+// that two kills coalesce by the grace each one means. A kill cancels the
+// pod's setup at once (cancelSetup), not when the goroutine gets to it, so
+// that a volume setup, image pull or start in flight is cut short.
 func (ib *inbox) update(opts UpdateOptions, cancelSetup context.CancelFunc) {
 	ib.mu.Lock()
 	ib.add(input{kind: inputPod, pod: opts.Pod})
 	if opts.Kill != nil {
-		ib.add(input{kind: inputKill, kill: opts.Kill})
+		ib.add(input{kind: inputKill, kill: effectiveKill(opts.Kill, opts.Pod)})
 	}
 	ib.mu.Unlock()
 	if opts.Kill != nil {
@@ -192,6 +193,22 @@ func (ib *inbox) ring() {
 	case ib.notify <- struct{}{}:
 	default:
 	}
+}
+
+// effectiveKill is a copy of kill whose grace period is set: its own, else
+// the pod's terminationGracePeriodSeconds. A kill without a grace period
+// means the pod's, not "none": resolved before two kills are compared, a
+// plain delete is never outbid by a later, longer --grace-period, as the
+// kubelet resolves each update's grace against its pod
+// (pkg/kubelet/pod_workers.go, calculateEffectiveGracePeriod).
+func effectiveKill(kill *KillOptions, pod *model.Pod) *KillOptions {
+	k := *kill
+	g := pod.GracePeriodSeconds()
+	if kill.GracePeriodSeconds != nil {
+		g = *kill.GracePeriodSeconds
+	}
+	k.GracePeriodSeconds = &g
+	return &k
 }
 
 // mergeKill coalesces two pending kills: the shorter grace period wins. It

@@ -69,6 +69,10 @@ type podWorker struct {
 	// term is the termination once it began, termReason who asked for it.
 	term       *planner.Termination
 	termReason TerminationReason
+	// deadlineGrace is the grace period, in seconds, of the request that
+	// set term's deadline (the first, or a later one that shortened it);
+	// nil when restored from a checkpoint written before it was kept.
+	deadlineGrace *int64
 	// deleted is set once a kill was applied: the published pod then
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
@@ -276,14 +280,22 @@ func (pw *podWorker) observe(ctx context.Context, inputs []input, now time.Time)
 
 // prepare sets the pod up (its volumes) once, before anything of it
 // starts, under the setup context so that a kill cuts it short. It reports
-// whether the pod is set up; when not, wake is when to try again (zero:
-// on news — a kill cancelled it, and the kill is in the inbox).
+// whether the pod is set up, or terminating (ok: the plan goes on); when
+// not, wake is when to try again (zero: on news — a kill cancelled it, and
+// the kill is in the inbox). The active deadline counts from the pod's
+// start time, set up or not: a pod whose setup keeps failing is terminated
+// at its deadline too.
 func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
 	if pw.phase != Syncing || pw.prepared {
 		return time.Time{}, true
 	}
+	deadline, hasDeadline := planner.ActiveDeadline(pw.pod, pw.startTime)
+	if hasDeadline && !now.Before(deadline) {
+		pw.exceedDeadline(now)
+		return time.Time{}, true
+	}
 	if now.Before(pw.retryAt) {
-		return pw.retryAt, false
+		return earliest(pw.retryAt, deadline), false
 	}
 	if err := pw.w.cfg.Runtime.PreparePod(pw.setupCtx, pw.pod); err != nil {
 		if pw.setupCtx.Err() != nil {
@@ -291,7 +303,7 @@ func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
 		}
 		pw.eventf("", events.Warning, events.FailedMount, "Preparing the pod's volumes failed: %v", err)
 		pw.retryAt = pw.w.cfg.Clock.Now().Add(pw.w.cfg.Planner.BackoffBase)
-		return pw.retryAt, false
+		return earliest(pw.retryAt, deadline), false
 	}
 	pw.prepared = true
 	for _, vol := range pw.pod.Spec.Volumes {
@@ -308,6 +320,9 @@ func (pw *podWorker) settle(ctx context.Context, now time.Time) time.Time {
 	for round := 0; round < maxRoundsPerStep; round++ {
 		plan := pw.plan(now)
 		switch {
+		case pw.phase == Syncing && plan.ActiveDeadlineExceeded:
+			pw.exceedDeadline(now)
+			continue
 		case pw.phase == Syncing && plan.Completed:
 			pw.complete(now)
 			continue
@@ -343,7 +358,7 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 	if deadlinePassed {
 		pw.cutPreStopHooks()
 	}
-	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, Now: now, Config: pw.w.cfg.Planner})
+	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, Now: now, Config: pw.w.cfg.Planner})
 	pw.noteBackoffs(plan)
 	switch {
 	case deadlinePassed && (!plan.Done || plan.DeferIncomplete != nil):
@@ -417,6 +432,7 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 		pw.begin(now, grace, kill.Reason)
 	case Terminating:
 		if pw.term.Shorten(now, time.Duration(grace)*time.Second) {
+			pw.deadlineGrace = &grace
 			pw.save()
 			pw.log.Info("termination deadline shortened", "deadline", pw.term.Deadline, "reason", kill.Reason)
 		}
@@ -424,17 +440,29 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 }
 
 // complete begins the termination of a pod whose containers completed,
-// with the pod's own grace period.
+// with the pod's own grace period. Its event names the phase the pod will
+// end in; the pod is published with it only once terminated.
 func (pw *podWorker) complete(now time.Time) {
-	phase := planner.Phase(pw.pod, pw.observed(), false)
+	phase := planner.Phase(pw.pod, pw.observed(), true)
 	pw.eventf("", events.Normal, events.Completed, "Pod completed (phase %s)", phase)
 	pw.begin(now, pw.pod.GracePeriodSeconds(), TerminationCompleted)
+}
+
+// exceedDeadline begins the termination of a pod that was active for its
+// activeDeadlineSeconds, with the pod's own grace period (its defer
+// containers run), as the kubelet does (pkg/kubelet/active_deadline.go):
+// a Normal DeadlineExceeded event, and the pod ends Failed with that reason
+// (see snapshot).
+func (pw *podWorker) exceedDeadline(now time.Time) {
+	pw.eventf("", events.Normal, events.DeadlineExceeded, "%s", messageDeadlineExceeded)
+	pw.begin(now, pw.pod.GracePeriodSeconds(), TerminationDeadlineExceeded)
 }
 
 // begin moves the pod to Terminating with grace period grace (seconds).
 func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason) {
 	t := planner.Begin(pw.pod, pw.observed(), now, time.Duration(grace)*time.Second)
 	pw.term = &t
+	pw.deadlineGrace = &grace
 	pw.termReason = reason
 	pw.phase = Terminating
 	// Probes stop when the pod starts terminating; readiness goes first.
@@ -462,7 +490,7 @@ func (pw *podWorker) finish() {
 	pw.save()
 	pw.publish()
 	close(pw.terminated)
-	pw.log.Info("pod terminated", "phase", planner.Phase(pw.pod, pw.observed(), true))
+	pw.log.Info("pod terminated", "phase", pw.published().pod.Status.Phase)
 }
 
 // observeExit records the exit of the instance the worker tracks; the

@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -111,7 +112,9 @@ func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
 
 // probeKill stops a container whose liveness or startup probe failed: its
 // preStop hook, its stop signal, SIGKILL after the probe's
-// terminationGracePeriodSeconds (else the pod's).
+// terminationGracePeriodSeconds (else the pod's). The instance is marked
+// ProbeKilled, with its kill time, in the same write-ahead as the stop, so
+// that the restart rule holds for it after an agent restart too.
 func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
 	if !c.obs.StopRequestedAt.IsZero() {
 		return
@@ -127,14 +130,22 @@ func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
 	if probe != nil && probe.TerminationGracePeriodSeconds != nil {
 		grace = *probe.TerminationGracePeriodSeconds
 	}
-	now := pw.w.cfg.Clock.Now()
-	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: now.Add(time.Duration(grace) * time.Second)}
-	if err := pw.writeAhead([]planner.Action{a}); err != nil {
-		pw.log.Error("write-ahead before a probe kill", "container", c.ref.Name, "err", err)
-		return
+	pw.workerStop(ctx, c, grace, true, pw.probeKillMessage(c, kind))
+}
+
+// probeKillMessage is the Killing event of a probe kill, in the kubelet's
+// words (pkg/kubelet/kuberuntime/kuberuntime_manager.go): it says "will be
+// restarted" only when the container will be, that is unless the pod's
+// restartPolicy is Never; a sidecar is an init container to the kubelet,
+// which does not say it for one.
+func (pw *podWorker) probeKillMessage(c *ctr, kind prober.Kind) string {
+	probe := strings.ToLower(kind.String())
+	if c.ref.Role == model.RoleSidecar {
+		return fmt.Sprintf("Init container %s failed %s probe", c.ref.Name, probe)
 	}
-	c.obs.KillAt = a.KillAt
-	pw.removeProbes(c)
-	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Container %s failed %s probe, will be restarted", c.ref.Name, strings.ToLower(kind.String()))
-	pw.stopWith(ctx, c, a, false)
+	msg := fmt.Sprintf("Container %s failed %s probe", c.ref.Name, probe)
+	if pw.pod.RestartPolicy() != v1.RestartPolicyNever {
+		msg += ", will be restarted"
+	}
+	return msg
 }

@@ -26,14 +26,18 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		return false, s.block(d)
 	case "fail-hook":
 		return false, s.failHook(d)
-	case "fail-checkpoints", "fail-list":
+	case "fail-checkpoints", "fail-list", "fail-setup":
 		on, err := onOff(d)
 		if err != nil {
 			return false, err
 		}
-		if d.Cmd == "fail-list" {
+		if d.Cmd != "fail-checkpoints" {
 			s.mu.Lock()
-			s.failList = on
+			if d.Cmd == "fail-list" {
+				s.failList = on
+			} else {
+				s.failSetup = on
+			}
 			s.mu.Unlock()
 		} else {
 			s.cps.mu.Lock()
@@ -222,6 +226,11 @@ func (s *scenario) query(d plannertest.Directive) (out []string, ok bool, err er
 	case "checkpoint":
 		out, err := s.checkpoint()
 		return out, true, err
+	case "status":
+		if s.w == nil {
+			return nil, true, d.Errorf("the agent is down")
+		}
+		return s.status(), true, nil
 	}
 	return nil, false, nil
 }

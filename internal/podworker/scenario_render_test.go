@@ -92,9 +92,49 @@ func (s *scenario) checkpoint() ([]string, error) {
 		if o.Killed {
 			line += " killed"
 		}
+		if o.ProbeKilled {
+			line += " probeKilled"
+		}
 		out = append(out, line)
 	}
 	return out, nil
+}
+
+// status renders what the state line leaves out of the published status:
+// the QoS class, every condition with its reason and message, the
+// containers whose ready flag is set (a completed init container's
+// included) and deletionGracePeriodSeconds.
+func (s *scenario) status() []string {
+	pod, _, ok := s.podStatus()
+	if !ok {
+		return []string{"status: no worker"}
+	}
+	st := pod.Status
+	out := []string{"status qosClass=" + string(st.QOSClass)}
+	for _, c := range st.Conditions {
+		line := fmt.Sprintf("  condition %s %s", c.Type, c.Status)
+		if c.Reason != "" {
+			line += " reason=" + c.Reason
+		}
+		if c.Message != "" {
+			line += fmt.Sprintf(" %q", c.Message)
+		}
+		out = append(out, line)
+	}
+	var ready []string
+	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+		if cs.Ready {
+			ready = append(ready, cs.Name)
+		}
+	}
+	if len(ready) == 0 {
+		ready = []string{"none"}
+	}
+	out = append(out, "  ready: "+strings.Join(ready, " "))
+	if g := pod.DeletionGracePeriodSeconds; g != nil {
+		out = append(out, fmt.Sprintf("  deletionGracePeriodSeconds=%d", *g))
+	}
+	return out
 }
 
 // render writes what happened since the previous render — the runtime's
@@ -151,10 +191,14 @@ func (s *scenario) podStatus() (*v1.Pod, Phase, bool) {
 	return s.w.PodStatus(scenarioUID)
 }
 
-// podLine is the first line of the state: the worker's phase, the pod's,
-// its Ready condition, its deletion and whether its goroutine returned.
+// podLine is the first line of the state: the worker's phase, the pod's
+// (with its reason and message when it has them), its Ready condition, its
+// deletion and whether its goroutine returned.
 func (s *scenario) podLine(now string, pod *v1.Pod, phase Phase) string {
 	line := fmt.Sprintf("%s: %s, pod %s", now, phase, pod.Status.Phase)
+	if r := pod.Status.Reason; r != "" {
+		line += fmt.Sprintf(" (%s: %q)", r, pod.Status.Message)
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
 			line += ", ready"

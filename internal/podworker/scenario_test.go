@@ -72,8 +72,9 @@ type scenario struct {
 	release chan struct{}
 	// failHooks gives the result of the hooks running CMD.
 	failHooks map[string]hookResultSpec
-	// failList makes the runtime's listing fail.
-	failList bool
+	// failList makes the runtime's listing fail; failSetup the pod's
+	// setup (PreparePod).
+	failList, failSetup bool
 	// gates are the hook goroutines waiting for their turn.
 	gates []*gate
 }
@@ -146,7 +147,16 @@ func (s *scenario) newPod(d plannertest.Directive) error {
 	s.pod = p
 	s.clk = clocktesting.NewFakeClock(plannertest.T0)
 	s.rt = fake.New(s.clk)
-	s.rt.PrepareHook = func(ctx context.Context) error { _, err := s.hold(ctx, "setup"); return err }
+	s.rt.PrepareHook = func(ctx context.Context) error {
+		s.mu.Lock()
+		fail := s.failSetup
+		s.mu.Unlock()
+		if fail {
+			return errors.New("mount failed")
+		}
+		_, err := s.hold(ctx, "setup")
+		return err
+	}
 	s.rt.StartHook = func(ctx context.Context, ref model.ContainerRef) error {
 		_, err := s.hold(ctx, "start "+ref.Name)
 		return err
@@ -163,7 +173,7 @@ func (s *scenario) newPod(d plannertest.Directive) error {
 	}
 	s.calls, s.events = 0, 0
 	s.mu.Lock()
-	s.held, s.release, s.failHooks, s.failList, s.gates = map[string]bool{}, make(chan struct{}), map[string]hookResultSpec{}, false, nil
+	s.held, s.release, s.failHooks, s.failList, s.failSetup, s.gates = map[string]bool{}, make(chan struct{}), map[string]hookResultSpec{}, false, false, nil
 	s.mu.Unlock()
 	s.startAgent()
 	return nil

@@ -24,6 +24,13 @@ const (
 	reasonDeferSkipped = "Skipped"
 )
 
+// The pod's status reason and message once the active deadline ended it:
+// the kubelet's words (pkg/kubelet/active_deadline.go).
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
 // snapshot renders the worker's state as a pod: a copy of the spec with its
 // status and the defer container statuses annotation. Called by run only
 // (or by its creator before run starts): it reads the owned state.
@@ -44,49 +51,50 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		t := metav1.NewTime(pw.startTime)
 		st.StartTime = &t
 	}
+	if terminated && pw.termReason == TerminationDeadlineExceeded {
+		// Failed once terminated, whatever the containers' exit codes;
+		// until then the phase is the containers' and the reason waits,
+		// as the kubelet's status manager holds both back together.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
+	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil
 	}
 
-	initsDone := planner.InitsDone(pw.pod, obs)
 	var deferStatuses []v1.ContainerStatus
-	allReady := true
+	var unready, incomplete []string
 	for _, c := range pw.ctrs {
-		cs := pw.containerStatus(c, initsDone, terminated)
+		cs := pw.containerStatus(c, terminated)
 		switch c.ref.Role {
-		case model.RoleInit, model.RoleSidecar:
+		case model.RoleInit:
 			st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
-			if c.ref.Role == model.RoleSidecar && !cs.Ready {
-				allReady = false
+			if !cs.Ready {
+				incomplete = append(incomplete, c.ref.Name)
+			}
+		case model.RoleSidecar:
+			st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+			if !cs.Ready {
+				unready = append(unready, c.ref.Name)
+			}
+			if !c.obs.StartedOnce && !*cs.Started {
+				incomplete = append(incomplete, c.ref.Name)
 			}
 		case model.RoleMain:
 			st.ContainerStatuses = append(st.ContainerStatuses, cs)
 			if !cs.Ready {
-				allReady = false
+				unready = append(unready, c.ref.Name)
 			}
 		case model.RoleDefer:
 			deferStatuses = append(deferStatuses, cs)
 		}
 	}
-	ready := allReady && phase == Syncing
-	cond := func(t v1.PodConditionType, ok bool, reason string) {
-		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason}
-		if ok {
-			c.Status, c.Reason = v1.ConditionTrue, ""
-		}
-		st.Conditions = append(st.Conditions, c)
-	}
-	cond(v1.PodReadyToStartContainers, pw.prepared && !terminated, "")
-	cond(v1.PodInitialized, initsDone, "ContainersNotInitialized")
-	cond(v1.PodReady, ready, "ContainersNotReady")
-	cond(v1.ContainersReady, ready, "ContainersNotReady")
-	cond(v1.PodScheduled, true, "")
+	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs), unready, incomplete)
+	st.QOSClass = model.QOSClass(pw.pod.Pod)
 	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
 	if pw.deleted && pw.term != nil {
 		ts := metav1.NewTime(pw.term.Deadline)
 		pod.DeletionTimestamp = &ts
-		grace := int64(pw.term.Deadline.Sub(pw.term.RequestedAt) / time.Second)
-		pod.DeletionGracePeriodSeconds = &grace
+		pod.DeletionGracePeriodSeconds = pw.deletionGrace()
 	}
 
 	if len(deferStatuses) > 0 {
@@ -98,6 +106,79 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		}
 	}
 	return pod
+}
+
+// Reasons of the pod's conditions, as the kubelet writes them
+// (pkg/kubelet/status/generate.go).
+const (
+	reasonPodCompleted             = "PodCompleted"
+	reasonPodFailed                = "PodFailed"
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+)
+
+// conditions are the pod's conditions as the kubelet generates them
+// (pkg/kubelet/status/generate.go), from the pod's phase, whether it is
+// initialized, the sidecars and regular containers that are not ready and
+// the init containers (and sidecars) that have not completed (started):
+//
+//   - Initialized is True once initialized, with reason PodCompleted once
+//     the pod Succeeded; else False, ContainersNotInitialized, "containers
+//     with incomplete status: [...]";
+//   - ContainersReady is False with reason PodCompleted or PodFailed once
+//     the phase is terminal; else True when every regular container and
+//     sidecar is ready and the pod has not begun terminating (podward's
+//     difference: the kubelet keeps it until the containers stop), else
+//     False, ContainersNotReady, "containers with unready status: [...]";
+//   - Ready is ContainersReady's (podward has no readiness gates).
+func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, incomplete []string) []v1.PodCondition {
+	initialized := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	switch {
+	case phase == v1.PodSucceeded:
+		initialized.Reason = reasonPodCompleted
+	case !initsDone:
+		initialized.Status, initialized.Reason = v1.ConditionFalse, reasonContainersNotInitialized
+		initialized.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+	}
+	ready := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+	switch {
+	case phase == v1.PodSucceeded:
+		ready.Status, ready.Reason = v1.ConditionFalse, reasonPodCompleted
+	case phase == v1.PodFailed:
+		ready.Status, ready.Reason = v1.ConditionFalse, reasonPodFailed
+	case len(unready) > 0 || pw.phase != Syncing:
+		ready.Status, ready.Reason = v1.ConditionFalse, reasonContainersNotReady
+		if len(unready) > 0 {
+			ready.Message = fmt.Sprintf("containers with unready status: %s", unready)
+		}
+	}
+	podReady := ready
+	podReady.Type = v1.PodReady
+	readyToStart := v1.ConditionFalse
+	if pw.prepared && pw.phase != Terminated {
+		readyToStart = v1.ConditionTrue
+	}
+	return []v1.PodCondition{
+		{Type: v1.PodReadyToStartContainers, Status: readyToStart},
+		initialized,
+		podReady,
+		ready,
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+	}
+}
+
+// deletionGrace is the deletionGracePeriodSeconds of a deleted pod: the
+// grace period of the request that set the current deadline, as the API
+// server keeps it for the delete that set deletionTimestamp. A worker
+// restored from a checkpoint that predates the record takes the time from
+// the start of the termination to the deadline.
+func (pw *podWorker) deletionGrace() *int64 {
+	if pw.deadlineGrace != nil {
+		g := *pw.deadlineGrace
+		return &g
+	}
+	g := int64(pw.term.Deadline.Sub(pw.term.RequestedAt) / time.Second)
+	return &g
 }
 
 // lastPublished is the pod the goroutine last published, nil before the
@@ -148,7 +229,10 @@ func containerID(id string) string {
 	return "podward://" + id
 }
 
-func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.ContainerStatus {
+// containerStatus is a container's status as the kubelet reports it
+// (kubelet_pods.go, convertToAPIContainerStatuses, and the prober manager's
+// UpdatePodStatus for the ready flags); terminated says the pod is.
+func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus {
 	spec := pw.pod.Container(c.ref)
 	cs := v1.ContainerStatus{
 		Name:         c.ref.Name,
@@ -188,9 +272,19 @@ func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.Cont
 			}
 		} else {
 			cs.State.Terminated = c.terminatedState()
+			// A completed init container is ready (the kubelet's prober
+			// manager, UpdatePodStatus), also once the pod terminated.
+			cs.Ready = c.ref.Role == model.RoleInit && c.obs.ExitCode == 0
 		}
 	default:
+		// The kubelet's default waiting state: PodInitializing in a pod
+		// with init containers, ContainerCreating otherwise, until a
+		// start failure gives a reason of its own. A defer container
+		// next in line is being created.
 		reason := reasonContainerCreating
+		if len(pw.pod.Spec.InitContainers) > 0 && c.ref.Role != model.RoleDefer {
+			reason = reasonPodInitializing
+		}
 		switch {
 		case c.ref.Role == model.RoleDefer && terminated:
 			reason = reasonDeferSkipped
@@ -199,10 +293,6 @@ func (pw *podWorker) containerStatus(c *ctr, initsDone, terminated bool) v1.Cont
 			if pw.term != nil {
 				reason = reasonDeferSkipped
 			}
-		case c.ref.Role == model.RoleMain && !initsDone:
-			reason = reasonPodInitializing
-		case (c.ref.Role == model.RoleInit || c.ref.Role == model.RoleSidecar) && c.ref.Index > 0:
-			reason = reasonPodInitializing
 		}
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
 	}

@@ -97,6 +97,10 @@ const (
 	// TerminationAborted: `podward run` could not create a later pod of its
 	// manifest, so the pods already created end.
 	TerminationAborted TerminationReason = "Aborted"
+	// TerminationDeadlineExceeded: the pod was active for its
+	// spec.activeDeadlineSeconds (planner.ActiveDeadline); it ends Failed
+	// with reason DeadlineExceeded.
+	TerminationDeadlineExceeded TerminationReason = "DeadlineExceeded"
 )
 
 // KillOptions asks for a pod's termination.
@@ -143,7 +147,8 @@ func New(ctx context.Context, cfg Config) *Workers {
 // first update for a UID. It only records the update and wakes the worker:
 // it never waits for work to be done. Updates to a busy worker coalesce: the
 // latest pod wins, a kill is sticky and of two kills the shorter grace
-// period wins. A kill cancels a setup in progress, and once it is recorded
+// period wins (a kill without one counts with its pod's
+// terminationGracePeriodSeconds). A kill cancels a setup in progress, and once it is recorded
 // no container of a syncing pod starts. A terminated pod's worker ignores
 // updates.
 func (w *Workers) UpdatePod(opts UpdateOptions) {

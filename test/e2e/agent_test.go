@@ -252,11 +252,23 @@ func (a *agent) events(name string) []event {
 // pod is the part of a v1.Pod the tests look at (the suite imports only
 // the standard library).
 type pod struct {
+	Metadata struct {
+		DeletionGracePeriodSeconds *int64 `json:"deletionGracePeriodSeconds,omitempty"`
+	} `json:"metadata"`
+	Spec struct {
+		ServiceAccountName string `json:"serviceAccountName"`
+	} `json:"spec"`
 	Status struct {
 		Phase      string `json:"phase"`
+		PodIP      string `json:"podIP"`
+		Reason     string `json:"reason"`
+		Message    string `json:"message"`
+		QOSClass   string `json:"qosClass"`
 		Conditions []struct {
-			Type   string `json:"type"`
-			Status string `json:"status"`
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Reason  string `json:"reason,omitempty"`
+			Message string `json:"message,omitempty"`
 		} `json:"conditions"`
 		InitContainerStatuses []containerStatus `json:"initContainerStatuses"`
 		ContainerStatuses     []containerStatus `json:"containerStatuses"`
@@ -282,6 +294,7 @@ type containerState struct {
 	Terminated *struct {
 		ExitCode int32  `json:"exitCode"`
 		Reason   string `json:"reason,omitempty"`
+		Message  string `json:"message,omitempty"`
 	} `json:"terminated,omitempty"`
 }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/podward/podward/test/internal/bintest"
 )
 
-// postStartFailPod's container runs until killed; its postStart hook fails.
-// {{.Hook}} is the hook's command, as a JSON list.
+// postStartFailPod's container runs until stopped: it appends "sigterm" to
+// the file order on SIGTERM and exits 3; its preStop hook appends
+// "prestop". Its postStart hook fails. {{.Hook}} is the hook's command, as a
+// JSON list.
 const postStartFailPod = `
 apiVersion: v1
 kind: Pod
@@ -26,32 +28,35 @@ spec:
   containers:
   - name: app
     image: bash
-    command: ["/bin/bash", "-c", "echo $BASHPID > {{.Dir}}/app.pid; echo app up; exec sleep 1000"]
+    command: ["/bin/bash", "-c"]
+    args: ["trap 'echo sigterm >> {{.Dir}}/order; exit 3' TERM; echo $BASHPID > {{.Dir}}/app.pid; echo app up; while true; do sleep 100 & wait; done"]
     lifecycle:
       postStart:
         exec: {command: {{.Hook}}}
+      preStop:
+        exec: {command: ["/bin/bash", "-c", "echo prestop >> {{.Dir}}/order"]}
 `
 
-// TestPostStartHookFailure: a postStart hook that fails kills its
-// container (at once, not after a grace period), and the restart policy
-// applies: with Never the pod fails.
+// TestPostStartHookFailure: a postStart hook that fails stops its container
+// gracefully — its preStop hook, then SIGTERM — as the kubelet does
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go, startContainer →
+// killContainer), and the restart policy applies: with Never the pod fails
+// (the container exits 3 on SIGTERM). The FailedPostStartHook event is the
+// kubelet's "PostStartHook failed", without the hook's output, so that
+// secrets do not leak into events.
 func TestPostStartHookFailure(t *testing.T) {
 	t.Parallel()
+	// Each hook waits until the container has set its SIGTERM trap (it
+	// writes its PID after), then fails.
+	const waitForApp = "for i in $(seq 100); do [ -s {{.Dir}}/app.pid ] && break; sleep 0.05; done; "
 	tests := map[string]struct {
-		hook    string
-		message string // what FailedPostStartHook says
-		// pid: the hook waits for the container to write its PID, so
-		// the test can check the process was killed.
-		pid bool
+		hook string
 	}{
-		"/bin/false": {
-			hook:    `["/bin/false"]`,
-			message: `PostStart hook for container app failed: command "/bin/false" exited with 1`,
+		"fails silently": {
+			hook: `["/bin/bash", "-c", "` + waitForApp + `exit 1"]`,
 		},
-		"exits 1 with output": {
-			hook:    `["/bin/bash", "-c", "for i in $(seq 100); do [ -s {{.Dir}}/app.pid ] && break; sleep 0.05; done; echo hook saw the app; exit 1"]`,
-			message: `exited with 1: hook saw the app`,
-			pid:     true,
+		"fails printing a secret": {
+			hook: `["/bin/bash", "-c", "` + waitForApp + `echo token=s3cret; exit 1"]`,
 		},
 	}
 	for name, tc := range tests {
@@ -65,10 +70,11 @@ func TestPostStartHookFailure(t *testing.T) {
 			t.Logf("stdout:\n%s", r.stdout)
 
 			r.assertCode(t, 1)
-			failed := r.mustFind(t, re(`Warning FailedPostStartHook spec\.containers\{app\} `))
-			if !strings.Contains(failed.text, tc.message) {
-				t.Errorf("%q, want it to say %q", failed.text, tc.message)
+			r.mustFind(t, re(`Warning FailedPostStartHook spec\.containers\{app\} PostStartHook failed$`))
+			if i := r.index(contains("s3cret")); i >= 0 {
+				t.Errorf("%q: the hook's output must not be in an event", r.lines[i].text)
 			}
+			r.mustFind(t, re(`Normal Killing spec\.containers\{app\} FailedPostStartHook$`))
 			r.assertBefore(t,
 				[2]matcher{contains("Normal Started spec.containers{app}"), contains("FailedPostStartHook spec.containers{app}")},
 				[2]matcher{contains("FailedPostStartHook spec.containers{app}"), contains("Killing spec.containers{app}")},
@@ -77,14 +83,16 @@ func TestPostStartHookFailure(t *testing.T) {
 			if n := r.count(contains("Started spec.containers{app}")); n != 1 {
 				t.Errorf("the container started %d times, want once (restartPolicy Never)", n)
 			}
-			// Killed, not stopped gracefully: no waiting out the 30 s.
-			if d := r.exited.Sub(p.started); d > 15*time.Second {
-				t.Errorf("podward took %v, want the container killed at once", d.Round(time.Millisecond))
+			// Stopped gracefully: the preStop hook, then SIGTERM, which
+			// it honours at once (no waiting out the 30 s).
+			if got := fileLines(t, filepath.Join(dir, "order")); !slices.Equal(got, []string{"prestop", "sigterm"}) {
+				t.Errorf("order file %q, want the preStop hook, then SIGTERM", got)
 			}
-			if tc.pid {
-				if pid := readPID(t, filepath.Join(dir, "app.pid")); bintest.ProcessRuns(pid, "sleep 1000") {
-					t.Errorf("the container's process %d still runs after podward exited", pid)
-				}
+			if d := r.exited.Sub(p.started); d > 15*time.Second {
+				t.Errorf("podward took %v, want the container stopped on its SIGTERM", d.Round(time.Millisecond))
+			}
+			if pid := readPID(t, filepath.Join(dir, "app.pid")); bintest.ProcessRuns(pid, "echo app up") {
+				t.Errorf("the container's process %d still runs after podward exited", pid)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -488,5 +489,54 @@ func testDeferRetryAnnouncedOnlyWhenItHappens(t *testing.T, rt runtimeEnv) {
 				}
 			}
 		})
+	}
+}
+
+// deferPhasePod is a job whose main exits at once, with two defer
+// containers: d1 takes a few seconds before it writes its line, d2 writes
+// at once; both to the file done in {{.Dir}}.
+const deferPhasePod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: defer-phase
+  annotations:
+    pod.alpha.kubernetes.io/defer-containers: |
+      [
+        {"name": "d1", "image": "bash", "command": ["/bin/bash", "-c", "sleep 3; echo d1 >> {{.Dir}}/done"]},
+        {"name": "d2", "image": "bash", "command": ["/bin/bash", "-c", "echo d2 >> {{.Dir}}/done"]}
+      ]
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: job
+    image: bash
+    command: ["/bin/bash", "-c", "echo job done"]
+`
+
+// TestPhaseTerminalOnlyOnceDeferContainersRan: a job's pod becomes
+// Succeeded only once its defer containers ran, not when its main exits:
+// while d1 runs the pod is Running and keeps its podIP, and `podward wait
+// --for=jsonpath='{.status.phase}'=Succeeded` returns only after both defer
+// containers wrote their lines. The kubelet never reports a terminal phase
+// for a pod that could still have running containers
+// (pkg/kubelet/status/status_manager.go, mergePodStatus).
+func TestPhaseTerminalOnlyOnceDeferContainersRan(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a := startAgent(t)
+	manifest := writeManifest(t, dir, deferPhasePod, map[string]string{"Dir": dir})
+	a.apply("defer-phase", manifest)
+
+	a.waitEvent("defer-phase", "Normal DeferStarted spec.deferContainers{d1} ", lineTimeout)
+	if p := a.getPod("defer-phase"); p.Status.Phase != "Running" || p.Status.PodIP == "" {
+		t.Errorf("while d1 runs: phase %q, podIP %q; want Running with its podIP", p.Status.Phase, p.Status.PodIP)
+	}
+
+	a.waitPod("defer-phase", "jsonpath={.status.phase}=Succeeded", lineTimeout)
+	data, err := os.ReadFile(filepath.Join(dir, "done"))
+	if got := strings.Fields(string(data)); err != nil || !slices.Equal(got, []string{"d1", "d2"}) {
+		t.Errorf("when the pod was Succeeded the defer containers had written %q (%v), want d1 then d2", got, err)
 	}
 }

@@ -61,9 +61,9 @@ func (d Directive) Duration(key string) (time.Duration, error) {
 
 // Pod reads a pod description, the arguments of
 //
-//	pod [policy=Always|OnFailure|Never] [grace=SECONDS] ROLE:NAME[.OPTION...] ...
+//	pod [policy=Always|OnFailure|Never] [grace=SECONDS] [activeDeadline=SECONDS] ROLE:NAME[.OPTION...] ...
 //
-// ROLE is init, sidecar (an init container with restartPolicy Always),
+// activeDeadline is spec.activeDeadlineSeconds. ROLE is init, sidecar (an init container with restartPolicy Always),
 // main or defer; the containers are declared in the order given. The pod is
 // default/p; every container runs image busybox. The options (see
 // containerOption) give a container hooks, a stop signal or probes: the
@@ -81,6 +81,12 @@ func Pod(d Directive) (*model.Pod, error) {
 				return nil, d.Errorf("grace: %v", err)
 			}
 			p.Spec.TerminationGracePeriodSeconds = &g
+		case a.HasVal && a.Key == "activeDeadline":
+			ads, err := strconv.ParseInt(a.Val, 10, 64)
+			if err != nil {
+				return nil, d.Errorf("activeDeadline: %v", err)
+			}
+			p.Spec.ActiveDeadlineSeconds = &ads
 		case !a.HasVal:
 			role, rest, _ := strings.Cut(a.Key, ":")
 			parts := splitCalls(rest)
@@ -212,6 +218,7 @@ func Observe(d Directive, containers map[string]planner.Observed) error {
 //	.signalled(T)           the stop signal went out at T (the stop began then too, unless .stopping says otherwise)
 //	.killed                 SIGKILL was sent
 //	.killAt(T)              the kill time of a stop begun for a failed probe
+//	.probeKilled            the instance was stopped because a probe failed (kept after it exited)
 func ParseObserved(s string) (planner.Observed, error) {
 	calls := splitCalls(s)
 	var o planner.Observed
@@ -257,7 +264,7 @@ func modify(o *planner.Observed, c string) error {
 	}
 	want := 1
 	switch name {
-	case "notStarted", "started", "startedOnce", "killed":
+	case "notStarted", "started", "startedOnce", "killed", "probeKilled":
 		want = 0
 	}
 	if len(args) != want {
@@ -284,6 +291,8 @@ func modify(o *planner.Observed, c string) error {
 		o.StartedOnce = true
 	case "killed":
 		o.Killed = true
+	case "probeKilled":
+		o.ProbeKilled = true
 	case "ranFrom":
 		o.StartedAt = t
 	case "stopping":
@@ -392,12 +401,16 @@ type Scenario struct {
 	Pod         *model.Pod
 	Containers  map[string]planner.Observed
 	Termination *planner.Termination
-	Config      planner.Config
+	// StartTime is the pod's status.startTime; zero until a starttime
+	// directive sets it.
+	StartTime time.Time
+	Config    planner.Config
 }
 
 // Apply carries out one of the input directives — pod (which starts a new
-// scenario: no observations, no termination, the default config), observe,
-// terminate and config — and reports whether d was one of them.
+// scenario: no observations, no termination, no start time, the default
+// config), observe, terminate, starttime (starttime at=T) and config — and
+// reports whether d was one of them.
 func (s *Scenario) Apply(d Directive) (bool, error) {
 	var err error
 	switch d.Cmd {
@@ -406,7 +419,7 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 		if p, err = Pod(d); err == nil {
 			*s = Scenario{Pod: p, Containers: map[string]planner.Observed{}, Config: planner.DefaultConfig()}
 		}
-	case "observe", "terminate", "config":
+	case "observe", "terminate", "starttime", "config":
 		if s.Pod == nil {
 			return true, d.Errorf("no pod yet")
 		}
@@ -415,6 +428,8 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 			err = Observe(d, s.Containers)
 		case "terminate":
 			s.Termination, err = Terminate(d)
+		case "starttime":
+			s.StartTime, err = d.Time("at")
 		case "config":
 			err = Configure(d, &s.Config)
 		}
@@ -426,11 +441,12 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 
 // Input is the planner input of the scenario at now.
 func (s *Scenario) Input(now time.Time) planner.Input {
-	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, Now: now, Config: s.Config}
+	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, StartTime: s.StartTime, Now: now, Config: s.Config}
 }
 
 // RenderPlan writes a plan one line per item: the actions in order, the
-// backoffs, then WakeAt, Completed, Done and DeferIncomplete when set;
+// backoffs, then WakeAt, Completed, ActiveDeadlineExceeded, Done and
+// DeferIncomplete when set;
 // "(empty plan)" when it has none of them. Times are offsets from T0.
 func RenderPlan(p planner.Plan) string {
 	var out []string
@@ -454,6 +470,9 @@ func RenderPlan(p planner.Plan) string {
 	}
 	if p.Completed {
 		out = append(out, "Completed")
+	}
+	if p.ActiveDeadlineExceeded {
+		out = append(out, "ActiveDeadlineExceeded")
 	}
 	if p.Done {
 		out = append(out, "Done")

@@ -64,6 +64,8 @@ func TestParseObserved(t *testing.T) {
 		"running(0).signalled(4.5s).killed.killAt(9s)": {
 			State: planner.Running, Started: true, StartedOnce: true, StartedAt: At(0),
 			StopRequestedAt: At(4500 * time.Millisecond), SignalledAt: At(4500 * time.Millisecond), Killed: true, KillAt: At(9 * time.Second)},
+		"exited(0,10s).probeKilled": {
+			State: planner.Exited, StartedOnce: true, StartedAt: At(9 * time.Second), FinishedAt: At(10 * time.Second), ProbeKilled: true},
 		"running(0).stopping(1s).signalled(3s)": {
 			State: planner.Running, Started: true, StartedOnce: true, StartedAt: At(0), StopRequestedAt: At(time.Second), SignalledAt: At(3 * time.Second)},
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -199,6 +201,12 @@ func (r *Runtime) removeOldInstances(pod *model.Pod, container string, attempt i
 		r.log.Debug("list old instances", "pod", pod.Key(), "podUID", pod.UID, "container", container, "err", err)
 		return
 	}
+	// The message files go first: their exits were read long ago, and a
+	// file removed after its container would be the last thing this does,
+	// which nothing (a test waiting on the runtime's calls) could see.
+	if err := r.removeOldMessageFiles(pod.UID, container, attempt-1); err != nil {
+		r.log.Debug("remove old termination message files", "pod", pod.Key(), "podUID", pod.UID, "container", container, "err", err)
+	}
 	for _, c := range resp.Containers {
 		if identify(c.Labels, c.Metadata).attempt >= attempt-1 || r.isTracked(c.Id) {
 			continue
@@ -236,6 +244,14 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 	}
 	annotations := graceAnnotations(pod)
 	annotations[AnnotationRestartCount] = strconv.Itoa(attempt)
+	msgMount, msgAnnotations, err := r.terminationMount(pod, c, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("termination message file: %w", err)
+	}
+	if msgMount != nil {
+		mounts = append(mounts, msgMount)
+		maps.Copy(annotations, msgAnnotations)
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(attempt)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
@@ -394,11 +410,24 @@ func resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 // stopSignal is the container's lifecycle.stopSignal in CRI's terms, set at
 // creation: a runtime that knows the field stops the container with it
 // (containerd 1.6 does not: it uses the image's STOPSIGNAL, else SIGTERM).
+// No stopSignal is the runtime's default.
 func stopSignal(c *v1.Container) runtimeapi.Signal {
 	if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
 		return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT
 	}
-	return runtimeapi.Signal(runtimeapi.Signal_value["SIGNAL_"+string(*c.Lifecycle.StopSignal)])
+	return criSignal(*c.Lifecycle.StopSignal)
+}
+
+// criSignalName turns a Kubernetes signal name into its CRI enum name:
+// "SIGRTMIN+1" is SIGNAL_SIGRTMINPLUS1, "SIGRTMAX-2" SIGNAL_SIGRTMAXMINUS2.
+var criSignalName = strings.NewReplacer("+", "PLUS", "-", "MINUS")
+
+// criSignal is the CRI's enum value of a stop signal name Validate
+// accepted (model.LinuxSignals, all of which the CRI lists, as the
+// kubelet's buildContainerConfigLifecycle maps them); Validate refuses any
+// other name, which would be the runtime's default.
+func criSignal(name v1.Signal) runtimeapi.Signal {
+	return runtimeapi.Signal(runtimeapi.Signal_value["SIGNAL_"+criSignalName.Replace(string(name))])
 }
 
 // Signal sends SIGKILL to a container instance: the CRI runtime stops it

@@ -9,7 +9,10 @@
 // writes each instance's log, in the CRI format, to
 // Root/pods/<podUID>/logs/<container>/<attempt>.log (the sandbox's log
 // directory). podward keeps on disk only the emptyDir volumes
-// (Root/pods/<podUID>/volumes/<name>) and the root's lock. Everything the
+// (Root/pods/<podUID>/volumes/<name>), the termination-message files
+// (Root/pods/<podUID>/containers/<name>/<attempt>-<random>, one per
+// instance, mounted at its terminationMessagePath and read at its exit, as
+// the kubelet does; see termination.go) and the root's lock. Everything the
 // agent must find again after a restart is in the CRI runtime, as labels
 // and annotations on the sandboxes and containers (see LabelManaged and the
 // other Label* constants): which pod, which container, which attempt.

@@ -458,6 +458,7 @@ func (f *fakeCRI) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 		CreatedAt: c.created, StartedAt: c.started, FinishedAt: c.finished,
 		ExitCode: c.exitCode, Reason: c.reason, Message: c.message,
 		Labels: c.config.Labels, Annotations: c.config.Annotations, LogPath: c.logPath,
+		Mounts: c.config.Mounts,
 	}}, nil
 }
 

@@ -466,3 +466,55 @@ func TestIntegrationReadoption(t *testing.T) {
 	default:
 	}
 }
+
+// TestIntegrationTerminationMessage: what a container writes at its
+// terminationMessagePath (the default /dev/termination-log, or a path of
+// its own) is its exit's message, read from the file the runtime mounted
+// there, as the kubelet does (kuberuntime_container.go, makeMounts and
+// getTerminationMessage); with FallbackToLogsOnError a failure with an
+// empty file gets the log's tail.
+func TestIntegrationTerminationMessage(t *testing.T) {
+	r := realRuntime(t, t.TempDir(), nil)
+	pod := realPod(t, "message", map[string]string{
+		"file":     "printf 'bye from %s' $(hostname) > /dev/termination-log",
+		"custom":   "echo custom path > /tmp/msg; exit 4",
+		"fallback": "echo about to fail; echo boom >&2; exit 1",
+	}, "file", "custom", "fallback")
+	custom := pod.Container(ref(pod, "custom"))
+	custom.TerminationMessagePath = "/tmp/msg"
+	fallback := pod.Container(ref(pod, "fallback"))
+	fallback.TerminationMessagePolicy = v1.TerminationMessageFallbackToLogsOnError
+	setUp(t, r, pod)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"file":     "bye from " + host,
+		"custom":   "custom path\n",
+		"fallback": "about to fail\nboom\n",
+	}
+	for _, name := range []string{"file", "custom", "fallback"} {
+		c := startIn(t, r, pod, name, 0)
+		ev := waitExit(t, r, c.ID, 10*time.Second)
+		if name == "fallback" {
+			// Two pipes: the lines may come in either order.
+			if ev.Exit.Message != want[name] && ev.Exit.Message != "boom\nabout to fail\n" {
+				t.Errorf("%s: exit message %q, want %q", name, ev.Exit.Message, want[name])
+			}
+			continue
+		}
+		if ev.Exit.Message != want[name] {
+			t.Errorf("%s: exit message %q, want %q", name, ev.Exit.Message, want[name])
+		}
+	}
+	list, err := r.ListContainers(context.Background(), pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range list {
+		if cs.Exit == nil || cs.Container != "fallback" && cs.Exit.Message != want[cs.Container] {
+			t.Errorf("ListContainers: %s exited %+v, want message %q", cs.Container, cs.Exit, want[cs.Container])
+		}
+	}
+}

@@ -38,6 +38,13 @@ const (
 	AnnotationRestartCount   = "io.kubernetes.container.restartCount"
 	AnnotationPodGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
 	AnnotationGracePeriod    = "podward.io/grace-period"
+
+	// The termination message: where its file is mounted and the policy,
+	// as the kubelet annotates them, and the container's share of the
+	// pod's budget (podspec.TerminationMessageLimit).
+	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationTerminationMessageLimit  = "podward.io/termination-message-limit"
 )
 
 // selector is the label selector of everything this Runtime owns, plus

@@ -241,16 +241,18 @@ func (r *Runtime) exitOf(ctx context.Context, in *instance) (*runtime.ExitStatus
 	if st.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
 		return nil, nil
 	}
-	exit := exitStatus(st)
+	exit := exitStatus(st, in.logPath)
 	return &exit, nil
 }
 
-// exitStatus is how an exited container ended, as the runtime reports it.
-// A finish time before the start time (containerd 1.6 stamps the start
-// after the process runs and the exit from the shim's event, so a
-// container that exits at once can seem to end before it started) is the
-// start time.
-func exitStatus(st *runtimeapi.ContainerStatus) runtime.ExitStatus {
+// exitStatus is how an exited container ended, as the runtime reports it,
+// with its termination message read from its file or from its log at
+// logPath (terminationMessage; the runtime's own message, which containerd
+// sets only for a start error, comes first). A finish time before the start
+// time (containerd 1.6 stamps the start after the process runs and the exit
+// from the shim's event, so a container that exits at once can seem to end
+// before it started) is the start time.
+func exitStatus(st *runtimeapi.ContainerStatus, logPath string) runtime.ExitStatus {
 	e := runtime.ExitStatus{ExitCode: st.ExitCode, Reason: runtime.ExitReason(st.Reason), Message: st.Message}
 	if st.FinishedAt > 0 {
 		e.FinishedAt = time.Unix(0, max(st.FinishedAt, st.StartedAt))
@@ -261,6 +263,10 @@ func exitStatus(st *runtimeapi.ContainerStatus) runtime.ExitStatus {
 			e.Reason = runtime.ReasonCompleted
 		}
 	}
+	if p := st.GetLogPath(); p != "" {
+		logPath = p
+	}
+	e.Message = terminationMessage(st).Message(e, logPath)
 	return e
 }
 
@@ -443,7 +449,7 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runti
 		}
 		switch st.GetState() {
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			exit := exitStatus(st)
+			exit := exitStatus(st, cs.LogPath)
 			cs.Exit = &exit
 		case runtimeapi.ContainerState_CONTAINER_CREATED:
 			if r.isTracked(c.Id) {
@@ -462,7 +468,8 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runti
 }
 
 // ListPods returns, sorted, the UIDs of the pods that have sandboxes or
-// containers of this root in the CRI runtime, or volumes under the root:
+// containers of this root in the CRI runtime, or volumes or termination
+// message files under the root:
 // the pods CleanupPod was not called for yet, including those of an agent
 // that died. The agent cleans up those it does not know any more. It
 // bounds its calls with the call timeout.
@@ -498,10 +505,12 @@ func (r *Runtime) ListPods() ([]types.UID, error) {
 	}
 	for _, e := range entries {
 		uid := types.UID(e.Name())
-		if _, err := os.Lstat(r.volumesDir(uid)); err == nil {
-			seen[uid] = struct{}{}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("list pods: %w", err)
+		for _, dir := range []string{r.volumesDir(uid), r.messagesDir(uid)} {
+			if _, err := os.Lstat(dir); err == nil {
+				seen[uid] = struct{}{}
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("list pods: %w", err)
+			}
 		}
 	}
 	uids := make([]types.UID, 0, len(seen))

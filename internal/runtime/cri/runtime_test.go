@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -365,10 +366,20 @@ func TestStartContainerConfig(t *testing.T) {
 		t.Errorf("env = %q, want %q", env, want)
 	}
 	vol := filepath.Join(h.r.root, "pods", "uid-1", "volumes", "data")
-	if len(cfg.Mounts) != 2 ||
+	// The termination-message file last, as the kubelet's makeMounts
+	// (kuberuntime_container.go): a file of the instance's under the pod's
+	// directory, containers/<name>/<attempt>-<random>.
+	msgFile := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Join(h.r.root, "pods", "uid-1", "containers", "app")) + `/3-[0-9a-f]{8}$`)
+	if len(cfg.Mounts) != 3 ||
 		cfg.Mounts[0].ContainerPath != "/data" || cfg.Mounts[0].HostPath != vol || cfg.Mounts[0].Readonly ||
-		cfg.Mounts[1].ContainerPath != "/sub" || cfg.Mounts[1].HostPath != filepath.Join(vol, "nested", "dir") || !cfg.Mounts[1].Readonly {
+		cfg.Mounts[1].ContainerPath != "/sub" || cfg.Mounts[1].HostPath != filepath.Join(vol, "nested", "dir") || !cfg.Mounts[1].Readonly ||
+		cfg.Mounts[2].ContainerPath != "/dev/termination-log" || !msgFile.MatchString(cfg.Mounts[2].HostPath) || cfg.Mounts[2].Readonly {
 		t.Errorf("mounts = %v", cfg.Mounts)
+	}
+	if len(cfg.Mounts) == 3 {
+		if fi, err := os.Stat(cfg.Mounts[2].HostPath); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o666 {
+			t.Errorf("termination message file: %v, %v; want an empty file, mode 0666", fi, err)
+		}
 	}
 	if fi, err := os.Stat(filepath.Join(vol, "nested", "dir")); err != nil || !fi.IsDir() {
 		t.Errorf("subPath directory not created: %v", err)
@@ -386,7 +397,11 @@ func TestStartContainerConfig(t *testing.T) {
 	if !mapsEqual(cfg.Labels, wantLabels) {
 		t.Errorf("labels = %v, want %v", cfg.Labels, wantLabels)
 	}
-	wantAnn := map[string]string{AnnotationRestartCount: "3", AnnotationPodGracePeriod: "7", AnnotationGracePeriod: "7"}
+	wantAnn := map[string]string{
+		AnnotationRestartCount: "3", AnnotationPodGracePeriod: "7", AnnotationGracePeriod: "7",
+		AnnotationTerminationMessagePath: "/dev/termination-log", AnnotationTerminationMessagePolicy: "File",
+		AnnotationTerminationMessageLimit: "6144", // 12 KiB for the pod's two containers
+	}
 	if !mapsEqual(cfg.Annotations, wantAnn) {
 		t.Errorf("annotations = %v, want %v", cfg.Annotations, wantAnn)
 	}
@@ -1097,7 +1112,8 @@ func TestHostPathVolumes(t *testing.T) {
 				return
 			}
 			c := h.start(pod, "setup", 0)
-			if m := h.f.container(c.ID).config.Mounts; len(m) != 1 || m[0].HostPath != tc.path || m[0].ContainerPath != "/data" {
+			if m := h.f.container(c.ID).config.Mounts; len(m) != 2 || m[0].HostPath != tc.path || m[0].ContainerPath != "/data" ||
+				m[1].ContainerPath != "/dev/termination-log" {
 				t.Fatalf("mounts = %v", m)
 			}
 			if err := h.r.Signal(context.Background(), c.ID, syscall.SIGKILL); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // sandboxRef is a pod's ready sandbox, and what CreateContainer needs to
@@ -211,7 +212,7 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodS
 		// A host-network sandbox must not set a hostname: containerd
 		// fails with "unable to set hostname without a private UTS
 		// namespace".
-		cfg.Hostname = podHostname(pod)
+		cfg.Hostname = podspec.Hostname(pod)
 		cfg.PortMappings = portMappings(pod)
 	}
 	if dc := spec.DNSConfig; dc != nil {
@@ -249,19 +250,6 @@ func (r *Runtime) namespaces(pod *model.Pod) *runtimeapi.NamespaceOption {
 		ns.Ipc = runtimeapi.NamespaceMode_NODE
 	}
 	return ns
-}
-
-// podHostname is the pod's hostname, as the kubelet makes it: spec.hostname
-// or the pod's name, at most 63 characters.
-func podHostname(pod *model.Pod) string {
-	h := pod.Spec.Hostname
-	if h == "" {
-		h = pod.Name
-	}
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-.")
-	}
-	return h
 }
 
 func portMappings(pod *model.Pod) []*runtimeapi.PortMapping {
@@ -357,6 +345,9 @@ func (r *Runtime) cleanupPod(ctx context.Context, uid types.UID) error {
 		}
 	}
 	if err := hostfs.RemoveVolumes(r.volumesDir(uid)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(r.messagesDir(uid)); err != nil {
 		errs = append(errs, err)
 	}
 	// The cgroups go last: they are empty only once the sandbox is gone.

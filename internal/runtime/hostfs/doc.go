@@ -3,8 +3,9 @@
 // the volumes as the kubelet sets them up (an emptyDir's directory or
 // tmpfs, a hostPath's check or creation by its type), subPaths that must
 // stay inside their volume, the removal of a pod's volumes (tmpfs
-// emptyDirs unmounted first), and where a new instance's log output
-// begins.
+// emptyDirs unmounted first), where a new instance's log output begins,
+// and an instance's termination-message file (created empty and writable
+// by all, read back from its end).
 //
 // What a pod spec means apart from the host (env, $(VAR) expansion, the
 // checks of volumes and mounts) is package podspec's.

@@ -13,15 +13,20 @@
 //     fieldRefs resolved through model.Pod.FieldRef;
 //   - $(VAR) expansion, with Kubernetes' semantics (Vars.Expand), for
 //     command, args, env values and subPathExpr;
-//   - the host path a volumeMount mounts (MountSource).
+//   - the host path a volumeMount mounts (MountSource);
+//   - termination messages as the kubelet makes them (TerminationMessage):
+//     where the file is mounted, the file's and the log's limits, the
+//     fallback to the log's tail, and each container's share of the pod's
+//     12 KiB. Each runtime keeps only how it mounts the file and when it
+//     reads it.
 //
 // What only one runtime refuses (a process-runtime container without a
 // command, runAsUser; the CRI runtime's SELinux or resource limits) stays
 // in that runtime's Check, which calls CheckContainer first. What is done
 // on the host's filesystem is package hostfs's.
 //
-// It imports the model, the runtime vocabulary, hostfs, the Kubernetes API
-// types and the standard library; never the pod worker, the agent or the
+// It imports the model, the runtime vocabulary, hostfs, crilog, the
+// Kubernetes API types and the standard library; never the pod worker, the agent or the
 // CLI. Nothing in it keeps state: every function is safe for concurrent
 // use.
 package podspec

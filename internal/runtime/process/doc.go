@@ -61,6 +61,37 @@
 // The bind mounts themselves never show on the host. Private mount
 // namespaces need root; Check rejects pods with volumeMounts otherwise.
 //
+// # Termination messages
+//
+// Every container with a terminationMessagePath (model.Default gives it
+// /dev/termination-log) gets a file of its own per instance,
+// Root/pods/<podUID>/instances/<id>/termination-log, bind-mounted at that
+// path in its private mount namespace: a file on a file, so that the rest
+// of the directory (the host's /dev) stays as it is. The mountpoint is an
+// empty file the runtime creates on the host when missing and leaves there
+// (see messageMountpoint), or in the volume the path is inside of. An Exec
+// sees the running instance's file, so that a preStop hook may write the
+// message. Once the container exited, its shim makes the exit's message
+// from the file or the log's tail (podspec.TerminationMessage). Without
+// root there is no mount namespace and so no file: the message then comes
+// only from the log, with FallbackToLogsOnError.
+//
+// # Host name
+//
+// Where the agent may make UTS namespaces (root), each container runs in
+// one of its own whose host name is the pod's (podspec.Hostname:
+// spec.hostname, else the pod's name), set by the init helper, as a CRI
+// runtime's sandbox has it; HOSTNAME says the same. A pod on the host's
+// network keeps the host's name, as in Kubernetes. Each Exec gets such a
+// namespace too, so a hook or probe sees what its container sees. The
+// containers of a pod do not share one namespace: a container that
+// changes its host name changes only its own. Without root, containers see
+// the host's name (HOSTNAME is still the pod's).
+//
+// A working directory that does not exist fails the start with
+// `workingDir "/x": no such file or directory` (runc would create it in the
+// container's root filesystem; here it would be the host's).
+//
 // Exec runs its command as a child of the agent, not under a shim: a probe
 // or hook does not outlive the agent that waits for its result.
 //

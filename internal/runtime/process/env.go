@@ -1,6 +1,8 @@
 package process
 
 import (
+	"os"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
@@ -15,8 +17,10 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 const localIP = "127.0.0.1"
 
 // containerEnv is the environment of a container, as "NAME=value": the
-// default PATH and HOSTNAME (the pod's name), which a process has no image
-// to take from, overridden by the spec's env (podspec.Env, in spec order).
+// default PATH and HOSTNAME (the pod's host name, podspec.Hostname; the
+// host's for a pod on the host network), which a process has no image or
+// container runtime to take from, overridden by the spec's env
+// (podspec.Env, in spec order).
 // vars holds only the spec's variables, which are what $(VAR) references in
 // command, args and subPathExpr may use, as in Kubernetes. path is the
 // container's field path for error messages, such as "spec.containers[0]".
@@ -26,7 +30,13 @@ func containerEnv(pod *model.Pod, c *v1.Container, path string) (env []string, v
 		return nil, nil, err
 	}
 	env = make([]string, 0, 2+len(spec))
-	env = append(env, "PATH="+defaultPath, "HOSTNAME="+pod.Name)
+	hostname := podspec.Hostname(pod)
+	if pod.Spec.HostNetwork {
+		if h, err := os.Hostname(); err == nil {
+			hostname = h
+		}
+	}
+	env = append(env, "PATH="+defaultPath, "HOSTNAME="+hostname)
 	for _, e := range spec {
 		switch e.Name {
 		case "PATH":

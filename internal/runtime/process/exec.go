@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/process/launch"
@@ -48,7 +49,7 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 }
 
 func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string) ([]byte, int, error) {
-	spec, _, err := r.prepare(pod, ref, pod.Container(ref), argv)
+	spec, _, err := r.prepare(pod, ref, pod.Container(ref), argv, r.runningTermFile(pod.UID, ref.Name))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -102,6 +103,22 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 		return out.bytes(), code, ctx.Err()
 	}
 	return out.bytes(), code, nil
+}
+
+// runningTermFile is the termination-message file of the running instance
+// of the container (the newest, should there be more), which an exec in
+// its context sees at its terminationMessagePath as the container does: a
+// preStop hook may write the message. "" when none runs or it has none.
+func (r *Runtime) runningTermFile(uid types.UID, container string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	file, attempt := "", -1
+	for _, in := range r.instances {
+		if in.podUID == uid && in.container == container && in.attempt > attempt && in.exitStatus() == nil {
+			file, attempt = in.termFile, in.attempt
+		}
+	}
+	return file
 }
 
 // cappedBuffer keeps the first execOutputLimit bytes written to it and

@@ -23,6 +23,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
@@ -80,7 +81,10 @@ type Runtime struct {
 	log    *slog.Logger
 	output func(pod *model.Pod, container string, stream string, line []byte)
 	euid   func() int // os.Geteuid; tests pretend not to be root
-	lock   *os.File   // flock'ed: one Runtime per root
+	// uts: containers get a UTS namespace of their own with the pod's
+	// host name (launch.CanUnshareUTS; else they see the host's).
+	uts  bool
+	lock *os.File // flock'ed: one Runtime per root
 
 	events chan runtime.Event
 	done   chan struct{} // closed by Close
@@ -140,6 +144,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:         cfg.Logger,
 		output:      cfg.Output,
 		euid:        os.Geteuid,
+		uts:         launch.CanUnshareUTS(),
 		lock:        lock,
 		events:      make(chan runtime.Event, eventBuffer),
 		done:        make(chan struct{}),
@@ -234,6 +239,8 @@ type instance struct {
 	dir       string     // its state directory
 	logPath   string
 	startedAt time.Time // zero if it never started
+	// termFile is its termination-message file, "" when it has none.
+	termFile string
 
 	mu   sync.Mutex
 	exit *runtime.ExitStatus // nil while it runs
@@ -256,6 +263,7 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Tim
 		dir:       dir,
 		logPath:   spec.LogPath,
 		startedAt: startedAt,
+		termFile:  spec.TerminationMessage.File,
 	}
 }
 

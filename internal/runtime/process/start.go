@@ -4,20 +4,24 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
 // prepare builds the launch spec of c for pod; argv, when not nil, replaces
-// the container's command (for Exec). It also returns the created
-// mountpoints the pod counts as a user of.
-func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, argv []string) (launch.Spec, []shim.Mountpoint, error) {
+// the container's command (for Exec). termFile, when not "", is the
+// instance's termination-message file, mounted at c's
+// terminationMessagePath. It also returns the created mountpoints the pod
+// counts as a user of.
+func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, argv []string, termFile string) (launch.Spec, []shim.Mountpoint, error) {
 	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return launch.Spec{}, nil, err
 	}
@@ -35,11 +39,29 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if dir == "" {
 		dir = "/"
 	}
-	mounts, created, err := r.containerMounts(pod, c, vars)
+	mounts, created, err := r.containerMounts(pod, c, vars, termFile)
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
-	return launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts}, created, nil
+	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts}
+	if r.uts && !pod.Spec.HostNetwork {
+		// The pod's host name, as its sandbox's UTS namespace has it on a
+		// CRI runtime; the host's on the host network, as there.
+		spec.Hostname = podspec.Hostname(pod)
+	}
+	return spec, created, nil
+}
+
+// terminationFile is the termination-message file of an instance of c
+// whose state directory is dir: "" when c has no terminationMessagePath,
+// or when podward is not root and so cannot give the container the private
+// mount namespace the file is mounted in (its message then comes only from
+// the log, with FallbackToLogsOnError).
+func (r *Runtime) terminationFile(c *v1.Container, dir string) string {
+	if podspec.TerminationMessagePath(c) == "" || r.euid() != 0 {
+		return ""
+	}
+	return filepath.Join(dir, shim.TerminationLogFile)
 }
 
 // StartContainer starts an instance of the container ref of pod under a
@@ -67,11 +89,13 @@ func (r *Runtime) StartContainer(ctx context.Context, pod *model.Pod, ref model.
 }
 
 func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.ContainerRef, c *v1.Container, attempt int) (runtime.Container, error) {
-	proc, created, err := r.prepare(pod, ref, c, nil)
+	id, err := newID()
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	id, err := newID()
+	dir := r.instanceDir(pod.UID, id)
+	term := podspec.NewTerminationMessage(pod, c, r.terminationFile(c, dir))
+	proc, created, err := r.prepare(pod, ref, c, nil, term.File)
 	if err != nil {
 		return runtime.Container{}, err
 	}
@@ -83,7 +107,6 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if err := os.MkdirAll(r.instancesDir(pod.UID), 0o750); err != nil {
 		return runtime.Container{}, err
 	}
-	dir := r.instanceDir(pod.UID, id)
 	spec := &shim.Spec{
 		ID:           id,
 		PodUID:       pod.UID,
@@ -94,10 +117,18 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		Process:      proc,
 		LogPath:      logPath,
 		Mountpoints:  created,
+
+		TerminationMessage: term,
 	}
 	if err := shim.Create(dir, spec); err != nil {
 		_ = os.RemoveAll(dir)
 		return runtime.Container{}, fmt.Errorf("instance directory: %w", err)
+	}
+	if term.File != "" {
+		if err := hostfs.CreateMessageFile(term.File); err != nil {
+			_ = os.RemoveAll(dir)
+			return runtime.Container{}, fmt.Errorf("termination message file: %w", err)
+		}
 	}
 	shimProc, started, err := shim.Start(ctx, dir)
 	if err != nil {

@@ -139,9 +139,10 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 // containerMounts resolves the container's volumeMounts to bind mounts,
 // parents before children, creating missing subPath directories and the
 // mountpoints on the host. vars are the container's variables for
-// subPathExpr. It also returns the created mountpoints the pod now counts
-// as a user of.
-func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.Vars) ([]launch.Mount, []shim.Mountpoint, error) {
+// subPathExpr. termFile, when not "", is bind-mounted at the container's
+// terminationMessagePath too: a file on a file, hiding nothing else. It
+// also returns the created mountpoints the pod now counts as a user of.
+func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.Vars, termFile string) ([]launch.Mount, []shim.Mountpoint, error) {
 	mounts := make([]launch.Mount, 0, len(c.VolumeMounts))
 	var created []shim.Mountpoint
 	for i := range c.VolumeMounts {
@@ -162,11 +163,58 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 		created = append(created, used...)
 		mounts = append(mounts, launch.Mount{Source: src, Target: target, ReadOnly: m.ReadOnly})
 	}
+	if termFile != "" {
+		target := podspec.TerminationMessagePath(c)
+		if err := messageMountpoint(target, mounts); err != nil {
+			return nil, nil, fmt.Errorf("terminationMessagePath %q: mountpoint: %w", c.TerminationMessagePath, err)
+		}
+		mounts = append(mounts, launch.Mount{Source: termFile, Target: target})
+	}
 	// Parents first, so that a mount inside another one is not hidden by it.
 	slices.SortStableFunc(mounts, func(a, b launch.Mount) int {
 		return strings.Count(a.Target, "/") - strings.Count(b.Target, "/")
 	})
 	return mounts, created, nil
+}
+
+// messageMountpoint makes the mountpoint of a termination-message file at
+// target exist: an empty file, and its missing parent directories. Inside
+// one of the container's volumes (a mount of volumes), it is made in that
+// volume, where the container finds it once the volume is mounted, and left
+// there as a container runtime leaves the mountpoints it makes in a
+// container's filesystem. Anywhere else it is made on the host and left
+// there too, unlike a volume's mountpoint: every container of every
+// podward on the host mounts its own file on the same path (by default
+// /dev/termination-log), and removing the path would detach the file of a
+// container of another root that still runs (the kernel lazily unmounts
+// what is mounted on a removed file, in every mount namespace).
+func messageMountpoint(target string, volumes []launch.Mount) error {
+	var in *launch.Mount
+	for i := range volumes {
+		v := &volumes[i]
+		if strings.HasPrefix(target, v.Target+"/") && (in == nil || len(v.Target) > len(in.Target)) {
+			in = v
+		}
+	}
+	dir := filepath.Dir(target)
+	if in != nil {
+		// The volume's own subPath rules: no symlink leads out of it.
+		var err error
+		rel := strings.TrimPrefix(target, in.Target+"/")
+		if dir, err = hostfs.SubPathSource(in.Source, filepath.Dir(rel)); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, filepath.Base(target)), os.O_RDONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // mountpoints counts the pods that use each path the runtime created on the

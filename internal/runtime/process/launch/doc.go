@@ -1,16 +1,17 @@
 // Package launch starts a process in a container's context for the process
 // runtime: the container's argv, environment and working directory, in a
-// process group of its own, and, when the container has volume mounts, in a
+// process group of its own; when the container has volume mounts, in a
 // private mount namespace where each volume is bind-mounted at its
-// mountPath.
+// mountPath; and when it has a host name of its own (the pod's), in a
+// private UTS namespace with that name.
 //
-// Go cannot run code between fork and exec, so a process with mounts is
-// started as this very binary (/proc/self/exe) in "init helper" mode:
-// MaybeRunHelper, which the binary's main calls first (through
-// process.MaybeRunInit), sees the helper's environment variable, does the
-// bind mounts and execs the real command, which so keeps the PID that Start
-// returned. The helper reports a failure before exec on a pipe, so Start
-// still fails synchronously.
+// Go cannot run code between fork and exec, so a process with mounts or a
+// host name is started as this very binary (/proc/self/exe) in "init
+// helper" mode: MaybeRunHelper, which the binary's main calls first
+// (through process.MaybeRunInit), sees the helper's environment variable,
+// sets the host name, does the bind mounts and execs the real command,
+// which so keeps the PID that Start returned. The helper reports a failure
+// before exec on a pipe, so Start still fails synchronously.
 //
 // Both sides of a container use it: the agent for Exec, and the
 // per-container shim (package shim) for the container itself.

@@ -18,18 +18,21 @@ const HelperEnv = "_PODWARD_PROCESS_INIT"
 // failure before exec; a successful exec closes it without a word.
 const helperStatusFD = 3
 
-// helperSpec is what the init helper does: mount, change directory, exec.
+// helperSpec is what the init helper does: set the host name, mount,
+// change directory, exec.
 type helperSpec struct {
-	Mounts []Mount  `json:"mounts"`
-	Dir    string   `json:"dir"`
-	Argv   []string `json:"argv"`
+	Mounts   []Mount  `json:"mounts"`
+	Dir      string   `json:"dir"`
+	Argv     []string `json:"argv"`
+	Hostname string   `json:"hostname,omitempty"`
 }
 
 // MaybeRunHelper turns the process into the init helper when Start started
 // it as one, and returns at once otherwise. The binary's main must call it
-// first, before any other work: the helper does a container's bind mounts
-// in its private mount namespace and then execs the container's command,
-// or reports why it could not and exits with 127.
+// first, before any other work: the helper sets the container's host name
+// in its private UTS namespace, does its bind mounts in its private mount
+// namespace and then execs the container's command, or reports why it
+// could not and exits with 127.
 func MaybeRunHelper() {
 	raw, ok := os.LookupEnv(HelperEnv)
 	if !ok {
@@ -61,13 +64,19 @@ func runHelper(raw string) error {
 	if len(spec.Argv) == 0 {
 		return errors.New("init helper: no command")
 	}
+	if spec.Hostname != "" {
+		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+			return fmt.Errorf("init helper: set the host name %q: %w", spec.Hostname, err)
+		}
+	}
 	for _, m := range spec.Mounts {
 		if err := bind(m); err != nil {
 			return err
 		}
 	}
+	// After the mounts: a volume may provide the directory.
 	if err := os.Chdir(spec.Dir); err != nil {
-		return err
+		return dirError(spec.Dir, err)
 	}
 	env := os.Environ()
 	path, err := LookPath(spec.Argv[0], LookupEnv(env, "PATH"), spec.Dir)

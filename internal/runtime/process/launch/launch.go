@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -39,18 +40,26 @@ type Spec struct {
 	// Mounts, when any, are bind-mounted in a private mount namespace,
 	// parents before children.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// Hostname, when set, is the host name of a UTS namespace of the
+	// process's own (which needs CanUnshareUTS).
+	Hostname string `json:"hostname,omitempty"`
 }
 
 // Start starts spec in a process group of its own with the given stdout and
 // stderr, and returns once the process runs its command (or failed to). A
-// process with mounts goes through the init helper; ctx ending while the
-// helper works kills it. The caller owns the returned Cmd and must Wait for
-// it.
+// process with mounts or a host name goes through the init helper; ctx
+// ending while the helper works kills it. A working directory that is not
+// one is reported as such (`workingDir "/x": no such file or directory`),
+// not as a command that could not be run. The caller owns the returned
+// Cmd and must Wait for it.
 func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	if len(spec.Mounts) == 0 {
+	if len(spec.Mounts) == 0 && spec.Hostname == "" {
+		if err := checkDir(spec.Dir); err != nil {
+			return nil, err
+		}
 		path, err := LookPath(spec.Argv[0], LookupEnv(spec.Env, "PATH"), spec.Dir)
 		if err != nil {
 			return nil, err
@@ -70,7 +79,7 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 		return cmd, nil
 	}
 
-	raw, err := json.Marshal(helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv})
+	raw, err := json.Marshal(helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +99,7 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 		ExtraFiles: []*os.File{statusW}, // helperStatusFD
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:      true,
-			Unshareflags: syscall.CLONE_NEWNS,
+			Unshareflags: unshareFlags(spec),
 		},
 	}
 	err = cmd.Start()
@@ -115,6 +124,58 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 	default:
 		return nil, fmt.Errorf("wait for the init helper: %w", err)
 	}
+}
+
+// unshareFlags are the namespaces the init helper of spec starts in: a
+// mount namespace for its mounts, a UTS namespace for its host name.
+func unshareFlags(spec Spec) uintptr {
+	var flags uintptr
+	if len(spec.Mounts) > 0 {
+		flags |= syscall.CLONE_NEWNS
+	}
+	if spec.Hostname != "" {
+		flags |= syscall.CLONE_NEWUTS
+	}
+	return flags
+}
+
+// CanUnshareUTS says whether this process may start processes in UTS
+// namespaces of their own (root with CAP_SYS_ADMIN, where no sandbox
+// forbids it). It tries on an OS thread of its own, which exits
+// afterwards with the namespace it made.
+func CanUnshareUTS() bool {
+	ok := make(chan bool, 1)
+	go func() {
+		// Never unlocked: the thread ends with the goroutine, so no other
+		// goroutine runs in its namespace.
+		goruntime.LockOSThread()
+		ok <- unix.Unshare(unix.CLONE_NEWUTS) == nil
+	}()
+	return <-ok
+}
+
+// checkDir checks a working directory before a start, so that a missing
+// one is reported as itself: exec would fail with the same error as for a
+// missing command.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return dirError(dir, err)
+	}
+	if !fi.IsDir() {
+		return dirError(dir, syscall.ENOTDIR)
+	}
+	return nil
+}
+
+// dirError is a failure to use dir as the working directory, named after
+// the container's field: `workingDir "/x": no such file or directory`.
+func dirError(dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("workingDir %q: %w", dir, err)
 }
 
 // LookPath finds the executable of a command the way a container runtime

@@ -12,6 +12,8 @@
 //	shim.json       the shim's identity (Ident), written by the shim first
 //	shim.log        the shim's own stderr
 //	container.json  the container's main process (Started), once it runs
+//	termination-log the container's termination-message file, when it has
+//	                one (created by the agent, bind-mounted at its path)
 //	exit.json       how it ended (Exit), written last, durably
 //
 // Every file but the FIFO and shim.log is written whole or not at all (a
@@ -37,7 +39,9 @@
 //	shim   main process exits (waited for without reaping) ──> FinishedAt
 //	       ──> SIGKILL to what is left of its process group
 //	       ──> pipes drained into the log (cut after 2s) ──> log fsynced, closed
-//	       ──> main process reaped ──> exit.json ──> the shim exits
+//	       ──> main process reaped ──> the termination message (the
+//	       file, or the log's tail: podspec.TerminationMessage)
+//	       ──> exit.json ──> the shim exits
 //
 // So everything an instance wrote is in its log before exit.json exists,
 // and exit.json exists before the shim exits: an agent that sees the shim
@@ -51,6 +55,7 @@
 // MaybeRun, which the binary's main calls first (through
 // process.MaybeRunInit), is the shim's entry point.
 //
-// It imports the runtime vocabulary, crilog, package launch and the
-// Kubernetes types; the agent side of it is used only by package process.
+// It imports the runtime vocabulary, podspec (the termination message's
+// rules), crilog, package launch and the Kubernetes types; the agent side
+// of it is used only by package process.
 package shim

@@ -166,6 +166,9 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	exit := s.finish(logFile, pipes[:2], copied)
 	if abort != nil {
 		exit = &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
+	} else {
+		// The log is complete: the message may come from its tail.
+		exit.Message = spec.TerminationMessage.Message(exit.Status(), spec.LogPath)
 	}
 	if err := WriteExit(s.dir, exit); err != nil {
 		return fmt.Errorf("write %s: %w", ExitFile, err)

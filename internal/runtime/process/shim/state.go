@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
 
@@ -24,6 +25,9 @@ const (
 	ShimLogFile   = "shim.log"
 	ContainerFile = "container.json"
 	ExitFile      = "exit.json"
+	// TerminationLogFile is the container's termination-message file,
+	// bind-mounted at its terminationMessagePath; the runtime creates it.
+	TerminationLogFile = "termination-log"
 )
 
 // ErrCorrupt is wrapped by Load's error when spec.json is not a spec: a
@@ -47,6 +51,9 @@ type Spec struct {
 	// volume mounts and counts the pod as a user of; the shim does not use
 	// them.
 	Mountpoints []Mountpoint `json:"mountpoints,omitempty"`
+	// TerminationMessage is how the shim makes the exit's message once
+	// the container exited (its File, when set, is mounted by Process).
+	TerminationMessage podspec.TerminationMessage `json:"terminationMessage"`
 }
 
 // Mountpoint is a path the runtime created on the host to mount a volume on.

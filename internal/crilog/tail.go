@@ -1,0 +1,136 @@
+package crilog
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+// tailChunk is how much of a file ReadTail reads at a time, going back.
+const tailChunk = 4096
+
+// maxRecordHeader bounds a record's timestamp, stream and tags: ReadTail
+// reads no more of a record's start to parse them.
+const maxRecordHeader = 128
+
+// ReadTail returns what the last `lines` records of the CRI log at path
+// say, the way the kubelet reads a log's tail for a termination message
+// (kuberuntime_container.go, readLastStringFromContainerLogs): the records'
+// content in file order, both streams, a full record's with the newline
+// that ended its line and a partial one's without, and of all that only
+// the last maxBytes bytes. Like the kubelet's tail, it counts the file's
+// records, not the lines they reassemble into.
+//
+// It reads the file from its end and no further back than those records
+// (their content only as far back as maxBytes asks), so memory stays
+// within maxBytes and a few small buffers whatever the file's size or its
+// lines' lengths. A record that does not parse is counted and skipped; an
+// unterminated last record (its writer is in the middle of it) is left
+// out. A missing file is an error wrapping fs.ErrNotExist.
+func ReadTail(path string, lines, maxBytes int) ([]byte, error) {
+	if lines <= 0 || maxBytes <= 0 {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	s := &backScanner{f: f, pos: fi.Size()}
+	// The newline that ends the last complete record.
+	end, err := s.prevNewline()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var pieces [][]byte // newest first
+	room := maxBytes
+	for n := 0; n < lines && room > 0 && end >= 0; n++ {
+		before, err := s.prevNewline()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		piece, err := recordTail(f, before+1, end, room)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if len(piece) > 0 {
+			pieces = append(pieces, piece)
+			room -= len(piece)
+		}
+		end = before
+	}
+	out := make([]byte, 0, maxBytes-room)
+	for i := len(pieces) - 1; i >= 0; i-- {
+		out = append(out, pieces[i]...)
+	}
+	return out, nil
+}
+
+// recordTail is the last room bytes of what the record in [start, end) of
+// f says (end is its newline): its content, and a newline when it is a
+// full record. A record that does not parse says nothing.
+func recordTail(f *os.File, start, end int64, room int) ([]byte, error) {
+	head := make([]byte, min(end-start, maxRecordHeader))
+	if _, err := f.ReadAt(head, start); err != nil {
+		return nil, err
+	}
+	r, err := Parse(head)
+	if err != nil {
+		return nil, nil
+	}
+	contentStart := start + int64(len(head)-len(r.Content))
+	newline := 0
+	if !r.Partial {
+		newline = 1
+	}
+	n := min(int64(room-newline), end-contentStart)
+	piece := make([]byte, n, n+int64(newline))
+	if _, err := f.ReadAt(piece, end-n); err != nil {
+		return nil, err
+	}
+	if newline == 1 {
+		piece = append(piece, '\n')
+	}
+	return piece, nil
+}
+
+// backScanner finds a file's newlines from its end backwards, a chunk at
+// a time.
+type backScanner struct {
+	f   *os.File
+	pos int64 // newlines before this offset are still to be found
+
+	buf      []byte
+	bufStart int64 // the file offset of buf[0]
+}
+
+// prevNewline returns the offset of the last newline before the scanner's
+// position and moves the position there; -1 when there is none.
+func (s *backScanner) prevNewline() (int64, error) {
+	for {
+		if s.pos > s.bufStart && s.pos <= s.bufStart+int64(len(s.buf)) {
+			if i := bytes.LastIndexByte(s.buf[:s.pos-s.bufStart], '\n'); i >= 0 {
+				s.pos = s.bufStart + int64(i)
+				return s.pos, nil
+			}
+			// None in the buffer before pos.
+			s.pos = s.bufStart
+		}
+		if s.pos <= 0 {
+			return -1, nil
+		}
+		start := max(s.pos-tailChunk, 0)
+		if s.buf == nil {
+			s.buf = make([]byte, tailChunk)
+		}
+		s.buf = s.buf[:s.pos-start]
+		if _, err := s.f.ReadAt(s.buf, start); err != nil {
+			return 0, err
+		}
+		s.bufStart = start
+	}
+}
