@@ -10,7 +10,8 @@
 // the embedded default), cri (containers through a CRI v1 runtime) and fake
 // (for tests); podspec holds the pod-spec rules both real runtimes share
 // (Check's common refusals, env, $(VAR) expansion, volumeMount sources),
-// hostfs the host-filesystem ones (root lock, volumes, subPaths, logs). Each asserts `var _ runtime.X = (*Runtime)(nil)` beside its type.
+// hostfs the host-filesystem ones (root lock, volumes, subPaths, logs).
+// Each runtime asserts `var _ runtime.X = (*Runtime)(nil)` beside its type.
 //
 // It imports only the model and the Kubernetes API types; no runtime
 // package imports the pod worker, the agent or anything above them.
