@@ -67,8 +67,12 @@ type Agent struct {
 
 	ctx context.Context
 
-	mu      sync.Mutex
-	pods    map[types.UID]*entry
+	mu   sync.Mutex
+	pods map[types.UID]*entry
+	// forced are pods a forced delete (grace period 0) took out of the
+	// pod API at once while their workers still stop their containers;
+	// each is reaped like a deleted pod once terminated.
+	forced  map[types.UID]*entry
 	rv      uint64        // the last resource version handed out
 	changed chan struct{} // closed and replaced on every change
 	// final keeps the last status of removed pods, newest last, so that
@@ -116,6 +120,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		log:      cfg.Logger,
 		ctx:      ctx,
 		pods:     map[types.UID]*entry{},
+		forced:   map[types.UID]*entry{},
 		changed:  make(chan struct{}),
 		final:    map[types.UID]*v1.Pod{},
 		orphans:  map[types.UID]chan struct{}{},
@@ -260,7 +265,7 @@ func (a *Agent) recordLocked(pod *model.Pod) {
 func (a *Agent) Sync(pod *model.Pod) error {
 	model.Default(pod)
 	a.mu.Lock()
-	_, known := a.pods[pod.UID]
+	known := a.knownLocked(pod.UID)
 	a.mu.Unlock()
 	if known {
 		return nil
@@ -269,7 +274,7 @@ func (a *Agent) Sync(pod *model.Pod) error {
 		return err
 	}
 	a.mu.Lock()
-	if _, known := a.pods[pod.UID]; known {
+	if a.knownLocked(pod.UID) {
 		a.mu.Unlock()
 		return nil
 	}
@@ -279,12 +284,26 @@ func (a *Agent) Sync(pod *model.Pod) error {
 }
 
 // Known says whether the agent has the pod (running, terminating, or
-// terminated and not yet removed).
+// terminated and not yet removed), in its pod API or, force-deleted, still
+// stopping its containers.
 func (a *Agent) Known(uid types.UID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.pods[uid]
-	return ok
+	return a.knownLocked(uid)
+}
+
+// knownLocked is Known; a.mu must be held.
+func (a *Agent) knownLocked(uid types.UID) bool {
+	return a.pods[uid] != nil || a.forced[uid] != nil
+}
+
+// entryLocked finds the entry of uid, in the pod API or force-deleted;
+// a.mu must be held.
+func (a *Agent) entryLocked(uid types.UID) *entry {
+	if e := a.pods[uid]; e != nil {
+		return e
+	}
+	return a.forced[uid]
 }
 
 // launch stores a pod just added (write-ahead: before anything of it runs)
@@ -318,7 +337,8 @@ func (a *Agent) lookupLocked(ns, name string) *entry {
 // done.
 func (a *Agent) podChanged(uid types.UID) {
 	a.mu.Lock()
-	e, ok := a.pods[uid]
+	e := a.entryLocked(uid)
+	ok := e != nil
 	if ok {
 		a.rv++
 		e.rv = a.rv
@@ -353,8 +373,9 @@ func (a *Agent) reap(uid types.UID) {
 			}
 		}
 		a.mu.Lock()
-		e := a.pods[uid]
+		e := a.entryLocked(uid)
 		delete(a.pods, uid)
+		delete(a.forced, uid)
 		// Under the lock (agent, then workers: the order used everywhere),
 		// so that no one sees the pod gone but its worker still there.
 		a.workers.Forget(uid)
@@ -371,28 +392,50 @@ func (a *Agent) reap(uid types.UID) {
 			}
 		}
 		a.rv++
-		var next *model.Pod
-		if e != nil && e.replacement != nil {
-			next = e.replacement
-			a.addLocked(next)
-		}
+		next := a.takeReplacementLocked(e)
 		a.mu.Unlock()
 		a.notify()
-		if next != nil {
-			if err := a.launch(next); err != nil {
-				a.log.Error("create replacement pod", "pod", next.Key(), "err", err)
-			}
-		}
-		if e != nil && e.replacement != nil {
-			a.clearReplacement(uid)
-		}
+		a.launchReplacement(uid, next)
 	}()
+}
+
+// takeReplacementLocked records, with its identity, the pod an apply asked
+// to replace e with, now that e is gone from the pod API, and returns it
+// (nil when there is none). a.mu must be held.
+func (a *Agent) takeReplacementLocked(e *entry) *model.Pod {
+	if e == nil || e.replacement == nil {
+		return nil
+	}
+	next := e.replacement
+	e.replacement = nil
+	a.addLocked(next)
+	return next
+}
+
+// launchReplacement starts next, the replacement of the pod old, and
+// clears the stored record of it; a nil next does nothing.
+func (a *Agent) launchReplacement(old types.UID, next *model.Pod) {
+	if next == nil {
+		return
+	}
+	if err := a.launch(next); err != nil {
+		a.log.Error("create replacement pod", "pod", next.Key(), "err", err)
+	}
+	a.clearReplacement(old)
 }
 
 // Delete asks for the pod's graceful termination; grace overrides its
 // terminationGracePeriodSeconds when set. It returns at once: the
 // termination goes on in the pod's worker, and the pod is removed once it
 // is terminated.
+//
+// A grace period of 0 (given, or the pod's own) is a forced delete, as in
+// Kubernetes' API: the pod leaves the pod API at once — it is no longer
+// listed, watchers see it DELETED, its name is free, an apply's
+// replacement is created now — while its worker still stops its
+// containers, each with its stop signal and the kubelet's minimum before
+// SIGKILL, and is reaped once terminated. The deletion recorded in the
+// store (grace period 0) keeps it so across an agent restart.
 func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error {
 	a.mu.Lock()
 	e, ok := a.pods[uid]
@@ -401,12 +444,20 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.Termination
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}
 	// Records the deletion (e.deletion), which marks the pod for removal.
-	if err := a.persistDeletion(e.pod, grace); err != nil {
+	forced, err := a.persistDeletion(e.pod, grace)
+	if err != nil {
 		return err
+	}
+	if forced {
+		a.mu.Lock()
+		next := a.forceRemoveLocked(uid)
+		a.mu.Unlock()
+		a.notify()
+		a.launchReplacement(uid, next)
 	}
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: e.pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: reason}})
 	a.mu.Lock()
-	_, still := a.pods[uid]
+	still := a.knownLocked(uid)
 	a.mu.Unlock()
 	if !still {
 		// A concurrent delete removed the pod meanwhile: the kill above
@@ -420,6 +471,20 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.Termination
 	return nil
 }
 
+// forceRemoveLocked moves the entry of uid from the pod API to the
+// force-deleted pods and returns the replacement to launch, if an apply
+// asked for one. a.mu must be held.
+func (a *Agent) forceRemoveLocked(uid types.UID) *model.Pod {
+	e := a.pods[uid]
+	if e == nil {
+		return nil
+	}
+	delete(a.pods, uid)
+	a.forced[uid] = e
+	a.rv++
+	return a.takeReplacementLocked(e)
+}
+
 // Get returns the pod with its current status, a copy owned by the caller.
 // A removed pod is still found, with its last status, for a while; a pod
 // recorded whose worker is not made yet (launch is storing it) is found
@@ -427,7 +492,7 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.Termination
 func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 	if p, phase, ok := a.workers.PodStatus(uid); ok {
 		a.mu.Lock()
-		if e, ok := a.pods[uid]; ok {
+		if e := a.entryLocked(uid); e != nil {
 			e.annotate(p)
 		}
 		a.mu.Unlock()

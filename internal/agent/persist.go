@@ -37,13 +37,22 @@ type Store interface {
 	PutMeta(key, value string) error
 }
 
-// storedEntry is the agent's record of a pod read back from the store,
-// with the deletion and the replacement that were asked for it.
-func (a *Agent) storedEntry(p *model.Pod) *entry {
-	return &entry{
+// recordStored records a pod read back from the store, with the deletion
+// and the replacement that were asked for it: in the pod API, or — deleted
+// with grace period 0, a forced delete — among the pods whose containers
+// are still being stopped (see Delete).
+func (a *Agent) recordStored(p *model.Pod) {
+	e := &entry{
 		pod: p, deletion: p.DeletionTimestamp, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0),
 		replacement: a.loadReplacement(p.UID),
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.deletion != nil && e.deletionGrace == 0 {
+		a.forced[p.UID] = e
+		return
+	}
+	a.pods[p.UID] = e
 }
 
 // checkpointer adapts the store to the pod workers.
@@ -78,8 +87,12 @@ func (a *Agent) persistPod(p *model.Pod) error {
 
 // persistDeletion records a delete request (in the store when there is
 // one) before the kill is handed to the worker: after a crash, the deletion
-// and its deadline survive. A later request may only bring it forward.
-func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
+// and its deadline survive. A later request may only bring it forward. It
+// reports whether the delete is forced: its grace period is 0. A forced
+// delete is recorded as grace period 0 even when an earlier deadline
+// stands, since that is what keeps the pod out of the pod API after a
+// restart (see recordStored).
+func (a *Agent) persistDeletion(p *model.Pod, grace *int64) (forced bool, err error) {
 	g := p.GracePeriodSeconds()
 	if grace != nil {
 		g = *grace
@@ -87,6 +100,7 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
 	if g < 0 {
 		g = 0
 	}
+	forced = g == 0
 	// Stored timestamps have whole seconds: round the deadline up, so that
 	// a deadline read back after a crash is never earlier than the real one.
 	deadline := a.cfg.Clock.Now().Add(time.Duration(g) * time.Second)
@@ -96,12 +110,16 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
 	a.mu.Lock()
 	prev := a.pods[p.UID]
 	var earlier *metav1.Time
+	var earlierGrace int64
 	if prev != nil {
-		earlier = prev.deletion
+		earlier, earlierGrace = prev.deletion, prev.deletionGrace
 	}
 	a.mu.Unlock()
 	if earlier != nil && !deadline.Before(earlier.Time) {
-		return nil // an earlier deadline stands: a deletion only shortens
+		if !forced || earlierGrace == 0 {
+			return forced, nil // an earlier deadline stands: a deletion only shortens
+		}
+		deadline = earlier.Time
 	}
 	c := &model.Pod{Pod: p.Pod.DeepCopy(), Defer: p.Defer}
 	ts := metav1.NewTime(deadline)
@@ -109,7 +127,7 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
 	c.DeletionGracePeriodSeconds = &g
 	if a.cfg.Store != nil {
 		if err := a.cfg.Store.PutPod(c); err != nil {
-			return fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
+			return false, fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
 		}
 	}
 	a.mu.Lock()
@@ -117,7 +135,7 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) error {
 		e.deletion, e.deletionGrace = c.DeletionTimestamp, g
 	}
 	a.mu.Unlock()
-	return nil
+	return forced, nil
 }
 
 // replacementKey is the store's meta key for the pod that replaces old.
@@ -263,9 +281,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 	if hasCheckpoint && len(cp) > 0 {
 		return a.restore(p, cp, deletion)
 	}
-	a.mu.Lock()
-	a.pods[p.UID] = a.storedEntry(p)
-	a.mu.Unlock()
+	a.recordStored(p)
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: p})
 	if deletion != nil {
 		a.workers.UpdatePod(podworker.UpdateOptions{Pod: p, Kill: &podworker.KillOptions{GracePeriodSeconds: remaining(deletion.Time, a.cfg.Clock.Now()), Reason: podworker.TerminationDeleted}})
@@ -277,9 +293,7 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 // re-issues a deletion the worker may not have taken before the crash (a
 // kill shortens, never lengthens, so re-issuing is harmless).
 func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
-	a.mu.Lock()
-	a.pods[p.UID] = a.storedEntry(p)
-	a.mu.Unlock()
+	a.recordStored(p)
 	if err := a.workers.Restore(p, cp); err != nil {
 		return err
 	}

@@ -125,18 +125,19 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 // with the old pod as it is now.
 //
 // From the handover on, the replacement is the old pod's to create: only
-// its reap removes a pod, and the reap reads entry.replacement under a.mu
-// when it does. So the old pod may be gone by the time its deletion is
-// asked — it had been deleted already (by an earlier apply, say) and
-// finished terminating meanwhile — and then the reap has created next:
-// the apply did what it asked for, which is no "not found".
+// its reap, or a forced delete (grace period 0) taking it out of the pod
+// API, removes a pod, and either reads entry.replacement under a.mu when it
+// does. So the old pod may be gone by the time its deletion is asked — it
+// had been deleted already (by an earlier apply, or forced) and finished
+// terminating meanwhile — and then its removal has created next: the apply
+// did what it asked for, which is no "not found".
 func (a *Agent) replace(old types.UID, next *model.Pod) (*v1.Pod, ApplyResult, error) {
 	if err := a.persistReplacement(old, next); err != nil {
 		return nil, 0, err
 	}
 	switch err := a.Delete(old, nil, podworker.TerminationReplaced); {
 	case errors.Is(err, ErrNotFound):
-		// The reap may have cleared the stored replacement before
+		// The removal may have cleared the stored replacement before
 		// persistReplacement wrote it: the old pod is gone, and so goes
 		// its replacement's record.
 		a.clearReplacement(old)
@@ -159,7 +160,8 @@ func sameSpec(old, next *model.Pod) bool {
 
 // DeletePod asks for the graceful termination of namespace/name and
 // returns the pod as it is now (with its deletionTimestamp once the worker
-// has taken the kill).
+// has taken the kill). A grace period of 0 is a forced delete: the pod
+// leaves the pod API at once (see Delete).
 func (a *Agent) DeletePod(ns, name string, grace *int64) (*v1.Pod, error) {
 	a.mu.Lock()
 	e := a.lookupLocked(ns, name)

@@ -236,3 +236,96 @@ func TestRecoverKeepsAppliedPodAndPendingReplacement(t *testing.T) {
 		t.Fatalf("the pod running after the replacement has command %q", got.Spec.Containers[0].Command)
 	}
 }
+
+// A forced delete (grace period 0, Kubernetes' gracePeriodSeconds=0) takes
+// the pod out of the pod API at once — not listed, DELETED for watchers,
+// its name free — while its worker still stops its containers with the
+// kubelet's minimum (stop signal, SIGKILL 2 s later), also across an agent
+// restart: the deletion is stored with grace period 0.
+func TestForcedDeleteLeavesTheAPIAtOnce(t *testing.T) {
+	n := newNode(t)
+	old, err := n.a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.rt.IgnoreStopSignal("app")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	watch := n.a.WatchPods(ctx, "default")
+	defer func() {
+		cancel()
+		for range watch { // until its goroutine is gone
+		}
+	}()
+	if ev := <-watch; ev.Type != "ADDED" || ev.Pod.UID != old.UID {
+		t.Fatalf("first watch event %s %s", ev.Type, ev.Pod.UID)
+	}
+	zero := int64(0)
+	if _, err := n.a.DeletePod("default", "web", &zero); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.a.GetPod("default", "web"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a force-deleted pod is still served: %v", err)
+	}
+	if pods := n.a.ListPods(""); len(pods) != 0 {
+		t.Fatalf("a force-deleted pod is still listed: %d pods", len(pods))
+	}
+	for ev := range watch {
+		if ev.Pod.UID == old.UID && ev.Type == "DELETED" {
+			break
+		}
+	}
+	cancel() // the agent's goroutine of the watch ends before its restart below
+	for range watch {
+	}
+	if !n.a.Known(old.UID) {
+		t.Fatal("the agent forgot a force-deleted pod whose container still runs")
+	}
+	n.waitCalls("stop signal", func(c []string) bool { return slices.Contains(c, "signal app terminated") })
+	if slices.Contains(n.rt.Calls(), "signal app killed") {
+		t.Fatalf("killed before its 2 s: %q", n.rt.Calls())
+	}
+	// The name is free at once.
+	next, err := n.a.Create(decode(t, strings.Replace(manifest, `"100"`, `"200"`, 1)))
+	if err != nil {
+		t.Fatalf("create under the name of a force-deleted pod: %v", err)
+	}
+
+	// An agent restart keeps it out of the API, and keeps stopping it.
+	n.crash()
+	n.start()
+	if got, err := n.a.GetPod("default", "web"); err != nil || got.UID != next.UID {
+		t.Fatalf("after the restart web is %v (err %v), want the new pod %s", got, err, next.UID)
+	}
+	if pods := n.a.ListPods(""); len(pods) != 1 {
+		t.Fatalf("after the restart %d pods are listed, want the new one only", len(pods))
+	}
+	n.clk.Step(2 * time.Second)
+	n.waitCalls("kill 2 s after the signal", func(c []string) bool { return slices.Contains(c, "signal app killed") })
+	deadline := time.After(10 * time.Second)
+	for {
+		// Every change of the agent's pods closes a.changed, the reaping
+		// of the force-deleted one too.
+		n.a.mu.Lock()
+		changed, known := n.a.changed, n.a.knownLocked(old.UID)
+		n.a.mu.Unlock()
+		if !known {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the force-deleted pod was not reaped once terminated")
+		}
+	}
+	stored, err := n.st.ListPods()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stored {
+		if p.UID == old.UID {
+			t.Fatal("the force-deleted pod stays in the store after it terminated")
+		}
+	}
+}

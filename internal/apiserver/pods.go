@@ -201,7 +201,9 @@ func (s *Server) applyPod(w http.ResponseWriter, r *http.Request) error {
 // deletePod serves DELETE .../pods/{name}: the grace period comes from the
 // gracePeriodSeconds parameter or a DeleteOptions body; a UID precondition
 // that does not hold is a 409. 200 with the pod as it is now (its
-// deletionTimestamp set once the termination started).
+// deletionTimestamp set once the termination started). A grace period of
+// 0 is a forced delete, as in Kubernetes: the pod is gone from the API at
+// once while the agent still stops its containers.
 func (s *Server) deletePod(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	var opts metav1.DeleteOptions

@@ -317,11 +317,21 @@ func TestCreateGetListDelete(t *testing.T) {
 	e.waitPod("default", "web", gone)
 	status(t, e.do("GET", "/api/v1/namespaces/default/pods/web", "", ""), http.StatusNotFound, metav1.StatusReasonNotFound)
 
-	// The other pod, deleted with a DeleteOptions body.
-	if r := e.do("DELETE", "/api/v1/namespaces/other/pods/web", "application/json", `{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0}`); r.code != http.StatusOK {
+	// The other pod, deleted with a DeleteOptions body and grace period 0:
+	// a forced delete, gone from the API at once although its container
+	// (which ignores SIGTERM) still runs its 2 s.
+	e.rt.IgnoreStopSignal("app")
+	r = e.do("DELETE", "/api/v1/namespaces/other/pods/web", "application/json", `{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0}`)
+	if r.code != http.StatusOK {
 		t.Fatalf("delete with body: %d %s", r.code, r.body)
 	}
-	e.waitPod("other", "web", gone)
+	if p := decodeAs[v1.Pod](t, r); p.Namespace != "other" || p.DeletionTimestamp == nil {
+		t.Fatalf("forced delete answered %+v", p.ObjectMeta)
+	}
+	status(t, e.do("GET", "/api/v1/namespaces/other/pods/web", "", ""), http.StatusNotFound, metav1.StatusReasonNotFound)
+	if running := e.rt.Running(decodeAs[v1.Pod](t, r).UID); len(running) != 1 {
+		t.Fatalf("the force-deleted pod's container should still run its 2 s; running: %q", running)
+	}
 }
 
 func TestApply(t *testing.T) {

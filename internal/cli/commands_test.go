@@ -526,3 +526,59 @@ func TestServe(t *testing.T) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 }
+
+// stubbornPod's container ignores SIGTERM, so that a deleted pod stays
+// Terminating for its grace period and the 2 s after the signal.
+const stubbornPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: stubborn
+spec:
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: app
+    image: busybox
+    command: ["/bin/sh", "-c", "trap '' TERM; sleep 100 & wait; sleep 100 & wait"]
+`
+
+// TestDeleteGracePeriodRules follows kubectl's (pkg/cmd/delete/delete.go,
+// Complete and Validate): --grace-period 0 without --force is 1 s; --force
+// means 0, warns, prints "force deleted" and the pod leaves the API at once;
+// --force with a grace period above 0, or --now with --grace-period, is
+// refused.
+func TestDeleteGracePeriodRules(t *testing.T) {
+	e := newEnv(t)
+	file := e.manifest("stubborn.yaml", stubbornPod)
+	e.ok("apply", "-f", file)
+	e.ok("wait", "pod/stubborn", "--for=condition=Ready", "--timeout", "60s")
+
+	for _, args := range [][]string{
+		{"--force", "--grace-period", "3"},
+		{"--now", "--grace-period", "3"},
+	} {
+		r := e.run(append([]string{"delete", "pod", "stubborn"}, args...)...)
+		if r.code != 2 || !strings.Contains(r.err, "cannot be specified together") {
+			t.Errorf("delete %q:\n%s", args, r)
+		}
+	}
+
+	r := e.ok("delete", "pod", "stubborn", "--grace-period", "0", "--wait=false")
+	if r.out != "pod \"stubborn\" deleted\n" || r.err != "" {
+		t.Fatalf("delete --grace-period 0:\n%s", r)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal([]byte(e.ok("get", "pod", "stubborn", "-o", "json").out), &pod); err != nil {
+		t.Fatal(err)
+	}
+	if g := pod.DeletionGracePeriodSeconds; g == nil || *g != 1 {
+		t.Fatalf("--grace-period 0 without --force: deletionGracePeriodSeconds %v, want 1", g)
+	}
+
+	r = e.ok("delete", "pod", "stubborn", "--force")
+	if r.out != "pod \"stubborn\" force deleted\n" || r.err != "Warning: "+forceWarning+"\n" {
+		t.Fatalf("delete --force:\n%s", r)
+	}
+	if r := e.run("get", "pod", "stubborn"); r.code != 1 || !strings.Contains(r.err, "NotFound") {
+		t.Fatalf("a force-deleted pod is still served:\n%s", r)
+	}
+}

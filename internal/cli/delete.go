@@ -17,6 +17,7 @@ import (
 type deleteOptions struct {
 	gracePeriod    int64
 	now            bool
+	force          bool
 	wait           bool
 	timeout        time.Duration
 	ignoreNotFound bool
@@ -31,17 +32,27 @@ func newDeleteCommand(s Streams, api *apiOptions) *cobra.Command {
 containers run, then its containers are stopped in order within the grace
 period (the pod's terminationGracePeriodSeconds, or --grace-period). It prints
 pod "NAME" deleted, then, with --wait (the default), waits until the pods are
-gone.`,
+gone.
+
+As with kubectl, --grace-period 0 means 1 second unless --force is given.
+--force (grace period 0) removes the pods from the agent's API at once, without
+waiting for their containers to end: the agent still stops them, skipping the
+defer containers, each with its stop signal and 2 s before SIGKILL.`,
 		Example: `  podward delete pod web
   podward delete pod/web --grace-period 5
-  podward delete pod web --wait=false`,
+  podward delete pod web --wait=false
+  podward delete pod web --force`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.resolveGrace(s); err != nil {
+				return usageError(err)
+			}
 			return runDelete(cmd.Context(), s, api, o, args)
 		},
 	}
 	f := cmd.Flags()
-	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds the pods get to terminate (-1: their own terminationGracePeriodSeconds)")
+	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds the pods get to terminate (-1: their own terminationGracePeriodSeconds; 0 means 1 without --force)")
 	f.BoolVar(&o.now, "now", false, "same as --grace-period=1")
+	f.BoolVar(&o.force, "force", false, "remove the pods from the agent's API at once (grace period 0); their containers are still stopped")
 	f.BoolVar(&o.wait, "wait", true, "wait until the pods are gone")
 	f.DurationVar(&o.timeout, "timeout", 0, "give up waiting after this long (0: no limit)")
 	f.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
@@ -80,14 +91,42 @@ func runDelete(ctx context.Context, s Streams, api *apiOptions, o deleteOptions,
 	return nil
 }
 
-// clientOptions is the deletion's grace period: --now is one second.
+// forceWarning is kubectl's warning for a forced delete.
+const forceWarning = "Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely."
+
+// resolveGrace applies kubectl's rules for the grace period (kubectl
+// pkg/cmd/delete/delete.go, Complete and Validate): --now is 1 s and
+// excludes --grace-period; --grace-period 0 is 1 s unless --force, which
+// alone means 0; --force with a grace period greater than 0 is refused; a
+// forced delete prints kubectl's warning on stderr.
+func (o *deleteOptions) resolveGrace(s Streams) error {
+	if o.now {
+		if o.gracePeriod != -1 {
+			return errors.New("--now and --grace-period cannot be specified together")
+		}
+		o.gracePeriod = 1
+	}
+	if o.gracePeriod == 0 && !o.force {
+		// kubectl: "To preserve backwards compatibility, but prevent
+		// accidental data loss".
+		o.gracePeriod = 1
+	}
+	if o.force && o.gracePeriod < 0 {
+		o.gracePeriod = 0
+	}
+	switch {
+	case o.gracePeriod == 0 && o.force:
+		fmt.Fprintln(s.Err, "Warning: "+forceWarning)
+	case o.gracePeriod > 0 && o.force:
+		return errors.New("--force and --grace-period greater than 0 cannot be specified together")
+	}
+	return nil
+}
+
+// clientOptions is the deletion's grace period, once resolveGrace has run.
 func (o deleteOptions) clientOptions() client.DeleteOptions {
 	opts := client.DeleteOptions{}
-	switch {
-	case o.now:
-		one := int64(1)
-		opts.GracePeriodSeconds = &one
-	case o.gracePeriod >= 0:
+	if o.gracePeriod >= 0 {
 		g := o.gracePeriod
 		opts.GracePeriodSeconds = &g
 	}
@@ -141,7 +180,11 @@ func (d *deletion) deletePod(ctx context.Context, name string) error {
 		d.failed = true
 		return nil
 	}
-	fmt.Fprintf(d.s.Out, "pod %q deleted\n", name)
+	if d.o.gracePeriod == 0 {
+		fmt.Fprintf(d.s.Out, "pod %q force deleted\n", name)
+	} else {
+		fmt.Fprintf(d.s.Out, "pod %q deleted\n", name)
+	}
 	if w != nil {
 		d.waits = append(d.waits, pendingDeletion{name: name, uid: pod.UID, watch: w})
 	}

@@ -25,6 +25,11 @@ type Config struct {
 	// SidecarRestartMax caps the backoff of a sidecar restarted while the
 	// pod terminates, since defer containers may depend on it.
 	SidecarRestartMax time.Duration
+	// MinStopGrace is the least time a container gets after its stop
+	// signal before SIGKILL, whatever the deadline or a prompt or probe
+	// kill time say (see KillTime). Kubernetes: 2 s, the kubelet's
+	// minimumGracePeriodInSeconds. Tests with a real clock may lower it.
+	MinStopGrace time.Duration
 }
 
 // DefaultConfig is Kubernetes' timing plus podward's termination settings.
@@ -35,6 +40,7 @@ func DefaultConfig() Config {
 		BackoffReset:      10 * time.Minute,
 		PromptKill:        2 * time.Second,
 		SidecarRestartMax: time.Second,
+		MinStopGrace:      2 * time.Second,
 	}
 }
 

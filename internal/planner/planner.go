@@ -230,6 +230,39 @@ func (p *Plan) wake(t time.Time) {
 	}
 }
 
+// KillTime is when a container being stopped gets SIGKILL, given bound,
+// the kill time its stop was given (the deadline, a prompt kill time, a
+// failed probe's): bound, but never sooner than MinStopGrace after its stop
+// signal went out at signalledAt. This is the kubelet's minimum shutdown
+// window (kubelet 1.37, pkg/kubelet/kuberuntime/kuberuntime_container.go,
+// killContainer: after the preStop hook and the wait for its turn, the
+// container is stopped with at least minimumGracePeriodInSeconds), so a
+// container whose hook or turn used the grace period up still gets its
+// signal and that time. A zero signalledAt means the signal has not gone
+// out: the preStop hook still runs, and the worker sends the signal when it
+// cuts the hook off at bound; should that signal never be reported, the
+// container is killed MinStopGrace after bound. Pure; the pod worker asks it
+// too, for the timeout of a runtime's graceful stop.
+func (c Config) KillTime(signalledAt, bound time.Time) time.Time {
+	if signalledAt.IsZero() {
+		return bound.Add(c.MinStopGrace)
+	}
+	if floor := signalledAt.Add(c.MinStopGrace); floor.After(bound) {
+		return floor
+	}
+	return bound
+}
+
+// killWhenDue plans the SIGKILL of a running container whose stop began,
+// at its KillTime for bound, or wakes the plan then.
+func (p *Plan) killWhenDue(in *Input, ref model.ContainerRef, o Observed, bound time.Time, reason StopReason) {
+	if at := in.Config.KillTime(o.SignalledAt, bound); in.Now.Before(at) {
+		p.wake(at)
+		return
+	}
+	p.Actions = append(p.Actions, Action{Kind: Kill, Container: ref, Reason: reason})
+}
+
 // Next returns the next actions for a pod: those of the "Start" rules of
 // docs/lifecycle.md while the pod syncs, those of its "Termination" steps
 // once in.Termination is set (the stages are listed in the package doc). It

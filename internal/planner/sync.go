@@ -75,22 +75,20 @@ func ActiveDeadline(pod *model.Pod, start time.Time) (deadline time.Time, ok boo
 // workerStopKills implements the probe rule of docs/lifecycle.md
 // ("Probes") and the postStart rule (start rule 2): a container the worker
 // began to stop because a liveness or startup probe failed, or its
-// postStart hook did, gets SIGKILL at its KillAt if it still runs.
+// postStart hook did, gets SIGKILL at its KillAt if it still runs — but
+// never sooner than Config.MinStopGrace after its stop signal (see
+// Config.KillTime).
 func (s *syncing) workerStopKills() {
 	for _, ref := range s.refs {
 		o := s.in.obs(ref.Name)
 		if o.State != Running || o.KillAt.IsZero() || o.Killed {
 			continue
 		}
-		if !s.in.Now.Before(o.KillAt) {
-			reason := ReasonPostStartHookFailed
-			if o.ProbeKilled {
-				reason = ReasonProbeFailed
-			}
-			s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: reason})
-		} else {
-			s.p.wake(o.KillAt)
+		reason := ReasonPostStartHookFailed
+		if o.ProbeKilled {
+			reason = ReasonProbeFailed
 		}
+		s.p.killWhenDue(&s.in, ref, o, o.KillAt, reason)
 	}
 }
 

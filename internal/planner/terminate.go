@@ -61,16 +61,16 @@ func (t *Termination) RetryFits(c Config, o Observed) bool {
 //	step 1  begin: the deadline is fixed
 //	  │
 //	step 3  defer-1 ─▶ defer-2, the rest keeps running      ─┐
-//	  │     (skipped without RunDefer: steps 2, 8)           │
-//	step 4  stop main-1, main-2 (and a running init)         │ at the deadline
-//	  │                                                      ├▶ whatever runs is
-//	step 5  stop sidecar-B, then sidecar-A                   │  killed (steps 6, 8)
-//	  │                                                      │
+//	  │     (skipped without RunDefer: steps 2, 8)           │ at the deadline
+//	step 4  stop main-1, main-2 (and a running init)         │ whatever runs gets
+//	  │                                                      ├▶ its stop signal,
+//	step 5  stop sidecar-B, then sidecar-A                   │ all at once, and
+//	  │                                                      │ 2 s (steps 6, 8)
 //	step 7  done, as soon as everything exited              ─┘
 func planTerminating(in Input, refs []model.ContainerRef) Plan {
 	s := terminating{in: in, t: in.Termination, refs: refs}
 	if !in.Now.Before(s.t.Deadline) {
-		s.killAtDeadline()
+		s.pastDeadline()
 		return s.p
 	}
 	s.p.wake(s.t.Deadline)
@@ -94,11 +94,22 @@ type terminating struct {
 	abandoned bool
 }
 
-// killAtDeadline implements steps 6 and 8: once the deadline has passed (at
-// once with a grace period of 0) whatever still runs, a defer container
-// included, is killed, and the defer containers that did not complete are
-// named. The pod is done when nothing runs.
-func (s *terminating) killAtDeadline() {
+// pastDeadline implements steps 6 and 8: once the deadline has passed (at
+// once with a grace period of 0) nothing starts and nothing waits for its
+// turn any more, and every container still running, a defer container
+// included, gets its stop signal and Config.MinStopGrace before SIGKILL (see
+// Config.KillTime), as the kubelet gives each container its minimum
+// shutdown window. One never signalled — a defer container, the regular
+// containers behind it, the sidecars waiting for them — is signalled now,
+// all of them at once and without a preStop hook: the kubelet's sidecars
+// stop waiting for their turn when the grace period is over (kubelet 1.37,
+// pkg/kubelet/kuberuntime/kuberuntime_termination_order.go, waitForTurn),
+// and a hook only runs within it. One whose preStop hook runs past the
+// deadline is signalled by the worker, which cuts the hook off there. One
+// signalled before is killed at the deadline, or MinStopGrace after its
+// signal when that is later. The defer containers that did not complete are
+// named; the pod is done as soon as nothing runs.
+func (s *terminating) pastDeadline() {
 	running := false
 	for _, ref := range s.refs {
 		o := s.in.obs(ref.Name)
@@ -106,8 +117,16 @@ func (s *terminating) killAtDeadline() {
 			continue
 		}
 		running = true
-		if !o.Killed {
-			s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: ReasonGracePeriodExceeded})
+		switch {
+		case o.Killed:
+		case o.StopRequestedAt.IsZero():
+			s.p.Actions = append(s.p.Actions, Action{Kind: Stop, Container: ref, KillAt: s.in.Config.KillTime(s.in.Now, s.in.Now), Reason: ReasonGracePeriodExceeded})
+		default:
+			bound := s.t.Deadline
+			if !o.KillAt.IsZero() {
+				bound = earliest(bound, o.KillAt)
+			}
+			s.p.killWhenDue(&s.in, ref, o, bound, ReasonGracePeriodExceeded)
 		}
 	}
 	s.p.Done = !running
@@ -227,7 +246,8 @@ func (s *terminating) prompt() bool {
 // deadline; in a prompt stop, PromptKill after the stop signal (a preStop
 // hook before the signal is bounded by the deadline only); never later than
 // the kill time of a stop begun earlier for a failed probe or postStart
-// hook.
+// hook; and never sooner than MinStopGrace after the signal
+// (Config.KillTime), even when that is past the deadline.
 func (s *terminating) stop(ref model.ContainerRef, o Observed, preStop bool) {
 	reason := ReasonTerminating
 	if s.prompt() {
@@ -241,20 +261,16 @@ func (s *terminating) stop(ref model.ContainerRef, o Observed, preStop bool) {
 	if o.Killed {
 		return
 	}
-	killAt := s.t.Deadline
+	bound := s.t.Deadline
 	if s.prompt() && !o.SignalledAt.IsZero() {
-		killAt = earliest(o.SignalledAt.Add(s.in.Config.PromptKill), s.t.Deadline)
+		bound = earliest(o.SignalledAt.Add(s.in.Config.PromptKill), s.t.Deadline)
 	}
 	if !o.KillAt.IsZero() {
 		// Stopped earlier for a failed probe or postStart hook: a kill
 		// time only ever gets shorter.
-		killAt = earliest(killAt, o.KillAt)
+		bound = earliest(bound, o.KillAt)
 	}
-	if !s.in.Now.Before(killAt) {
-		s.p.Actions = append(s.p.Actions, Action{Kind: Kill, Container: ref, Reason: reason})
-		return
-	}
-	s.p.wake(killAt)
+	s.p.killWhenDue(&s.in, ref, o, bound, reason)
 }
 
 // incompleteDefers names the defer containers that have not exited 0.

@@ -73,9 +73,12 @@ func (pw *podWorker) execute(ctx context.Context, a planner.Action) (changed boo
 		if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			pw.log.Error("kill container", "container", c.ref.Name, "err", err)
 		}
-		if a.Reason != planner.ReasonGracePeriodExceeded {
+		// The GracePeriodExceeded event names the kills at the deadline;
+		// a kill after the 2 s that follow a stop signal has its own.
+		if !pw.gpKilled[c.ref.Name] {
 			pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: it did not stop in time", c.ref.Name)
 		}
+		delete(pw.gpKilled, c.ref.Name)
 		return true, time.Time{}
 	}
 	return false, time.Time{}
@@ -168,8 +171,11 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 	pw.removeProbes(c)
 	if event {
 		msg := "Stopping container " + c.ref.Name
-		if a.Reason == planner.ReasonDeferDone {
+		switch a.Reason {
+		case planner.ReasonDeferDone:
 			msg += " (defer containers completed)"
+		case planner.ReasonGracePeriodExceeded:
+			msg += " (grace period exceeded)"
 		}
 		pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", msg)
 	}
@@ -182,22 +188,34 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 		return
 	}
 	pod, ref, id, killAt := pw.pod, c.ref, c.id, a.KillAt
+	// The hook ends at killAt, or earlier when the deadline is brought
+	// forward meanwhile (cutPreStopHooks); the signal follows either way.
+	hctx, cut := context.WithCancelCause(ctx)
+	c.preStopCut = cut
 	pw.w.wg.Add(1)
 	go func() {
 		defer pw.w.wg.Done()
-		err := pw.runHook(ctx, pod, ref, spec, hook, killAt)
+		defer cut(nil)
+		err := pw.runHook(hctx, pod, ref, spec, hook, killAt)
 		if ctx.Err() != nil {
 			// The agent is stopping, not the pod: the container keeps
 			// running and the next agent goes on from here.
 			return
 		}
-		if err != nil {
+		timeUp := errors.Is(context.Cause(hctx), errHookTimeUp) || (!killAt.IsZero() && !pw.w.cfg.Clock.Now().Before(killAt))
+		switch {
+		case err != nil && timeUp:
+			pw.eventFor(pod, ref.FieldPath(), events.Warning, events.FailedPreStopHook, "PreStop hook for container %s was cut off: it did not complete within the grace period", ref.Name)
+		case err != nil:
 			pw.eventFor(pod, ref.FieldPath(), events.Warning, events.FailedPreStopHook, "PreStop hook for container %s failed: %v", ref.Name, err)
 		}
 		pw.signalStop(ctx, pod, ref, id, spec, killAt)
 		pw.inbox.push(input{kind: inputStopSignalled, signal: signalNote{container: ref.Name, id: id, at: pw.w.cfg.Clock.Now()}})
 	}()
 }
+
+// errHookTimeUp is why a preStop hook is cut off past the deadline.
+var errHookTimeUp = errors.New("the grace period is over")
 
 // workerStop begins the graceful stop of a container the worker itself
 // decided to stop — its liveness or startup probe failed (probeKilled), or
@@ -239,11 +257,14 @@ func (pw *podWorker) signalStop(ctx context.Context, pod *model.Pod, ref model.C
 	var err error
 	if gs, ok := pw.w.cfg.Runtime.(runtime.GracefulStopper); ok {
 		// The runtime enforces the kill time itself, even if this agent
-		// is gone by then.
-		timeout := time.Duration(pod.GracePeriodSeconds()) * time.Second
-		if !killAt.IsZero() {
-			timeout = max(killAt.Sub(pw.w.cfg.Clock.Now()), 0)
+		// is gone by then: killAt, but never less than the minimum after
+		// the signal (planner.Config.KillTime), as the kubelet's
+		// StopContainer timeout is never less than 2 s.
+		now := pw.w.cfg.Clock.Now()
+		if killAt.IsZero() {
+			killAt = now.Add(time.Duration(pod.GracePeriodSeconds()) * time.Second)
 		}
+		timeout := pw.w.cfg.Planner.KillTime(now, killAt).Sub(now)
 		err = gs.StopContainer(ctx, id, pw.stopSignal(spec), timeout)
 	} else {
 		err = pw.w.cfg.Runtime.Signal(ctx, id, pw.stopSignal(spec))

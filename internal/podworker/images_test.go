@@ -289,6 +289,34 @@ func TestGracefulStopperGetsTimeToDeadline(t *testing.T) {
 	}
 }
 
+// A runtime that stops containers itself never gets less than the
+// kubelet's 2 s minimum after the signal (kubelet 1.37,
+// pkg/kubelet/kuberuntime/kuberuntime_container.go, killContainer:
+// StopContainer's timeout is at least minimumGracePeriodInSeconds), even
+// when the grace period is shorter: here 1 s, and 0.
+func TestGracefulStopperGetsTheMinimum(t *testing.T) {
+	for name, grace := range map[string]int64{"grace 1": 1, "grace 0": 0} {
+		t.Run(name, func(t *testing.T) {
+			var sr *stopRuntime
+			h := newHarnessWith(t, func(rt *fake.Runtime) runtime.Runtime {
+				sr = &stopRuntime{Runtime: rt}
+				return sr
+			})
+			p := testPod("img10", v1.RestartPolicyAlways, "main:app")
+			p.Spec.Containers[0].Lifecycle = nil
+			h.w.UpdatePod(UpdateOptions{Pod: p})
+			h.waitCalls("prepare", "start app")
+			h.kill(p, &grace)
+			h.waitPhase(p.UID, Terminated)
+			sr.mu.Lock()
+			defer sr.mu.Unlock()
+			if !slices.Equal(sr.stops, []time.Duration{2 * time.Second}) {
+				t.Fatalf("stops = %v, want one with the 2 s minimum", sr.stops)
+			}
+		})
+	}
+}
+
 // A pod stays Pending while one of its regular containers has not started
 // for the first time, even though another runs: the kubelet's getPhase
 // (pkg/kubelet/kubelet_pods.go) counts a container waiting without a last

@@ -82,6 +82,9 @@ type podWorker struct {
 	// were emitted (once each).
 	gpReported   bool
 	deferGivenUp bool
+	// gpKilled names the containers the GracePeriodExceeded event reported
+	// killed, whose Kill then needs no Killing event of its own.
+	gpKilled map[string]bool
 	// backoffs holds the crash-loop waits of the last plan, by container.
 	backoffs map[string]time.Time
 	// prePullStarted: the defer images' pre-pull was started (once per
@@ -107,6 +110,9 @@ type ctr struct {
 	pending *pendingStart
 	// hookCancel cuts off the running postStart hook.
 	hookCancel context.CancelFunc
+	// preStopCut cuts off the running preStop hook, after which the stop
+	// signal goes out at once (errHookTimeUp: the deadline passed).
+	preStopCut context.CancelCauseFunc
 	// ready is the readiness probe's verdict (containers with one).
 	ready bool
 	// image is what the last pulls of its image gave.
@@ -137,6 +143,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		byName:      map[string]*ctr{},
 		backoffs:    map[string]time.Time{},
 		prePulled:   map[string]bool{},
+		gpKilled:    map[string]bool{},
 	}
 	for _, ref := range pod.Containers() {
 		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
@@ -342,13 +349,19 @@ func (pw *podWorker) settle(ctx context.Context, now time.Time) time.Time {
 
 // plan asks the planner for the next actions and emits the events the plan
 // implies: one BackOff per crash-loop wait, GracePeriodExceeded at the
-// deadline, and the defer containers given up before it.
+// deadline, and the defer containers given up before it. Past the deadline
+// it also cuts off the preStop hooks still running, whose stop signal then
+// goes out (a hook is bounded by the kill time its stop was given, which a
+// deadline brought forward since does not change).
 func (pw *podWorker) plan(now time.Time) planner.Plan {
+	deadlinePassed := pw.term != nil && !now.Before(pw.term.Deadline)
+	if deadlinePassed {
+		pw.cutPreStopHooks()
+	}
 	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, Now: now, Config: pw.w.cfg.Planner})
 	pw.noteBackoffs(plan)
-	deadlinePassed := pw.term != nil && !now.Before(pw.term.Deadline)
 	switch {
-	case deadlinePassed && (hasGracePeriodKill(plan) || plan.DeferIncomplete != nil):
+	case deadlinePassed && (!plan.Done || plan.DeferIncomplete != nil):
 		pw.reportGracePeriodExceeded(plan)
 	case !deadlinePassed && plan.DeferIncomplete != nil && !pw.deferGivenUp:
 		pw.deferGivenUp = true
@@ -385,15 +398,14 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// hasGracePeriodKill says whether the plan kills a container because the
-// deadline passed.
-func hasGracePeriodKill(p planner.Plan) bool {
-	for _, a := range p.Actions {
-		if a.Kind == planner.Kill && a.Reason == planner.ReasonGracePeriodExceeded {
-			return true
+// cutPreStopHooks cuts off the preStop hooks that still run.
+func (pw *podWorker) cutPreStopHooks() {
+	for _, c := range pw.ctrs {
+		if c.preStopCut != nil {
+			c.preStopCut(errHookTimeUp)
+			c.preStopCut = nil
 		}
 	}
-	return false
 }
 
 func (pw *podWorker) observed() map[string]planner.Observed {
@@ -496,6 +508,10 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 		c.hookCancel()
 		c.hookCancel = nil
 	}
+	if c.preStopCut != nil {
+		c.preStopCut(nil)
+		c.preStopCut = nil
+	}
 	c.obs.State = planner.Exited
 	c.obs.FinishedAt = ev.Exit.FinishedAt
 	c.obs.ExitCode = ev.Exit.ExitCode
@@ -517,8 +533,10 @@ func (pw *podWorker) noteDeferExit(c *ctr, killed bool) {
 	switch {
 	case code == 0:
 		pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferCompleted, "Defer container %s completed", c.ref.Name)
-	case killed || (pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline)):
+	case killed:
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, code)
+	case pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline):
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s was stopped at the end of the grace period (exit code %d)", c.ref.Name, code)
 	case pw.term != nil && !pw.term.RetryFits(pw.w.cfg.Planner, c.obs):
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; no retry fits in the grace period left, the pod stops now", c.ref.Name, code)
 	default:
@@ -531,6 +549,7 @@ func (pw *podWorker) noteDeferExit(c *ctr, killed bool) {
 func (pw *podWorker) observeSignal(n signalNote) {
 	if c := pw.byName[n.container]; c != nil && c.id == n.id && c.obs.State == planner.Running {
 		c.obs.SignalledAt = n.at
+		c.preStopCut = nil // the hook is over
 	}
 }
 
@@ -548,20 +567,39 @@ func (pw *podWorker) noteBackoffs(p planner.Plan) {
 	}
 }
 
+// reportGracePeriodExceeded emits, once, the GracePeriodExceeded event of
+// the first plan past the deadline: what it kills, what is left the minimum
+// time after its stop signal (signalled now, before, or once its preStop
+// hook is cut off), and the defer containers that did not complete.
 func (pw *podWorker) reportGracePeriodExceeded(p planner.Plan) {
 	if pw.gpReported {
 		return
 	}
 	pw.gpReported = true
-	var killed []string
 	for _, a := range p.Actions {
 		if a.Kind == planner.Kill {
-			killed = append(killed, a.Container.Name)
+			pw.gpKilled[a.Container.Name] = true
 		}
 	}
-	msg := fmt.Sprintf("Grace period exceeded: killed %s", strings.Join(killed, ", "))
-	if len(killed) == 0 {
-		msg = "Grace period exceeded"
+	var killed, stopped []string
+	for _, c := range pw.ctrs {
+		switch {
+		case pw.gpKilled[c.ref.Name]:
+			killed = append(killed, c.ref.Name)
+		case c.obs.State == planner.Running && !c.obs.Killed:
+			stopped = append(stopped, c.ref.Name)
+		}
+	}
+	var parts []string
+	if len(killed) > 0 {
+		parts = append(parts, "killed "+strings.Join(killed, ", "))
+	}
+	if len(stopped) > 0 {
+		parts = append(parts, fmt.Sprintf("stopping %s (SIGKILL %v after the stop signal)", strings.Join(stopped, ", "), pw.w.cfg.Planner.MinStopGrace))
+	}
+	msg := "Grace period exceeded"
+	if len(parts) > 0 {
+		msg += ": " + strings.Join(parts, "; ")
 	}
 	if len(p.DeferIncomplete) > 0 {
 		msg += "; defer containers that did not complete: " + strings.Join(p.DeferIncomplete, ", ")

@@ -369,7 +369,7 @@ func Terminate(d Directive) (*planner.Termination, error) {
 
 // Configure applies the arguments of
 //
-//	config [backoffBase=D] [backoffMax=D] [backoffReset=D] [promptKill=D] [sidecarRestartMax=D]
+//	config [backoffBase=D] [backoffMax=D] [backoffReset=D] [promptKill=D] [sidecarRestartMax=D] [minStopGrace=D]
 //
 // to c; what a directive does not name keeps its value.
 func Configure(d Directive, c *planner.Config) error {
@@ -379,6 +379,7 @@ func Configure(d Directive, c *planner.Config) error {
 		"backoffReset":      &c.BackoffReset,
 		"promptKill":        &c.PromptKill,
 		"sidecarRestartMax": &c.SidecarRestartMax,
+		"minStopGrace":      &c.MinStopGrace,
 	}
 	for _, a := range d.Args {
 		f, ok := fields[a.Key]
