@@ -326,14 +326,24 @@ func podSummary(p *v1.Pod) string {
 
 // readyColumn is kubectl's READY for a pod: ready regular containers and
 // sidecars, over their number.
+//
+// A completed init container reports ready too (as the kubelet's do), but
+// kubectl counts only the sidecars among the init containers.
 func readyColumn(p *v1.Pod) string {
 	total, ready := len(p.Spec.Containers), 0
+	sidecars := map[string]bool{}
 	for _, c := range p.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
 			total++
+			sidecars[c.Name] = true
 		}
 	}
-	for _, cs := range append(append([]v1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Ready && sidecars[cs.Name] {
+			ready++
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Ready {
 			ready++
 		}
