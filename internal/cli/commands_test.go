@@ -135,6 +135,11 @@ func TestApplyGetDescribeDelete(t *testing.T) {
 		t.Fatalf("events -o json: %v %+v", err, events.TypeMeta)
 	}
 
+	// Ready says the container runs, not that it has written its line yet:
+	// follow the log until it has.
+	f := e.start("logs", "-f", "web")
+	f.out.waitFor(t, "hi\n")
+	f.stop(t)
 	if r = e.ok("logs", "web"); r.out != "hi\n" {
 		t.Fatalf("logs:\n%s", r)
 	}
