@@ -590,6 +590,8 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("first watched event: %s %+v", typ, ev)
 	}
 	e.waitPod("default", "web", running("app"))
+	// The other namespace's pod too: its Started event is selected below.
+	e.waitPod("other", "web", running("app"))
 
 	list := decodeAs[v1.EventList](t, e.do("GET", "/api/v1/namespaces/default/events", "", ""))
 	if list.Kind != "EventList" || list.APIVersion != "v1" || len(list.Items) < 2 {
