@@ -66,8 +66,9 @@ func (d Directive) Duration(key string) (time.Duration, error) {
 // activeDeadline is spec.activeDeadlineSeconds. ROLE is init, sidecar (an init container with restartPolicy Always),
 // main or defer; the containers are declared in the order given. The pod is
 // default/p; every container runs image busybox. The options (see
-// containerOption) give a container hooks, a stop signal or probes: the
-// planner reads none of them, the pod worker's scenarios do.
+// containerOption) give a container hooks, a stop signal, probes or its own
+// restart policy and rules: the planner reads only the last two, the pod
+// worker's scenarios all of them.
 func Pod(d Directive) (*model.Pod, error) {
 	p := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}}
 	always := v1.ContainerRestartPolicyAlways
