@@ -358,31 +358,96 @@ func (v *validator) container(c *v1.Container, role Role, path *field.Path) {
 }
 
 // containerRestartPolicy: "Always" makes an init container a sidecar;
-// regular containers follow the pod's policy; defer containers are retried
-// on failure and so are "OnFailure" (Default sets it).
+// regular containers may set their own policy and restart rules
+// (KEP-5307), checked as the API server checks them; defer containers are
+// retried on failure and so are "OnFailure" (Default sets it).
 func (v *validator) containerRestartPolicy(c *v1.Container, role Role, containerPath *field.Path) {
 	path := containerPath.Child("restartPolicy")
-	if c.RestartPolicy != nil {
-		policy := *c.RestartPolicy
-		switch role {
-		case RoleInit, RoleSidecar:
-			if policy != v1.ContainerRestartPolicyAlways {
-				v.add(field.NotSupported(path, policy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-			}
-		case RoleMain:
-			v.add(field.Forbidden(path, "may not be set for non-init containers"))
-		case RoleDefer:
-			if policy != v1.ContainerRestartPolicyOnFailure {
-				err := field.NotSupported(path, policy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyOnFailure})
-				err.Detail += ": defer containers run to completion and are retried on failure"
-				v.add(err)
-			}
+	rulesPath := containerPath.Child("restartPolicyRules")
+	switch role {
+	case RoleMain:
+		v.regularRestartPolicy(c, path, rulesPath)
+		return
+	case RoleInit, RoleSidecar:
+		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+			v.add(field.NotSupported(path, *c.RestartPolicy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
+		}
+		// The API server accepts rules on init containers too; podward's
+		// planner applies them to regular containers only, and accepting
+		// them here would silently ignore them.
+		if len(c.RestartPolicyRules) > 0 {
+			v.add(field.Forbidden(rulesPath, "not supported by podward for init containers: only regular containers may have restart rules"))
+		}
+	case RoleDefer:
+		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyOnFailure {
+			err := field.NotSupported(path, *c.RestartPolicy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyOnFailure})
+			err.Detail += ": defer containers run to completion and are retried on failure"
+			v.add(err)
+		}
+		if len(c.RestartPolicyRules) > 0 {
+			v.add(field.Forbidden(rulesPath, msgDeferContainer))
 		}
 	}
-	// Restart rules (the ContainerRestartRules feature) are not implemented
-	// by podward; accepting them would silently ignore them.
-	if len(c.RestartPolicyRules) > 0 {
-		v.add(field.Forbidden(containerPath.Child("restartPolicyRules"), "not supported by podward"))
+}
+
+// Limits of the API server on restart rules (validateContainerRestartPolicy
+// in pkg/apis/core/validation/validation.go).
+const (
+	maxRestartRules         = 20
+	maxRestartRuleExitCodes = 255
+	msgRulesNeedPolicy      = "must specify restartPolicy when restart rules are used"
+)
+
+// regularRestartPolicy checks a regular container's own restartPolicy and
+// restartPolicyRules as the API server does (validateContainerRestartPolicy):
+// the policy is Always, OnFailure or Never and must be set when there are
+// rules; at most 20 rules, each with action Restart or RestartAllContainers
+// and exitCodes with operator In or NotIn and at most 255 values. podward
+// then refuses RestartAllContainers, which it does not implement.
+func (v *validator) regularRestartPolicy(c *v1.Container, path, rulesPath *field.Path) {
+	policies := []v1.ContainerRestartPolicy{
+		v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyOnFailure, v1.ContainerRestartPolicyNever,
+	}
+	switch {
+	case c.RestartPolicy == nil:
+		if len(c.RestartPolicyRules) > 0 {
+			v.add(field.Required(path, msgRulesNeedPolicy))
+		}
+	case !slices.Contains(policies, *c.RestartPolicy):
+		v.add(field.NotSupported(path, *c.RestartPolicy, policies))
+	}
+	if len(c.RestartPolicyRules) > maxRestartRules {
+		v.add(field.TooMany(rulesPath, len(c.RestartPolicyRules), maxRestartRules))
+	}
+	actions := []v1.ContainerRestartRuleAction{
+		v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers,
+	}
+	operators := []v1.ContainerRestartRuleOnExitCodesOperator{
+		v1.ContainerRestartRuleOnExitCodesOpIn, v1.ContainerRestartRuleOnExitCodesOpNotIn,
+	}
+	for i := range c.RestartPolicyRules {
+		rule := &c.RestartPolicyRules[i]
+		idx := rulesPath.Index(i)
+		switch {
+		case rule.Action == v1.ContainerRestartRuleActionRestartAllContainers:
+			// An in-place restart of the whole pod (KEP-5532) is a stage
+			// podward's worker does not have; refused rather than ignored.
+			v.add(field.Forbidden(idx.Child("action"),
+				"RestartAllContainers is not supported by podward: use action Restart, or let the pod end and be recreated"))
+		case !slices.Contains(actions, rule.Action):
+			v.add(field.NotSupported(idx.Child("action"), rule.Action, actions))
+		}
+		if rule.ExitCodes == nil {
+			v.add(field.Required(idx.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		exitCodes := idx.Child("exitCodes")
+		if !slices.Contains(operators, rule.ExitCodes.Operator) {
+			v.add(field.NotSupported(exitCodes.Child("operator"), rule.ExitCodes.Operator, operators))
+		}
+		if len(rule.ExitCodes.Values) > maxRestartRuleExitCodes {
+			v.add(field.TooMany(exitCodes.Child("values"), len(rule.ExitCodes.Values), maxRestartRuleExitCodes))
+		}
 	}
 }
 

@@ -138,7 +138,7 @@ var invalidManifests = map[string][]string{
 		`spec.containers[0].ports[0].containerPort: Required value`,
 		`spec.containers[0].env[0].name: Invalid value: "A=B": ` + envNameMsg,
 		`spec.containers[0].volumeMounts[0].name: Not found: "missing"`,
-		`spec.containers[1].restartPolicy: Forbidden: may not be set for non-init containers`,
+		`spec.containers[1].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`,
 		deferPath + `[0].name: Invalid value: "Upload": ` + dns1123LabelMsg,
 		deferPath + `[0].ports: Forbidden: may not be set for defer containers`,
 		deferPath + `[0].readinessProbe: Forbidden: may not be set for defer containers`,
@@ -164,7 +164,18 @@ var invalidManifests = map[string][]string{
 		`spec.containers[0].livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type`,
 	},
 	"regular-container-restart-policy": {
-		`spec.containers[1].restartPolicy: Forbidden: may not be set for non-init containers`,
+		`spec.containers[1].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`,
+	},
+	"restart-rules": {
+		`spec.initContainers[0].restartPolicyRules: Forbidden: not supported by podward for init containers: only regular containers may have restart rules`,
+		`spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used`,
+		`spec.containers[1].restartPolicyRules[0].action: Unsupported value: "Ignore": supported values: "Restart", "RestartAllContainers"`,
+		`spec.containers[1].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Equals": supported values: "In", "NotIn"`,
+		`spec.containers[1].restartPolicyRules[1].exitCodes: Required value: must be specified`,
+		`spec.containers[1].restartPolicyRules[2].action: Forbidden: RestartAllContainers is not supported by podward: use action Restart, or let the pod end and be recreated`,
+		`spec.containers[1].restartPolicyRules[3].action: Unsupported value: "": supported values: "Restart", "RestartAllContainers"`,
+		`spec.containers[1].restartPolicyRules[3].exitCodes.operator: Unsupported value: "": supported values: "In", "NotIn"`,
+		deferPath + `[0].restartPolicyRules: Forbidden: may not be set for defer containers`,
 	},
 	"requests-exceed-limits": {
 		`spec.containers[0].resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1`,
@@ -416,11 +427,32 @@ func TestValidateHandBuilt(t *testing.T) {
 			},
 			want: []string{"spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true"},
 		},
-		"restart rules": {
+		"too many restart rules and exit codes": {
 			mutate: func(p *Pod) {
-				p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}
+				c := &p.Spec.Containers[0]
+				c.RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+				for i := range 21 {
+					c.RestartPolicyRules = append(c.RestartPolicyRules, v1.ContainerRestartRule{
+						Action: v1.ContainerRestartRuleActionRestart,
+						ExitCodes: &v1.ContainerRestartRuleOnExitCodes{
+							Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{int32(i + 1)}},
+					})
+				}
+				c.RestartPolicyRules[0].ExitCodes.Values = make([]int32, 256)
 			},
-			want: []string{`spec.containers[0].restartPolicyRules: Forbidden: not supported by podward`},
+			want: []string{
+				`spec.containers[0].restartPolicyRules: Too many: 21: must have at most 20 items`,
+				`spec.containers[0].restartPolicyRules[0].exitCodes.values: Too many: 256: must have at most 255 items`,
+			},
+		},
+		"restart rules at the limits": {
+			mutate: func(p *Pod) {
+				rule := v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{
+					Operator: v1.ContainerRestartRuleOnExitCodesOpNotIn, Values: make([]int32, 255)}}
+				c := &p.Spec.Containers[0]
+				c.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+				c.RestartPolicyRules = slices.Repeat([]v1.ContainerRestartRule{rule}, 20)
+			},
 		},
 		"dnsPolicy None without dnsConfig": {
 			mutate: func(p *Pod) { p.Spec.DNSPolicy = v1.DNSNone },

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -96,17 +97,77 @@ func (p *Plan) restart(in *Input, ref model.ContainerRef, o Observed, maxDelay t
 	p.wake(at)
 }
 
-// restarts says whether the exited instance o of a regular container is
-// restarted: per the pod's restartPolicy on its exit code (ShouldRestart),
-// except that an instance stopped because its liveness or startup probe
-// failed restarts unless the policy is Never, whatever its exit code — the
-// kubelet kills it and starts it again in one step
+// restarts says whether the exited instance o of regular container c of
+// pod is restarted, in the kubelet's order of precedence
+// (pkg/api/v1/pod/util.go, ContainerShouldRestart): when the container sets
+// its own restartPolicy, the first of its restartPolicyRules that matches the
+// exit code decides (action Restart restarts it), then that restartPolicy;
+// otherwise the pod's restartPolicy (ShouldRestart). An instance stopped
+// because its liveness or startup probe failed restarts whenever the
+// container is restartable at all, whatever its exit code (Restartable) —
+// the kubelet kills it and starts it again in one step
 // (pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions).
-func restarts(policy v1.RestartPolicy, o Observed) bool {
+func restarts(pod *model.Pod, c *v1.Container, o Observed) bool {
 	if o.ProbeKilled {
-		return policy != v1.RestartPolicyNever
+		return Restartable(pod, c)
 	}
-	return ShouldRestart(policy, o.ExitCode)
+	if c == nil || c.RestartPolicy == nil {
+		return ShouldRestart(pod.RestartPolicy(), o.ExitCode)
+	}
+	if rule, ok := matchingRestartRule(c, o.ExitCode); ok {
+		return rule.Action == v1.ContainerRestartRuleActionRestart
+	}
+	switch *c.RestartPolicy {
+	case v1.ContainerRestartPolicyNever:
+		return false
+	case v1.ContainerRestartPolicyOnFailure:
+		return o.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+// Restartable says whether regular container c of pod could ever be
+// restarted, as the kubelet decides it (pkg/api/v1/pod/util.go,
+// IsContainerRestartable): with its own restartPolicy, when one of its rules
+// has action Restart or that policy is not Never; otherwise when the pod's
+// restartPolicy is not Never. A container killed by a failed probe restarts
+// exactly when this holds, and the Killing event says "will be restarted"
+// then. c may be nil (the pod's policy decides).
+func Restartable(pod *model.Pod, c *v1.Container) bool {
+	if c == nil || c.RestartPolicy == nil {
+		return pod.RestartPolicy() != v1.RestartPolicyNever
+	}
+	for _, rule := range c.RestartPolicyRules {
+		if rule.Action == v1.ContainerRestartRuleActionRestart {
+			return true
+		}
+	}
+	return *c.RestartPolicy != v1.ContainerRestartPolicyNever
+}
+
+// matchingRestartRule returns the first of c's restart rules that matches
+// exitCode: In when the code is among the values, NotIn when it is not
+// (pkg/api/v1/pod/util.go, findMatchingContainerRestartRule). A rule
+// without exitCodes or with another operator never matches.
+func matchingRestartRule(c *v1.Container, exitCode int32) (v1.ContainerRestartRule, bool) {
+	for _, rule := range c.RestartPolicyRules {
+		if rule.ExitCodes == nil {
+			continue
+		}
+		in := slices.Contains(rule.ExitCodes.Values, exitCode)
+		switch rule.ExitCodes.Operator {
+		case v1.ContainerRestartRuleOnExitCodesOpIn:
+			if in {
+				return rule, true
+			}
+		case v1.ContainerRestartRuleOnExitCodesOpNotIn:
+			if !in {
+				return rule, true
+			}
+		}
+	}
+	return v1.ContainerRestartRule{}, false
 }
 
 // ShouldRestart applies a restart policy to an exit code, as the kubelet

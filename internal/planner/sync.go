@@ -146,12 +146,11 @@ func (s *syncing) runInit(ref model.ContainerRef, o Observed) {
 
 // regularContainers implements start rules 3, 4 and 5: once every init
 // container completed or started, the regular containers start together;
-// they restart per the pod's restartPolicy with crash-loop backoff (see
-// restarts); the pod completes when every one of them terminated and none
+// they restart per their own restartPolicy and restart rules, or else the
+// pod's restartPolicy, with crash-loop backoff (see restarts); the pod completes when every one of them terminated and none
 // will restart. Sidecars were handled by the init stage and never keep the
 // pod alive.
 func (s *syncing) regularContainers() {
-	policy := s.in.Pod.RestartPolicy()
 	allDone := true
 	for _, ref := range s.refs {
 		if ref.Role != model.RoleMain {
@@ -164,7 +163,7 @@ func (s *syncing) regularContainers() {
 		case Running:
 			allDone = false
 		case Exited:
-			if restarts(policy, o) {
+			if restarts(s.in.Pod, s.in.Pod.Container(ref), o) {
 				allDone = false
 				s.p.restart(&s.in, ref, o, 0, time.Time{})
 			}

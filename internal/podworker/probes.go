@@ -135,8 +135,8 @@ func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
 
 // probeKillMessage is the Killing event of a probe kill, in the kubelet's
 // words (pkg/kubelet/kuberuntime/kuberuntime_manager.go): it says "will be
-// restarted" only when the container will be, that is unless the pod's
-// restartPolicy is Never; a sidecar is an init container to the kubelet,
+// restarted" only when the container will be (planner.Restartable: its own
+// restartPolicy and rules, or else the pod's); a sidecar is an init container to the kubelet,
 // which does not say it for one.
 func (pw *podWorker) probeKillMessage(c *ctr, kind prober.Kind) string {
 	probe := strings.ToLower(kind.String())
@@ -144,7 +144,7 @@ func (pw *podWorker) probeKillMessage(c *ctr, kind prober.Kind) string {
 		return fmt.Sprintf("Init container %s failed %s probe", c.ref.Name, probe)
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe", c.ref.Name, probe)
-	if pw.pod.RestartPolicy() != v1.RestartPolicyNever {
+	if planner.Restartable(pw.pod, pw.pod.Container(c.ref)) {
 		msg += ", will be restarted"
 	}
 	return msg

@@ -66,8 +66,9 @@ func (d Directive) Duration(key string) (time.Duration, error) {
 // activeDeadline is spec.activeDeadlineSeconds. ROLE is init, sidecar (an init container with restartPolicy Always),
 // main or defer; the containers are declared in the order given. The pod is
 // default/p; every container runs image busybox. The options (see
-// containerOption) give a container hooks, a stop signal or probes: the
-// planner reads none of them, the pod worker's scenarios do.
+// containerOption) give a container hooks, a stop signal, probes or its own
+// restart policy and rules: the planner reads only the last two, the pod
+// worker's scenarios all of them.
 func Pod(d Directive) (*model.Pod, error) {
 	p := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}}
 	always := v1.ContainerRestartPolicyAlways
@@ -129,6 +130,11 @@ func Pod(d Directive) (*model.Pod, error) {
 //	                        failing after 3 failures; an argument, as in
 //	                        .livenessProbe(5), is the probe's own
 //	                        terminationGracePeriodSeconds
+//	.restartPolicy(POLICY)  the container's own restartPolicy: Always,
+//	                        OnFailure or Never
+//	.restartRule(OP,CODE...)
+//	                        appends a restartPolicyRules entry with action
+//	                        Restart on exit codes OP (In or NotIn) CODE...
 func containerOption(c *v1.Container, opt string) error {
 	name, args, err := call(opt)
 	if err != nil {
@@ -178,6 +184,26 @@ func containerOption(c *v1.Container, opt string) error {
 		default:
 			c.LivenessProbe = pr
 		}
+	case "restartPolicy":
+		if len(args) != 1 {
+			return fmt.Errorf(".restartPolicy takes 1 argument, not %d", len(args))
+		}
+		policy := v1.ContainerRestartPolicy(args[0])
+		c.RestartPolicy = &policy
+	case "restartRule":
+		if len(args) == 0 {
+			return fmt.Errorf(".restartRule needs an operator")
+		}
+		on := &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOperator(args[0])}
+		for _, a := range args[1:] {
+			code, err := strconv.ParseInt(a, 10, 32)
+			if err != nil {
+				return fmt.Errorf(".restartRule: %w", err)
+			}
+			on.Values = append(on.Values, int32(code))
+		}
+		c.RestartPolicyRules = append(c.RestartPolicyRules,
+			v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: on})
 	default:
 		return fmt.Errorf("unknown option .%s", name)
 	}
