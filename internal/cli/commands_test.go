@@ -586,4 +586,12 @@ func TestDeleteGracePeriodRules(t *testing.T) {
 	if r := e.run("get", "pod", "stubborn"); r.code != 1 || !strings.Contains(r.err, "NotFound") {
 		t.Fatalf("a force-deleted pod is still served:\n%s", r)
 	}
+	// Gone from the API, its worker still stops its containers: wait for
+	// that, since the clean-up only sees the pods the API lists, and
+	// stopping the agent leaves containers running.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := e.agent.WaitTerminated(ctx, pod.UID); err != nil {
+		t.Fatalf("the force-deleted pod's containers: %v", err)
+	}
 }
