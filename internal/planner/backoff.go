@@ -117,14 +117,8 @@ func restarts(pod *model.Pod, c *v1.Container, o Observed) bool {
 	if rule, ok := matchingRestartRule(c, o.ExitCode); ok {
 		return rule.Action == v1.ContainerRestartRuleActionRestart
 	}
-	switch *c.RestartPolicy {
-	case v1.ContainerRestartPolicyNever:
-		return false
-	case v1.ContainerRestartPolicyOnFailure:
-		return o.ExitCode != 0
-	default:
-		return true
-	}
+	// A container's policy has the pod policy's values and meaning.
+	return ShouldRestart(v1.RestartPolicy(*c.RestartPolicy), o.ExitCode)
 }
 
 // Restartable says whether regular container c of pod could ever be
