@@ -479,6 +479,12 @@ func (n *Node) reconcileMeta(node *v1.Node) bool {
 
 // setStatus writes what podward knows of the node into st, keeping what
 // others set there (other conditions, other resources, images...).
+// declaredFeatures are the node features (KEP-5328, NodeDeclaredFeatures)
+// that podward implements and that a scheduler checks before placing a pod
+// that needs one: RestartAllContainersOnContainerExits, for a pod with a
+// RestartAllContainers restart rule (KEP-5532).
+var declaredFeatures = []string{"RestartAllContainersOnContainerExits"}
+
 func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr error, now time.Time) {
 	capacity := n.machine.resources(n.cfg.MaxPods)
 	if st.Capacity == nil {
@@ -495,6 +501,7 @@ func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr erro
 		st.Allocatable[name] = q.DeepCopy()
 	}
 	st.Addresses = slices.Clone(n.cfg.Addresses)
+	st.DeclaredFeatures = slices.Clone(declaredFeatures)
 	st.DaemonEndpoints.KubeletEndpoint.Port = n.cfg.KubeletPort
 
 	info := &st.NodeInfo

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -280,6 +281,11 @@ func TestRegisterCreatesNode(t *testing.T) {
 	}
 	if n.Status.NodeInfo != want {
 		t.Errorf("nodeInfo = %+v\nwant %+v", n.Status.NodeInfo, want)
+	}
+	// A scheduler with NodeDeclaredFeatures places a pod with a
+	// RestartAllContainers rule only on a node that declares it.
+	if got := n.Status.DeclaredFeatures; !slices.Equal(got, []string{"RestartAllContainersOnContainerExits"}) {
+		t.Errorf("declaredFeatures = %v", got)
 	}
 
 	wantConds := []struct {

@@ -58,6 +58,10 @@ const (
 	// Killing: a container is being stopped (stop signal after its preStop
 	// hook) or killed (SIGKILL); the message says why.
 	Killing Reason = "Killing"
+	// RestartAllContainers: a container exited with a code its
+	// RestartAllContainers rule matches (KEP-5532): every container is
+	// stopped and the pod starts over from its init containers, in place.
+	RestartAllContainers Reason = "RestartAllContainers"
 )
 
 // Reasons of events about a pod's termination and its defer containers.

@@ -358,35 +358,24 @@ func (v *validator) container(c *v1.Container, role Role, path *field.Path) {
 }
 
 // containerRestartPolicy: "Always" makes an init container a sidecar;
-// regular containers may set their own policy and restart rules
-// (KEP-5307), checked as the API server checks them; defer containers are
-// retried on failure and so are "OnFailure" (Default sets it).
+// regular and init containers (sidecars included) may set their own policy
+// and restart rules (KEP-5307, KEP-5532), checked as the API server checks
+// them; defer containers are retried on failure and so are "OnFailure"
+// (Default sets it).
 func (v *validator) containerRestartPolicy(c *v1.Container, role Role, containerPath *field.Path) {
 	path := containerPath.Child("restartPolicy")
 	rulesPath := containerPath.Child("restartPolicyRules")
-	switch role {
-	case RoleMain:
-		v.regularRestartPolicy(c, path, rulesPath)
+	if role != RoleDefer {
+		v.restartPolicyAndRules(c, path, rulesPath)
 		return
-	case RoleInit, RoleSidecar:
-		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
-			v.add(field.NotSupported(path, *c.RestartPolicy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-		}
-		// The API server accepts rules on init containers too; podward's
-		// planner applies them to regular containers only, and accepting
-		// them here would silently ignore them.
-		if len(c.RestartPolicyRules) > 0 {
-			v.add(field.Forbidden(rulesPath, "not supported by podward for init containers: only regular containers may have restart rules"))
-		}
-	case RoleDefer:
-		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyOnFailure {
-			err := field.NotSupported(path, *c.RestartPolicy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyOnFailure})
-			err.Detail += ": defer containers run to completion and are retried on failure"
-			v.add(err)
-		}
-		if len(c.RestartPolicyRules) > 0 {
-			v.add(field.Forbidden(rulesPath, msgDeferContainer))
-		}
+	}
+	if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyOnFailure {
+		err := field.NotSupported(path, *c.RestartPolicy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyOnFailure})
+		err.Detail += ": defer containers run to completion and are retried on failure"
+		v.add(err)
+	}
+	if len(c.RestartPolicyRules) > 0 {
+		v.add(field.Forbidden(rulesPath, msgDeferContainer))
 	}
 }
 
@@ -398,13 +387,14 @@ const (
 	msgRulesNeedPolicy      = "must specify restartPolicy when restart rules are used"
 )
 
-// regularRestartPolicy checks a regular container's own restartPolicy and
-// restartPolicyRules as the API server does (validateContainerRestartPolicy):
-// the policy is Always, OnFailure or Never and must be set when there are
-// rules; at most 20 rules, each with action Restart or RestartAllContainers
-// and exitCodes with operator In or NotIn and at most 255 values. podward
-// then refuses RestartAllContainers, which it does not implement.
-func (v *validator) regularRestartPolicy(c *v1.Container, path, rulesPath *field.Path) {
+// restartPolicyAndRules checks a container's own restartPolicy and
+// restartPolicyRules as the API server 1.37 does
+// (validateContainerRestartPolicy), the same for regular containers, init
+// containers and sidecars: the policy is Always, OnFailure or Never and must
+// be set when there are rules; at most 20 rules, each with action Restart or
+// RestartAllContainers and exitCodes with operator In or NotIn and at most
+// 255 values (duplicates allowed, as the API server allows them).
+func (v *validator) restartPolicyAndRules(c *v1.Container, path, rulesPath *field.Path) {
 	policies := []v1.ContainerRestartPolicy{
 		v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyOnFailure, v1.ContainerRestartPolicyNever,
 	}
@@ -428,13 +418,7 @@ func (v *validator) regularRestartPolicy(c *v1.Container, path, rulesPath *field
 	for i := range c.RestartPolicyRules {
 		rule := &c.RestartPolicyRules[i]
 		idx := rulesPath.Index(i)
-		switch {
-		case rule.Action == v1.ContainerRestartRuleActionRestartAllContainers:
-			// An in-place restart of the whole pod (KEP-5532) is a stage
-			// podward's worker does not have; refused rather than ignored.
-			v.add(field.Forbidden(idx.Child("action"),
-				"RestartAllContainers is not supported by podward: use action Restart, or let the pod end and be recreated"))
-		case !slices.Contains(actions, rule.Action):
+		if !slices.Contains(actions, rule.Action) {
 			v.add(field.NotSupported(idx.Child("action"), rule.Action, actions))
 		}
 		if rule.ExitCodes == nil {

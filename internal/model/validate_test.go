@@ -101,8 +101,8 @@ var invalidManifests = map[string][]string{
 		`spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always`,
 		`spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers without restartPolicy=Always`,
 	},
-	"init-container-restart-on-failure": {
-		`spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure": supported values: "Always"`,
+	"init-container-restart-policy": {
+		`spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`,
 	},
 	"legacy-and-init-containers": {
 		`metadata.annotations[pod.beta.kubernetes.io/init-containers]: may not be set together with spec.initContainers: move these init containers into spec.initContainers`,
@@ -167,12 +167,11 @@ var invalidManifests = map[string][]string{
 		`spec.containers[1].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`,
 	},
 	"restart-rules": {
-		`spec.initContainers[0].restartPolicyRules: Forbidden: not supported by podward for init containers: only regular containers may have restart rules`,
+		`spec.initContainers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used`,
 		`spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used`,
 		`spec.containers[1].restartPolicyRules[0].action: Unsupported value: "Ignore": supported values: "Restart", "RestartAllContainers"`,
 		`spec.containers[1].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Equals": supported values: "In", "NotIn"`,
 		`spec.containers[1].restartPolicyRules[1].exitCodes: Required value: must be specified`,
-		`spec.containers[1].restartPolicyRules[2].action: Forbidden: RestartAllContainers is not supported by podward: use action Restart, or let the pod end and be recreated`,
 		`spec.containers[1].restartPolicyRules[3].action: Unsupported value: "": supported values: "Restart", "RestartAllContainers"`,
 		`spec.containers[1].restartPolicyRules[3].exitCodes.operator: Unsupported value: "": supported values: "In", "NotIn"`,
 		deferPath + `[0].restartPolicyRules: Forbidden: may not be set for defer containers`,

@@ -97,15 +97,16 @@ func (p *Plan) restart(in *Input, ref model.ContainerRef, o Observed, maxDelay t
 	p.wake(at)
 }
 
-// restarts says whether the exited instance o of regular container c of
-// pod is restarted, in the kubelet's order of precedence
+// restarts says whether the exited instance o of regular or init
+// container c of pod is restarted, in the kubelet's order of precedence
 // (pkg/api/v1/pod/util.go, ContainerShouldRestart): when the container sets
 // its own restartPolicy, the first of its restartPolicyRules that matches the
-// exit code decides (action Restart restarts it), then that restartPolicy;
-// otherwise the pod's restartPolicy (ShouldRestart). An instance stopped
-// because its liveness or startup probe failed restarts whenever the
-// container is restartable at all, whatever its exit code (Restartable) —
-// the kubelet kills it and starts it again in one step
+// exit code decides (action Restart restarts it; RestartAllContainers
+// restarts the whole pod instead, see restartAllContainers), then that
+// restartPolicy; otherwise the pod's restartPolicy (ShouldRestart). An
+// instance stopped because its liveness or startup probe failed restarts
+// whenever the container is restartable at all, whatever its exit code
+// (Restartable) — the kubelet kills it and starts it again in one step
 // (pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions).
 func restarts(pod *model.Pod, c *v1.Container, o Observed) bool {
 	if o.ProbeKilled {
@@ -121,21 +122,17 @@ func restarts(pod *model.Pod, c *v1.Container, o Observed) bool {
 	return ShouldRestart(v1.RestartPolicy(*c.RestartPolicy), o.ExitCode)
 }
 
-// Restartable says whether regular container c of pod could ever be
-// restarted, as the kubelet decides it (pkg/api/v1/pod/util.go,
-// IsContainerRestartable): with its own restartPolicy, when one of its rules
-// has action Restart or that policy is not Never; otherwise when the pod's
-// restartPolicy is not Never. A container killed by a failed probe restarts
-// exactly when this holds, and the Killing event says "will be restarted"
-// then. c may be nil (the pod's policy decides).
+// Restartable says whether regular container c of pod is restarted after a
+// failed liveness or startup probe stopped it, as the kubelet decides it
+// when it kills the container (kuberuntime_manager.go, computePodActions):
+// by its own restartPolicy when it sets one (anything but Never), else by
+// the pod's (anything but Never). Its restart rules are not read: the
+// container was running, so there was no exit code for them to match. The
+// Killing event says "will be restarted" exactly when this holds. c may be
+// nil (the pod's policy decides).
 func Restartable(pod *model.Pod, c *v1.Container) bool {
 	if c == nil || c.RestartPolicy == nil {
 		return pod.RestartPolicy() != v1.RestartPolicyNever
-	}
-	for _, rule := range c.RestartPolicyRules {
-		if rule.Action == v1.ContainerRestartRuleActionRestart {
-			return true
-		}
 	}
 	return *c.RestartPolicy != v1.ContainerRestartPolicyNever
 }

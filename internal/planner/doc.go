@@ -8,7 +8,8 @@
 // Next runs stages, one function per rule, each with a doc comment naming
 // the rule it implements:
 //
-//	syncing (sync.go)            the active deadline (start rule 6), kills of the stops the
+//	syncing (sync.go)            the active deadline (start rule 6), the restart of all
+//	                             containers (rule 7, restartall.go), kills of the stops the
 //	                             worker began (a failed probe or postStart hook), init
 //	                             containers and sidecars (start rules 1, 2), regular
 //	                             containers (rules 3-5)
@@ -19,8 +20,9 @@
 // The facts the pod worker and its status code need besides the plan are
 // planner functions too, so that they are decided once: Begin and
 // Termination.Shorten (termination step 1), Termination.RetryFits (step 3),
-// ActiveDeadline (start rule 6), InitsDone (the Initialized condition) and
-// Phase.
+// ActiveDeadline (start rule 6), CouldRestartAll (rule 7: whether the pod
+// reports AllContainersRestarting), InitsDone (the Initialized condition)
+// and Phase.
 //
 // The pod worker (package podworker) executes the plan and re-plans on every
 // runtime event and on the plan's WakeAt.

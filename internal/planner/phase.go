@@ -20,14 +20,16 @@ import (
 // defer containers run after the outcome is known). Called with terminated
 // on a pod that completed, it gives the phase the pod will end in. A pod
 // is Pending until each regular container has started once (the kubelet's
-// getPhase, kubelet_pods.go).
+// getPhase, kubelet_pods.go), and again from a restart of all containers'
+// reset until they have started again (KEP-5532: the pod is Pending
+// throughout the restart).
 func Phase(pod *model.Pod, containers map[string]Observed, terminated bool) v1.PodPhase {
 	started, allExited, allSucceeded := false, true, true
 	// notStarted: a regular container has not started for the first time;
 	// the kubelet's getPhase (kubelet_pods.go) keeps such a pod Pending.
 	notStarted := false
 	for i := range pod.Spec.Containers {
-		o := containers[pod.Spec.Containers[i].Name]
+		o := containers[pod.Spec.Containers[i].Name].current()
 		switch o.State {
 		case Running:
 			started = true

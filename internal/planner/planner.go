@@ -70,6 +70,10 @@ type Observed struct {
 	// instance exited, so that the restart rule knows (see restarts), and a
 	// new instance starts without it.
 	ProbeKilled bool
+	// RestartedAll is true once a restart of all containers (RestartAll)
+	// reset the container, until its next instance starts: the rules then
+	// read it as Waiting (see current), and its next start is a restart.
+	RestartedAll bool
 }
 
 // Input is everything Next may look at. Next does not modify it.
@@ -82,8 +86,11 @@ type Input struct {
 	// StartTime is the pod's status.startTime: when its worker first
 	// synced it. The active deadline counts from it; zero before.
 	StartTime time.Time
-	Now       time.Time
-	Config    Config
+	// RestartAll is the restart of all containers in progress, nil when
+	// none (see restartAllContainers).
+	RestartAll *RestartAll
+	Now        time.Time
+	Config     Config
 }
 
 // Kind is what an Action does.
@@ -151,14 +158,18 @@ const (
 	// ReasonPostStartHookFailed: the container's postStart hook failed and
 	// the stop the worker began reached its kill time.
 	ReasonPostStartHookFailed
+	// ReasonRestartAllContainers: a restart of all containers (start rule
+	// 7) stops every container that runs.
+	ReasonRestartAllContainers
 )
 
 var stopReasonNames = [...]string{
-	ReasonTerminating:         "Terminating",
-	ReasonDeferDone:           "DeferContainersCompleted",
-	ReasonGracePeriodExceeded: "GracePeriodExceeded",
-	ReasonProbeFailed:         "ProbeFailed",
-	ReasonPostStartHookFailed: "FailedPostStartHook",
+	ReasonTerminating:          "Terminating",
+	ReasonDeferDone:            "DeferContainersCompleted",
+	ReasonGracePeriodExceeded:  "GracePeriodExceeded",
+	ReasonProbeFailed:          "ProbeFailed",
+	ReasonPostStartHookFailed:  "FailedPostStartHook",
+	ReasonRestartAllContainers: "RestartAllContainers",
 }
 
 func (r StopReason) String() string {
@@ -215,6 +226,17 @@ type Plan struct {
 	// its termination, with the pod's grace period, and the pod fails with
 	// reason DeadlineExceeded. The plan has nothing else then.
 	ActiveDeadlineExceeded bool
+	// RestartAll (syncing) says a container exited with a code that one
+	// of its RestartAllContainers rules matches: the worker keeps it as
+	// Input.RestartAll and plans again. The plan has nothing else then.
+	RestartAll *RestartAll
+	// ResetContainers (syncing, during a RestartAll) says nothing of the
+	// pod runs and the trigger's backoff has passed: the worker marks
+	// every container that ran Observed.RestartedAll, gives the trigger
+	// ResetBackoffSteps (the others none), clears the RestartAll and plans
+	// again, and the init containers start over.
+	ResetContainers   bool
+	ResetBackoffSteps int
 	// Done (terminating) says nothing runs and nothing will start: the pod
 	// is terminated.
 	Done bool
@@ -283,7 +305,7 @@ func (in *Input) obs(name string) Observed {
 	if !ok || o.State == 0 {
 		o.State = Waiting
 	}
-	return o
+	return o.current()
 }
 
 // succeeded says the container's last instance exited 0.

@@ -3,8 +3,6 @@ package planner
 import (
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/podward/podward/internal/model"
 )
 
@@ -12,17 +10,20 @@ import (
 // docs/lifecycle.md, with the kills of the stops the worker began for a
 // failed postStart hook (rule 2) or probe (its "Probes" section). Each stage
 // below implements one of them; they run in this order. The active
-// deadline, once passed, ends the plan (the pod terminates); otherwise only
-// the init stage can hold up the one after it.
+// deadline, once passed, ends the plan (the pod terminates), and so does a
+// restart of all containers while it lasts; otherwise only the init stage
+// can hold up the one after it.
 //
 //	active deadline activeDeadlineSeconds since startTime: terminate  (rule 6)
+//	restart all     a RestartAllContainers rule matched: stop all, reset,
+//	                start over                                          (rule 7)
 //	worker stops    a container stopped for a failed probe or postStart hook
 //	                is killed at its KillAt
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
 //	regular stage                                   main-1, main-2   (rules 3, 4, 5)
 func planSync(in Input, refs []model.ContainerRef) Plan {
 	s := syncing{in: in, refs: refs}
-	if s.activeDeadline() {
+	if s.activeDeadline() || s.restartAllContainers() {
 		return s.p
 	}
 	s.workerStopKills()
@@ -122,24 +123,34 @@ func (s *syncing) initContainers() (blocked bool) {
 func (s *syncing) keepSidecarUp(ref model.ContainerRef, o Observed) {
 	switch o.State {
 	case Waiting:
-		s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+		s.p.startFresh(ref, o)
 	case Exited:
 		s.p.restart(&s.in, ref, o, 0, time.Time{})
 	}
 }
 
+// startFresh starts a container that has no instance to restart: never
+// started, or reset by a restart of all containers, whose backoff steps
+// carry over (see Observed.current).
+func (p *Plan) startFresh(ref model.ContainerRef, o Observed) {
+	p.Actions = append(p.Actions, Action{Kind: Start, Container: ref, BackoffSteps: o.BackoffSteps})
+}
+
 // runInit starts an init container that did not succeed yet, or restarts
-// it per the pod's restartPolicy; with Never a failed one fails the pod
-// (start rule 1).
+// a failed one as its own restartPolicy and restart rules say, else the
+// pod's restartPolicy (Never fails the pod; Always and OnFailure restart a
+// failed init container); one that will not restart fails the pod (start
+// rule 1; the kubelet's computeInitContainerActions with
+// ContainerShouldRestart, pkg/api/v1/pod/util.go).
 func (s *syncing) runInit(ref model.ContainerRef, o Observed) {
 	switch o.State {
 	case Waiting:
-		s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+		s.p.startFresh(ref, o)
 	case Exited:
-		if s.in.Pod.RestartPolicy() == v1.RestartPolicyNever {
-			s.p.Completed = true
-		} else {
+		if restarts(s.in.Pod, s.in.Pod.Container(ref), o) {
 			s.p.restart(&s.in, ref, o, 0, time.Time{})
+		} else {
+			s.p.Completed = true
 		}
 	}
 }
@@ -159,7 +170,7 @@ func (s *syncing) regularContainers() {
 		switch o := s.in.obs(ref.Name); o.State {
 		case Waiting:
 			allDone = false
-			s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+			s.p.startFresh(ref, o)
 		case Running:
 			allDone = false
 		case Exited:
@@ -183,7 +194,8 @@ func initialized(role model.Role, o Observed) bool {
 }
 
 // InitsDone says whether the pod is initialized: every init container
-// exited 0 and every sidecar has started (now or before), so the regular
+// exited 0 and every sidecar has started (now or before, since the last
+// restart of all containers), so the regular
 // containers may run. It is the gate planSync applies before the regular
 // containers start, and what the Initialized condition and the containers'
 // waiting reasons report. containers is keyed by container name; a missing
@@ -195,7 +207,7 @@ func InitsDone(pod *model.Pod, containers map[string]Observed) bool {
 		if model.IsSidecar(c) {
 			role = model.RoleSidecar
 		}
-		if !initialized(role, containers[c.Name]) {
+		if !initialized(role, containers[c.Name].current()) {
 			return false
 		}
 	}

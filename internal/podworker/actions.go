@@ -120,8 +120,10 @@ func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (chang
 	}
 	now := pw.w.cfg.Clock.Now()
 	c.obs = planner.Observed{
-		State:        planner.Running,
-		StartedOnce:  c.obs.StartedOnce,
+		State: planner.Running,
+		// A restart of all containers starts the gating over: a sidecar
+		// holds up what follows it until it has started again.
+		StartedOnce:  c.obs.StartedOnce && !c.obs.RestartedAll,
 		Restarts:     attempt,
 		BackoffSteps: a.BackoffSteps,
 	}
@@ -176,6 +178,8 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 			msg += " (defer containers completed)"
 		case planner.ReasonGracePeriodExceeded:
 			msg += " (grace period exceeded)"
+		case planner.ReasonRestartAllContainers:
+			msg += " (restarting all containers)"
 		}
 		pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", msg)
 	}

@@ -50,8 +50,18 @@ type checkpointV1 struct {
 	DeadlineGrace *int64 `json:"deadlineGracePeriodSeconds,omitempty"`
 	// GPReported: the GracePeriodExceeded event was emitted.
 	GPReported bool `json:"gracePeriodReported,omitempty"`
+	// RestartAll is a restart of all containers in progress (added after
+	// the first agents; omitted when none).
+	RestartAll *restartAllRecord `json:"restartAll,omitempty"`
 	// Containers are keyed by container name.
 	Containers map[string]containerRecord `json:"containers"`
+}
+
+// restartAllRecord is a planner.RestartAll.
+type restartAllRecord struct {
+	Trigger  string    `json:"trigger"`
+	ExitCode int32     `json:"exitCode"`
+	At       time.Time `json:"at"`
 }
 
 // terminationRecord is a planner.Termination.
@@ -90,6 +100,8 @@ type observedRecord struct {
 	// ProbeKilled was added after the first agents: omitted when false, so
 	// that their checkpoints read (as false) and write back the same.
 	ProbeKilled bool `json:"probeKilled,omitempty"`
+	// RestartedAll was added later still, the same way.
+	RestartedAll bool `json:"restartedAll,omitempty"`
 }
 
 // exitRecord is a runtime.ExitStatus.
@@ -159,6 +171,9 @@ func (pw *podWorker) record() checkpointV1 {
 	if t := pw.term; t != nil {
 		cp.Termination = &terminationRecord{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
 	}
+	if r := pw.restartAll; r != nil {
+		cp.RestartAll = &restartAllRecord{Trigger: r.Trigger, ExitCode: r.ExitCode, At: r.At}
+	}
 	for _, c := range pw.ctrs {
 		cp.Containers[c.ref.Name] = c.record()
 	}
@@ -177,6 +192,12 @@ func (pw *podWorker) restoreFrom(cp checkpointV1) error {
 	pw.deadlineGrace = cp.DeadlineGrace
 	if t := cp.Termination; t != nil {
 		pw.term = &planner.Termination{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
+	}
+	if r := cp.RestartAll; r != nil {
+		if _, ok := pw.byName[r.Trigger]; !ok {
+			return fmt.Errorf("restartAll.trigger: no container %q", r.Trigger)
+		}
+		pw.restartAll = &planner.RestartAll{Trigger: r.Trigger, ExitCode: r.ExitCode, At: r.At}
 	}
 	for _, c := range pw.ctrs {
 		r, ok := cp.Containers[c.ref.Name]
@@ -200,7 +221,7 @@ func (c *ctr) record() containerRecord {
 			StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 			Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 			StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
-			ProbeKilled: o.ProbeKilled,
+			ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll,
 		},
 		Exit:             exitRecord{ExitCode: c.exit.ExitCode, Reason: string(c.exit.Reason), Message: c.exit.Message, FinishedAt: c.exit.FinishedAt},
 		Last:             c.last,
@@ -225,7 +246,7 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 		StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 		Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 		StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
-		ProbeKilled: o.ProbeKilled,
+		ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll,
 	}
 	c.exit = runtime.ExitStatus{ExitCode: r.Exit.ExitCode, Reason: runtime.ExitReason(r.Exit.Reason), Message: r.Exit.Message, FinishedAt: r.Exit.FinishedAt}
 	c.last = r.Last

@@ -73,6 +73,10 @@ type podWorker struct {
 	// set term's deadline (the first, or a later one that shortened it);
 	// nil when restored from a checkpoint written before it was kept.
 	deadlineGrace *int64
+	// restartAll is the restart of all containers in progress (KEP-5532),
+	// from the plan that triggers it to the one that resets the
+	// containers; nil when none.
+	restartAll *planner.RestartAll
 	// deleted is set once a kill was applied: the published pod then
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
@@ -326,6 +330,12 @@ func (pw *podWorker) settle(ctx context.Context, now time.Time) time.Time {
 		case pw.phase == Syncing && plan.Completed:
 			pw.complete(now)
 			continue
+		case pw.phase == Syncing && plan.RestartAll != nil:
+			pw.beginRestartAll(plan.RestartAll)
+			continue
+		case pw.phase == Syncing && plan.ResetContainers:
+			pw.resetContainers(plan.ResetBackoffSteps)
+			continue
 		case pw.phase == Terminating && plan.Done:
 			pw.finish()
 			return time.Time{}
@@ -358,7 +368,7 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 	if deadlinePassed {
 		pw.cutPreStopHooks()
 	}
-	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, Now: now, Config: pw.w.cfg.Planner})
+	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, RestartAll: pw.restartAll, Now: now, Config: pw.w.cfg.Planner})
 	pw.noteBackoffs(plan)
 	switch {
 	case deadlinePassed && (!plan.Done || plan.DeferIncomplete != nil):

@@ -59,6 +59,9 @@ func (s *scenario) checkpoint() ([]string, error) {
 			head += " rundefer"
 		}
 	}
+	if r := cp.RestartAll; r != nil {
+		head += fmt.Sprintf(" restartAll(trigger=%s,code=%d,at=%s)", r.Trigger, r.ExitCode, at(r.At))
+	}
 	if failed > 0 {
 		head += fmt.Sprintf(" (failed saves: %d)", failed)
 	}
@@ -94,6 +97,9 @@ func (s *scenario) checkpoint() ([]string, error) {
 		}
 		if o.ProbeKilled {
 			line += " probeKilled"
+		}
+		if o.RestartedAll {
+			line += fmt.Sprintf(" restartedAll steps=%d", o.BackoffSteps)
 		}
 		out = append(out, line)
 	}

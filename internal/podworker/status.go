@@ -88,7 +88,7 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 			deferStatuses = append(deferStatuses, cs)
 		}
 	}
-	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs), unready, incomplete)
+	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete)
 	st.QOSClass = model.QOSClass(pw.pod.Pod)
 	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
 	if pw.deleted && pw.term != nil {
@@ -158,13 +158,57 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	if pw.prepared && pw.phase != Terminated {
 		readyToStart = v1.ConditionTrue
 	}
-	return []v1.PodCondition{
+	conds := []v1.PodCondition{
 		{Type: v1.PodReadyToStartContainers, Status: readyToStart},
 		initialized,
 		podReady,
 		ready,
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	}
+	if planner.CouldRestartAll(pw.pod) {
+		conds = append(conds, pw.allContainersRestarting(phase))
+	}
+	return conds
+}
+
+// Reason and message of a True AllContainersRestarting condition, as the
+// kubelet writes them (pkg/kubelet/status/generate.go,
+// GenerateAllContainersRestartingCondition).
+const (
+	reasonRestartAllContainersStarted  = "RestartAllContainersStarted"
+	messageRestartAllContainersStarted = "container exited with restart policy rule"
+)
+
+// allContainersRestarting is the AllContainersRestarting condition of a
+// pod that has a RestartAllContainers rule (KEP-5532): True from the exit
+// that triggered a restart of all containers until they are reset, False
+// otherwise, with reason PodCompleted or PodFailed once the phase is
+// terminal.
+func (pw *podWorker) allContainersRestarting(phase v1.PodPhase) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.AllContainersRestarting, Status: v1.ConditionFalse}
+	switch {
+	case phase == v1.PodSucceeded:
+		c.Reason = reasonPodCompleted
+	case phase == v1.PodFailed:
+		c.Reason = reasonPodFailed
+	case pw.restartAll != nil:
+		c.Status, c.Reason, c.Message = v1.ConditionTrue, reasonRestartAllContainersStarted, messageRestartAllContainersStarted
+	}
+	return c
+}
+
+// initializedBeforeRestartAll says whether the pod was initialized before a
+// restart of all containers reset it: a regular container had started.
+// The kubelet keeps the Initialized condition True through such a restart
+// (generate.go, GeneratePodInitializedCondition: a pod once initialized is
+// not uninitialized), although its init containers run again.
+func (pw *podWorker) initializedBeforeRestartAll() bool {
+	for _, c := range pw.ctrs {
+		if c.ref.Role == model.RoleMain && c.obs.RestartedAll && c.obs.StartedOnce {
+			return true
+		}
+	}
+	return false
 }
 
 // deletionGrace is the deletionGracePeriodSeconds of a deleted pod: the
@@ -255,7 +299,14 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: c.image.reason, Message: c.image.message}
 		return cs
 	}
-	switch c.obs.State {
+	state := c.obs.State
+	if c.obs.RestartedAll {
+		// Reset by a restart of all containers: waiting for its next
+		// instance, the last one kept as lastState.
+		state = planner.Waiting
+		cs.LastTerminationState.Terminated = c.terminatedState()
+	}
+	switch state {
 	case planner.Running:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.obs.StartedAt)}
 		// Without readiness probes (issue 4) a started container is ready,

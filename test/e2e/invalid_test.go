@@ -75,9 +75,8 @@ var invalidCases = map[string]struct {
 	"defer-invalid-json": {want: []string{
 		`metadata.annotations[pod.alpha.kubernetes.io/defer-containers]: invalid JSON list of containers: invalid character ']'`,
 	}},
-	"restart-all-containers": {want: []string{
+	"restart-rule-without-policy": {want: []string{
 		`spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used`,
-		`spec.containers[0].restartPolicyRules[0].action: Forbidden: RestartAllContainers is not supported by podward: use action Restart, or let the pod end and be recreated`,
 	}},
 	"init-probe": {want: []string{
 		`spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers without restartPolicy=Always`,

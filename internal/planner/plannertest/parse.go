@@ -135,6 +135,8 @@ func Pod(d Directive) (*model.Pod, error) {
 //	.restartRule(OP,CODE...)
 //	                        appends a restartPolicyRules entry with action
 //	                        Restart on exit codes OP (In or NotIn) CODE...
+//	.restartAllRule(OP,CODE...)
+//	                        the same with action RestartAllContainers
 func containerOption(c *v1.Container, opt string) error {
 	name, args, err := call(opt)
 	if err != nil {
@@ -190,20 +192,23 @@ func containerOption(c *v1.Container, opt string) error {
 		}
 		policy := v1.ContainerRestartPolicy(args[0])
 		c.RestartPolicy = &policy
-	case "restartRule":
+	case "restartRule", "restartAllRule":
 		if len(args) == 0 {
-			return fmt.Errorf(".restartRule needs an operator")
+			return fmt.Errorf(".%s needs an operator", name)
 		}
 		on := &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOperator(args[0])}
 		for _, a := range args[1:] {
 			code, err := strconv.ParseInt(a, 10, 32)
 			if err != nil {
-				return fmt.Errorf(".restartRule: %w", err)
+				return fmt.Errorf(".%s: %w", name, err)
 			}
 			on.Values = append(on.Values, int32(code))
 		}
-		c.RestartPolicyRules = append(c.RestartPolicyRules,
-			v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: on})
+		action := v1.ContainerRestartRuleActionRestart
+		if name == "restartAllRule" {
+			action = v1.ContainerRestartRuleActionRestartAllContainers
+		}
+		c.RestartPolicyRules = append(c.RestartPolicyRules, v1.ContainerRestartRule{Action: action, ExitCodes: on})
 	default:
 		return fmt.Errorf("unknown option .%s", name)
 	}
@@ -245,6 +250,7 @@ func Observe(d Directive, containers map[string]planner.Observed) error {
 //	.killed                 SIGKILL was sent
 //	.killAt(T)              the kill time of a stop begun for a failed probe
 //	.probeKilled            the instance was stopped because a probe failed (kept after it exited)
+//	.restartedAll           a restart of all containers reset the container
 func ParseObserved(s string) (planner.Observed, error) {
 	calls := splitCalls(s)
 	var o planner.Observed
@@ -290,7 +296,7 @@ func modify(o *planner.Observed, c string) error {
 	}
 	want := 1
 	switch name {
-	case "notStarted", "started", "startedOnce", "killed", "probeKilled":
+	case "notStarted", "started", "startedOnce", "killed", "probeKilled", "restartedAll":
 		want = 0
 	}
 	if len(args) != want {
@@ -319,6 +325,8 @@ func modify(o *planner.Observed, c string) error {
 		o.Killed = true
 	case "probeKilled":
 		o.ProbeKilled = true
+	case "restartedAll":
+		o.RestartedAll = true
 	case "ranFrom":
 		o.StartedAt = t
 	case "stopping":
@@ -393,6 +401,31 @@ func Terminate(d Directive) (*planner.Termination, error) {
 	return &planner.Termination{RequestedAt: req, Deadline: deadline, RunDefer: d.Has("rundefer")}, nil
 }
 
+// RestartAll reads the arguments of
+//
+//	restartall trigger=NAME code=N at=T
+func RestartAll(d Directive) (*planner.RestartAll, error) {
+	at, err := d.Time("at")
+	if err != nil {
+		return nil, err
+	}
+	trigger, ok := d.Get("trigger")
+	if !ok || trigger == "" {
+		return nil, d.Errorf("want trigger=NAME")
+	}
+	codeText, _ := d.Get("code")
+	code, err := strconv.ParseInt(codeText, 10, 32)
+	if err != nil {
+		return nil, d.Errorf("code: %v", err)
+	}
+	for _, a := range d.Args {
+		if a.Key != "trigger" && a.Key != "code" && a.Key != "at" {
+			return nil, d.Errorf("unknown argument %q", a.Key)
+		}
+	}
+	return &planner.RestartAll{Trigger: trigger, ExitCode: int32(code), At: at}, nil
+}
+
 // Configure applies the arguments of
 //
 //	config [backoffBase=D] [backoffMax=D] [backoffReset=D] [promptKill=D] [sidecarRestartMax=D] [minStopGrace=D]
@@ -430,12 +463,16 @@ type Scenario struct {
 	// StartTime is the pod's status.startTime; zero until a starttime
 	// directive sets it.
 	StartTime time.Time
-	Config    planner.Config
+	// RestartAll is the restart of all containers in progress; nil until
+	// a restartall directive sets it.
+	RestartAll *planner.RestartAll
+	Config     planner.Config
 }
 
 // Apply carries out one of the input directives — pod (which starts a new
 // scenario: no observations, no termination, no start time, the default
-// config), observe, terminate, starttime (starttime at=T) and config — and
+// config), observe, terminate, starttime (starttime at=T), restartall and
+// config — and
 // reports whether d was one of them.
 func (s *Scenario) Apply(d Directive) (bool, error) {
 	var err error
@@ -445,7 +482,7 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 		if p, err = Pod(d); err == nil {
 			*s = Scenario{Pod: p, Containers: map[string]planner.Observed{}, Config: planner.DefaultConfig()}
 		}
-	case "observe", "terminate", "starttime", "config":
+	case "observe", "terminate", "starttime", "restartall", "config":
 		if s.Pod == nil {
 			return true, d.Errorf("no pod yet")
 		}
@@ -456,6 +493,8 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 			s.Termination, err = Terminate(d)
 		case "starttime":
 			s.StartTime, err = d.Time("at")
+		case "restartall":
+			s.RestartAll, err = RestartAll(d)
 		case "config":
 			err = Configure(d, &s.Config)
 		}
@@ -467,12 +506,12 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 
 // Input is the planner input of the scenario at now.
 func (s *Scenario) Input(now time.Time) planner.Input {
-	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, StartTime: s.StartTime, Now: now, Config: s.Config}
+	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, StartTime: s.StartTime, RestartAll: s.RestartAll, Now: now, Config: s.Config}
 }
 
 // RenderPlan writes a plan one line per item: the actions in order, the
-// backoffs, then WakeAt, Completed, ActiveDeadlineExceeded, Done and
-// DeferIncomplete when set;
+// backoffs, then WakeAt, Completed, ActiveDeadlineExceeded, RestartAll,
+// ResetContainers, Done and DeferIncomplete when set;
 // "(empty plan)" when it has none of them. Times are offsets from T0.
 func RenderPlan(p planner.Plan) string {
 	var out []string
@@ -499,6 +538,12 @@ func RenderPlan(p planner.Plan) string {
 	}
 	if p.ActiveDeadlineExceeded {
 		out = append(out, "ActiveDeadlineExceeded")
+	}
+	if r := p.RestartAll; r != nil {
+		out = append(out, fmt.Sprintf("RestartAll trigger=%s code=%d at=%s", r.Trigger, r.ExitCode, FormatTime(r.At)))
+	}
+	if p.ResetContainers {
+		out = append(out, fmt.Sprintf("ResetContainers steps=%d", p.ResetBackoffSteps))
 	}
 	if p.Done {
 		out = append(out, "Done")
