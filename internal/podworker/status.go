@@ -312,7 +312,9 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		// Without readiness probes (issue 4) a started container is ready,
 		// as in Kubernetes; init containers are never ready.
 		// Readiness goes false as soon as the pod terminates.
-		cs.Ready = started && c.ref.Role != model.RoleInit && (spec.ReadinessProbe == nil || c.ready) && pw.phase == Syncing
+		// So does it for a restart of all containers, which stops them
+		// (KEP-5532: Ready and ContainersReady turn False).
+		cs.Ready = started && c.ref.Role != model.RoleInit && (spec.ReadinessProbe == nil || c.ready) && pw.phase == Syncing && pw.restartAll == nil
 	case planner.Exited:
 		if _, ok := pw.backoffs[c.ref.Name]; ok && !terminated {
 			cs.LastTerminationState.Terminated = c.terminatedState()
