@@ -200,3 +200,40 @@ func (s restartAllState) restarts() string {
 	}
 	return strings.Join(out, " ")
 }
+
+// initPolicyPod's init container fails on its first run; its own
+// restartPolicy OnFailure retries it although the pod's is Never.
+const initPolicyPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: initpolicy
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: fetch
+    image: bash
+    command: ["/bin/bash", "-c"]
+    args: ["n=$(( $(cat {{.Runs}} 2>/dev/null || echo 0) + 1 )); echo $n > {{.Runs}}; echo fetch $n; [ $n -ge 2 ]"]
+    restartPolicy: OnFailure
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c", "echo app ran"]
+`
+
+// TestInitContainerOwnRestartPolicy: an init container's own restartPolicy
+// (KEP-5307) decides its restart: OnFailure retries the failed first run
+// under a pod policy of Never, and the pod goes on and Succeeds (the
+// kubelet's computeInitContainerActions with ContainerShouldRestart).
+func TestInitContainerOwnRestartPolicy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	manifest := writeManifest(t, dir, initPolicyPod, map[string]string{"Runs": filepath.Join(dir, "runs")})
+	r := run(t, "-f", manifest)
+	r.assertCode(t, 0)
+	r.assertBefore(t, [2]matcher{output("fetch", "fetch 1"), output("fetch", "fetch 2")}, [2]matcher{output("fetch", "fetch 2"), output("app", "app ran")})
+	if last := r.lines[len(r.lines)-1].text; last != "podward: pod/initpolicy Succeeded" {
+		t.Errorf("last line %q, want %q; stdout:\n%s", last, "podward: pod/initpolicy Succeeded", r.stdout)
+	}
+}
