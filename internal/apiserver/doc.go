@@ -17,12 +17,15 @@
 // k8s.io/apimachinery/pkg/api/errors and is converted and logged in one
 // place, Server.fail.
 //
-// Listen opens the socket: it refuses to take over a socket another server
-// answers on and removes a stale one.
+// Listen opens the socket: it refuses a socket directory that breaks its
+// internal/sockdir rule, refuses to take over a socket another server
+// answers on, removes a stale one, and makes the socket appear with its
+// final mode.
 //
 // The Backend the server needs is declared here as three small interfaces.
 // The package imports internal/agent for that vocabulary only (its sentinel
 // errors, ApplyResult and WatchEvent) and internal/model to decode
-// manifests, and crilog to read logs; it never builds an agent.
+// manifests, crilog to read logs and sockdir for the socket's directory;
+// it never builds an agent.
 // internal/node wires a *agent.Agent in.
 package apiserver

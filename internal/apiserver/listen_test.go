@@ -136,3 +136,27 @@ func TestServeStopsWatchesAndReturns(t *testing.T) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 }
+
+// Close removes the socket it published, never one that replaced it.
+func TestCloseLeavesAReplacedSocket(t *testing.T) {
+	path := filepath.Join(shortDir(t), "podward.sock")
+	l, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Addr().String(); got != path {
+		t.Errorf("Addr = %q, want the socket's path", got)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	other, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	l.Close()
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("Close removed the socket that replaced its own: %v", err)
+	}
+}

@@ -58,17 +58,20 @@ func exitCode(err error) int {
 // errorText renders an error in one line (an invalid pod: one line per
 // problem), as kubectl would:
 //
-//	error: no podward agent at /run/podward/podward.sock: start one with 'podward serve'
+//	The connection to the podward agent at /run/podward/podward.sock was refused - did you specify the right socket? Start one with 'podward serve'
 //	Error from server (NotFound): pods "web" not found
 //	The Pod "web" is invalid: spec.containers[0].image: Required value
 func errorText(err error) string {
-	var noAgent *client.NoAgentError
-	if errors.As(err, &noAgent) {
-		start := "podward serve"
-		if noAgent.Socket != client.DefaultSocket() {
-			start += " --socket " + noAgent.Socket
+	var ce *client.ConnError
+	if errors.As(err, &ce) {
+		if !errors.Is(ce, client.ErrNoAgent) {
+			return ce.Error()
 		}
-		return fmt.Sprintf("error: no podward agent at %s: start one with '%s'", noAgent.Socket, start)
+		start := "podward serve"
+		if ce.Socket != client.DefaultSocket() {
+			start += " --socket " + ce.Socket
+		}
+		return fmt.Sprintf("%s Start one with '%s'", ce, start)
 	}
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) {

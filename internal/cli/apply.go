@@ -77,8 +77,8 @@ func runApply(ctx context.Context, s Streams, api *apiOptions, files []string, n
 		}
 		_, res, err := c.ApplyPod(ctx, pod.Pod)
 		if err != nil {
-			var noAgent *client.NoAgentError
-			if errors.As(err, &noAgent) {
+			var connErr *client.ConnError
+			if errors.As(err, &connErr) {
 				return report(s, err)
 			}
 			fmt.Fprintln(s.Err, errorText(err))

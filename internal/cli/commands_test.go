@@ -461,9 +461,13 @@ func TestNoAgent(t *testing.T) {
 	if err := os.WriteFile(file, []byte(webPod), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, socket := range []string{missing, stale} {
+	for socket, what := range map[string]string{
+		missing: "failed: the socket does not exist",
+		stale:   "was refused",
+	} {
 		for _, args := range [][]string{
 			{"get", "pods"},
+			{"get", "pods", "web"},
 			{"get", "pods", "-w"},
 			{"apply", "-f", file},
 			{"describe", "pod", "web"},
@@ -474,7 +478,7 @@ func TestNoAgent(t *testing.T) {
 		} {
 			out, errb := newBuffer(), newBuffer()
 			code := execute(context.Background(), Streams{In: strings.NewReader(""), Out: out, Err: errb}, append([]string{"--socket", socket}, args...)...)
-			want := "error: no podward agent at " + socket + ": start one with 'podward serve --socket " + socket + "'\n"
+			want := "The connection to the podward agent at " + socket + " " + what + " - did you specify the right socket? Start one with 'podward serve --socket " + socket + "'\n"
 			if code != 1 || errb.String() != want || out.String() != "" {
 				t.Errorf("podward %s with no agent: exit code %d\nstderr %q\nwant   %q", strings.Join(args, " "), code, errb.String(), want)
 			}
@@ -483,7 +487,7 @@ func TestNoAgent(t *testing.T) {
 	t.Setenv("PODWARD_SOCKET", missing)
 	out, errb := newBuffer(), newBuffer()
 	code := execute(context.Background(), Streams{In: strings.NewReader(""), Out: out, Err: errb}, "get", "pods")
-	if want := "error: no podward agent at " + missing + ": start one with 'podward serve'\n"; code != 1 || errb.String() != want {
+	if want := "The connection to the podward agent at " + missing + " failed: the socket does not exist - did you specify the right socket? Start one with 'podward serve'\n"; code != 1 || errb.String() != want {
 		t.Errorf("with $PODWARD_SOCKET: %d %q, want %q", code, errb.String(), want)
 	}
 }

@@ -172,8 +172,8 @@ func (d *deletion) deletePod(ctx context.Context, name string) error {
 		if d.o.ignoreNotFound && apierrors.IsNotFound(err) {
 			return nil
 		}
-		var noAgent *client.NoAgentError
-		if errors.As(err, &noAgent) {
+		var connErr *client.ConnError
+		if errors.As(err, &connErr) {
 			return report(d.s, err)
 		}
 		fmt.Fprintln(d.s.Err, errorText(err))

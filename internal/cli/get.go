@@ -128,8 +128,8 @@ func getPods(ctx context.Context, c *client.Client, ns string, names []string) (
 	for _, name := range names {
 		p, err := c.GetPod(ctx, ns, name)
 		if err != nil {
-			var noAgent *client.NoAgentError
-			if errors.As(err, &noAgent) {
+			var connErr *client.ConnError
+			if errors.As(err, &connErr) {
 				return nil, nil, err
 			}
 			failures = append(failures, err)

@@ -23,9 +23,11 @@ on --socket, where the other commands (apply, get, logs, ...) reach it.
 
 Defaults: as root, --root ` + node.RootStateDir + ` and --socket ` + "/run/podward/podward.sock" + `;
 otherwise $XDG_STATE_HOME/podward (~/.local/state/podward) and
-$XDG_RUNTIME_DIR/podward/podward.sock. $PODWARD_SOCKET overrides the socket.
+$XDG_RUNTIME_DIR/podward/podward.sock (/tmp/podward-<uid>/podward.sock without
+XDG_RUNTIME_DIR). $PODWARD_SOCKET overrides the socket.
 
-It refuses to start when another agent answers on the socket. SIGTERM or Ctrl-C
+It refuses to start when another agent answers on the socket, and in a per-user
+socket directory that is not the user's own, mode 0700 (not a symbolic link). SIGTERM or Ctrl-C
 stops the agent, never the containers: they keep running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

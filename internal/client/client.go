@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,25 +11,27 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/internal/sockdir"
 )
 
 // SocketEnv is the environment variable that names the agent's socket.
 const SocketEnv = "PODWARD_SOCKET"
 
 // RootSocket is the agent's socket when it runs as root.
-const RootSocket = "/run/podward/podward.sock"
+const RootSocket = sockdir.RootDir + "/podward.sock"
 
 // DefaultSocket is the socket the CLI talks to when --socket is not given:
 // $PODWARD_SOCKET if set; RootSocket for root; otherwise
 // $XDG_RUNTIME_DIR/podward/podward.sock, or /tmp/podward-<uid>/podward.sock
 // without XDG_RUNTIME_DIR. `podward serve` listens on the same default.
+// The client refuses a per-user directory that is not the user's own
+// private one (sockdir.Private), as the agent does.
 func DefaultSocket() string {
 	if s := os.Getenv(SocketEnv); s != "" {
 		return s
@@ -38,30 +39,11 @@ func DefaultSocket() string {
 	if os.Geteuid() == 0 {
 		return RootSocket
 	}
-	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
-		return filepath.Join(dir, "podward", "podward.sock")
+	if dir := sockdir.RuntimeUserDir(); dir != "" {
+		return filepath.Join(dir, "podward.sock")
 	}
-	return filepath.Join(os.TempDir(), "podward-"+strconv.Itoa(os.Geteuid()), "podward.sock")
+	return filepath.Join(sockdir.TempUserDir(), "podward.sock")
 }
-
-// ErrNoAgent is matched by the error of any call made while no agent
-// listens on the socket (no socket file, or nobody accepting on it).
-var ErrNoAgent = errors.New("no podward agent")
-
-// NoAgentError says that nothing answers on Socket.
-type NoAgentError struct {
-	Socket string
-	Err    error // the connection error
-}
-
-func (e *NoAgentError) Error() string {
-	return fmt.Sprintf("%s at %s", ErrNoAgent, e.Socket)
-}
-
-// Is makes errors.Is(err, ErrNoAgent) true.
-func (e *NoAgentError) Is(target error) bool { return target == ErrNoAgent }
-
-func (e *NoAgentError) Unwrap() error { return e.Err }
 
 // DefaultTimeout bounds each call that is not a stream.
 const DefaultTimeout = 30 * time.Second
@@ -80,12 +62,17 @@ type Client struct {
 func New(socket string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			// Checked at each connection: the agent may have been
+			// restarted, or the directory replaced, since the last.
+			if err := sockdir.Check(filepath.Dir(socket)); err != nil {
+				return nil, &ConnError{Socket: socket, Reason: UnsafeDir, Err: err}
+			}
 			var d net.Dialer
 			conn, err := d.DialContext(ctx, "unix", socket)
-			if err != nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
-				return nil, &NoAgentError{Socket: socket, Err: err}
+			if err != nil {
+				return nil, dialError(socket, err)
 			}
-			return conn, err
+			return conn, nil
 		},
 		ResponseHeaderTimeout: DefaultTimeout,
 		MaxIdleConnsPerHost:   4,
@@ -112,10 +99,10 @@ type request struct {
 
 // do sends req and returns the response when its status is a success; the
 // caller closes the body. cancel must be called once the body is read.
-func (c *Client) do(ctx context.Context, req request) (resp *http.Response, cancel context.CancelFunc, err error) {
-	cancel = func() {}
+func (c *Client) do(parent context.Context, req request) (resp *http.Response, cancel context.CancelFunc, err error) {
+	ctx, cancel := parent, context.CancelFunc(func() {})
 	if !req.stream {
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		ctx, cancel = context.WithTimeout(parent, c.timeout)
 	}
 	u := "http://podward" + req.path
 	if len(req.query) > 0 {
@@ -135,15 +122,11 @@ func (c *Client) do(ctx context.Context, req request) (resp *http.Response, canc
 	}
 	resp, err = c.hc.Do(hr)
 	if err != nil {
+		// Classified before cancel: once canceled, ctx says "context
+		// canceled" whatever happened.
+		err = c.callError(parent, ctx, req, err)
 		cancel()
-		var na *NoAgentError
-		if errors.As(err, &na) {
-			return nil, nil, na
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, nil, fmt.Errorf("%s %s: %w", req.method, req.path, ctxErr)
-		}
-		return nil, nil, fmt.Errorf("podward agent at %s: %w", c.socket, unwrapURLError(err))
+		return nil, nil, err
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -151,14 +134,6 @@ func (c *Client) do(ctx context.Context, req request) (resp *http.Response, canc
 		return nil, nil, statusError(resp)
 	}
 	return resp, cancel, nil
-}
-
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // statusError reads the metav1.Status of a failed response; a body that is

@@ -79,12 +79,12 @@ func TestNoAgent(t *testing.T) {
 	}
 	l.SetUnlinkOnClose(false)
 	l.Close()
-	for _, socket := range []string{missing, stale} {
+	for socket, reason := range map[string]client.ConnReason{missing: client.NoSocket, stale: client.Refused} {
 		c := client.New(socket)
 		_, err := c.ListPods(context.Background(), "", client.ListOptions{})
-		var na *client.NoAgentError
-		if !errors.Is(err, client.ErrNoAgent) || !errors.As(err, &na) || na.Socket != socket {
-			t.Errorf("%s: err = %v, want a NoAgentError", socket, err)
+		var ce *client.ConnError
+		if !errors.Is(err, client.ErrNoAgent) || !errors.As(err, &ce) || ce.Socket != socket || ce.Reason != reason {
+			t.Errorf("%s: err = %v, want a ConnError (%v)", socket, err, reason)
 		}
 		if _, err := c.WatchPods(context.Background(), "", client.ListOptions{}); !errors.Is(err, client.ErrNoAgent) {
 			t.Errorf("watch of %s: err = %v", socket, err)

@@ -2,14 +2,20 @@
 // serves on the agent's unix socket (docs/api.md): pods, logs and events,
 // with list, watch, create, apply and delete. The CLI uses it.
 //
-// Errors: a call made while no agent listens (no socket, or nothing
-// accepting on it) fails with a *NoAgentError matching ErrNoAgent; a
-// failure the agent reports is an *apierrors.StatusError carrying its
-// metav1.Status, so k8s.io/apimachinery/pkg/api/errors' IsNotFound,
-// IsInvalid, ... apply. Every call that is not a stream has its own
-// timeout (DefaultTimeout); streams (watches, followed logs) last until
-// their ctx ends or the agent ends them.
+// Errors: a call that gets no answer from the agent fails with a
+// *ConnError whose Reason says why — no socket, a refused connection
+// (both match ErrNoAgent), permission denied, an unsafe socket directory,
+// a hang-up, the call's timeout — and whose message says it in kubectl's
+// words where kubectl has some. Before each connection the client checks
+// the socket's directory against its internal/sockdir rule, as the agent
+// does before it listens: it never connects through a per-user directory
+// that another user could have planted. A failure the agent reports is an
+// *apierrors.StatusError carrying its metav1.Status, so
+// k8s.io/apimachinery/pkg/api/errors' IsNotFound, IsInvalid, ... apply. A
+// call the caller's ctx ended returns that ctx's error. Every call that
+// is not a stream has its own timeout (DefaultTimeout); streams (watches,
+// followed logs) last until their ctx ends or the agent ends them.
 //
-// It imports only the Kubernetes API types and the standard library, not
-// the server or the agent.
+// It imports only the Kubernetes API types, the standard library and
+// internal/sockdir, not the server or the agent.
 package client
