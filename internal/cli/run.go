@@ -93,6 +93,9 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 		return &ExitError{Code: ExitInternal, Err: err}
 	}
 	defer f.Close()
+	for _, note := range f.Leftovers() {
+		pr.note(note)
+	}
 	watcher := f.Watch()
 
 	if err := admitAll(f, pods); err != nil {

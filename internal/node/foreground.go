@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -23,40 +24,75 @@ type Foreground struct {
 	agent    *agent.Agent
 	rt       openRuntime
 	stop     context.CancelFunc
-	tempRoot string // the state directory made for this run, removed by Close
-	once     sync.Once
+	tempRoot string   // the state directory made for this run, removed by Close
+	lock     *os.File // the run's lock on its root (lockRunRoot)
+	// leftovers says what NewForeground cleaned up of earlier runs.
+	leftovers []string
+	once      sync.Once
 }
 
 // NewForeground opens the runtime, with its state under o.Root (a new
 // temporary directory when it is ""), and starts the agent; output, when
 // set, receives every line the containers write. The agent stops when ctx
-// ends, leaving the containers as they are. Its errors are the temporary
-// directory's or the runtime's.
+// ends, leaving the containers as they are; the process runtime's
+// containers die with this process, however it ends. Its errors are the
+// state directory's or the runtime's.
+//
+// Before the agent starts, it removes what earlier runs that were killed
+// left: the pods still on o.Root, or the temporary roots no live run holds
+// (see leftovers.go); Leftovers says what.
 func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, error) {
 	root := o.Root
 	tempRoot := ""
 	if root == "" {
-		dir, err := os.MkdirTemp("", "podward-run-")
+		dir, err := os.MkdirTemp("", tempRootPattern)
 		if err != nil {
 			return nil, err
 		}
 		root, tempRoot = dir, dir
 	}
 	root, _ = filepath.Abs(root)
-
-	clk := clock.RealClock{}
-	log := o.logger()
-	rt, err := o.Runtime.open(ctx, root, clk, log, output)
-	if err != nil {
+	fail := func(err error) (*Foreground, error) {
 		if tempRoot != "" {
 			_ = os.RemoveAll(tempRoot)
 		}
 		return nil, err
 	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fail(err)
+	}
+	lock, err := lockRunRoot(root)
+	if err != nil {
+		return fail(err)
+	}
+
+	clk := clock.RealClock{}
+	log := o.logger()
+	var leftovers []string
+	if tempRoot != "" {
+		leftovers = cleanStaleRuns(ctx, &o, tempRoot, clk, log)
+	}
+	rt, err := o.Runtime.open(ctx, root, clk, log, output, true)
+	if err != nil {
+		lock.Close()
+		return fail(err)
+	}
+	if tempRoot == "" {
+		switch n, err := reapPods(ctx, rt); {
+		case err != nil:
+			leftovers = append(leftovers, fmt.Sprintf("could not clean what an earlier run that was killed left in %s: %v", root, err))
+		case n > 0:
+			leftovers = append(leftovers, fmt.Sprintf("removed what an earlier run that was killed left in %s (%s)", root, podCount(n)))
+		}
+	}
 	agentCtx, stop := context.WithCancel(ctx)
 	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log})
-	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot}, nil
+	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, lock: lock, leftovers: leftovers}, nil
 }
+
+// Leftovers says, one line each, what NewForeground removed (or could not)
+// of earlier runs that were killed.
+func (f *Foreground) Leftovers() []string { return f.leftovers }
 
 // Watch follows the agent's events from now on; the caller stops the
 // watcher.
@@ -113,5 +149,6 @@ func (f *Foreground) Close() {
 		if f.tempRoot != "" {
 			_ = os.RemoveAll(f.tempRoot)
 		}
+		f.lock.Close()
 	})
 }

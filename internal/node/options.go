@@ -124,11 +124,13 @@ type openRuntime interface {
 }
 
 // open starts the selected runtime, with its state under root. output, when
-// set, receives every line the containers write.
-func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output) (openRuntime, error) {
+// set, receives every line the containers write. foreground ties the
+// process runtime's containers to this process (process.Config.Tethered):
+// a `podward run`'s must die with it.
+func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool) (openRuntime, error) {
 	switch o.Kind {
 	case RuntimeProcess:
-		return process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output})
+		return process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground})
 	case RuntimeCRI:
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,

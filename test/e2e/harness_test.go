@@ -82,8 +82,17 @@ type podward struct {
 // with grace period 0), then SIGKILL.
 func startPodward(t *testing.T, args ...string) *podward {
 	t.Helper()
+	return startPodwardEnv(t, nil, args...)
+}
+
+// startPodwardEnv is startPodward with env added to podward's environment.
+func startPodwardEnv(t *testing.T, env []string, args ...string) *podward {
+	t.Helper()
 	p := &podward{changed: make(chan struct{}), done: make(chan struct{})}
 	p.cmd = exec.Command(podwardBin, append([]string{"run", "--color", "never"}, args...)...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	pr, pw := io.Pipe()
 	p.cmd.Stdout = pw
 	p.cmd.Stderr = &p.stderr
@@ -258,6 +267,12 @@ func joinLines(lines []line) string {
 func run(t *testing.T, args ...string) result {
 	t.Helper()
 	return startPodward(t, args...).wait(t, exitTimeout)
+}
+
+// runEnv is run with env added to podward's environment.
+func runEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	return startPodwardEnv(t, env, args...).wait(t, exitTimeout)
 }
 
 // index returns the index of the first line that m matches, or -1.

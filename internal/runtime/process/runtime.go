@@ -63,6 +63,12 @@ type Config struct {
 	// not). line is only valid during the call. For an instance the
 	// runtime attached to, pod has only its name, namespace and UID.
 	Output func(pod *model.Pod, container string, stream string, line []byte)
+	// Tethered ties every container this Runtime starts to this process:
+	// when it exits, however it exits, the container's shim kills the
+	// container (shim.Spec.Tether). For `podward run`, whose containers
+	// must not outlive it; an agent leaves it false, so that its
+	// containers survive it and its next start adopts them.
+	Tethered bool
 }
 
 // The contract and the optional abilities the process runtime has.
@@ -80,7 +86,9 @@ type Runtime struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	output func(pod *model.Pod, container string, stream string, line []byte)
-	euid   func() int // os.Geteuid; tests pretend not to be root
+	// tethered: see Config.Tethered.
+	tethered bool
+	euid     func() int // os.Geteuid; tests pretend not to be root
 	// uts: containers get a UTS namespace of their own with the pod's
 	// host name (launch.CanUnshareUTS; else they see the host's).
 	uts  bool
@@ -143,6 +151,7 @@ func New(cfg Config) (*Runtime, error) {
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
 		output:      cfg.Output,
+		tethered:    cfg.Tethered,
 		euid:        os.Geteuid,
 		uts:         launch.CanUnshareUTS(),
 		lock:        lock,

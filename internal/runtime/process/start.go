@@ -120,6 +120,9 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 
 		TerminationMessage: term,
 	}
+	if r.tethered {
+		spec.Tether = os.Getpid()
+	}
 	if err := shim.Create(dir, spec); err != nil {
 		_ = os.RemoveAll(dir)
 		return runtime.Container{}, fmt.Errorf("instance directory: %w", err)

@@ -148,6 +148,9 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 			s.log.Error("control FIFO", "err", err)
 		}
 	}()
+	if spec.Tether != 0 {
+		go s.tether(spec.Tether)
+	}
 
 	var abort error
 	if started.Process, err = IdentOf(s.pgid); err != nil {

@@ -54,6 +54,12 @@ type Spec struct {
 	// TerminationMessage is how the shim makes the exit's message once
 	// the container exited (its File, when set, is mounted by Process).
 	TerminationMessage podspec.TerminationMessage `json:"terminationMessage"`
+	// Tether, when not zero, is the PID of the process that starts the
+	// shim (its parent): once that process is gone the shim kills the
+	// container, so that the containers of a foreground `podward run` die
+	// with it, even when it is SIGKILLed. Zero: the container outlives its
+	// agent, for the next one to adopt.
+	Tether int `json:"tether,omitempty"`
 }
 
 // Mountpoint is a path the runtime created on the host to mount a volume on.
