@@ -150,9 +150,11 @@ func TestKubeletPortAuthorization(t *testing.T) {
 }
 
 // waitLogLine waits until a line of the node's log has every one of parts.
+// The lines it waits for are written before the response they are about,
+// so the deadline is short.
 func (n *node) waitLogLine(t *testing.T, parts ...string) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	deadline := time.After(10 * time.Second)
 	for {
 		n.log.mu.Lock()
 		text := n.log.b.String()
