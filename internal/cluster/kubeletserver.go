@@ -174,20 +174,9 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 		cfg.AuditLogger = cfg.Logger
 	}
 	s := &KubeletServer{cfg: cfg, log: cfg.Logger, audit: cfg.AuditLogger}
-	switch cfg.Authorization {
-	case AuthorizationWebhook:
-		if cfg.SubjectAccessReviews == nil || cfg.NodeName == "" {
-			return nil, errors.New("kubelet server: authorization mode Webhook needs the API server's SubjectAccessReviews and the node's name")
-		}
-		s.authz = &reviewAuthorizer{
-			client: cfg.SubjectAccessReviews, node: cfg.NodeName,
-			allowTTL: authorizedCacheTTL, denyTTL: unauthorizedCacheTTL,
-			cache: utilcache.NewLRUExpireCacheWithClock(reviewCacheSize, cfg.Clock),
-		}
-	case AuthorizationAlwaysAllow:
-		s.authz = alwaysAllow{}
-	default:
-		return nil, fmt.Errorf("kubelet server: unknown authorization mode %v", cfg.Authorization)
+	var err error
+	if s.authz, err = newAuthorizer(cfg); err != nil {
+		return nil, fmt.Errorf("kubelet server: %w", err)
 	}
 	if cfg.TokenReviews != nil {
 		s.tokens = &tokenAuthenticator{client: cfg.TokenReviews, cache: utilcache.NewLRUExpireCacheWithClock(tokenCacheSize, cfg.Clock)}
@@ -223,6 +212,25 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 	mux.HandleFunc("/", http.NotFound)
 	s.handler = s.guard(mux)
 	return s, nil
+}
+
+// newAuthorizer is the authorizer of cfg.Authorization.
+func newAuthorizer(cfg KubeletServerConfig) (authorizer, error) {
+	switch cfg.Authorization {
+	case AuthorizationWebhook:
+		if cfg.SubjectAccessReviews == nil || cfg.NodeName == "" {
+			return nil, errors.New("authorization mode Webhook needs the API server's SubjectAccessReviews and the node's name")
+		}
+		return &reviewAuthorizer{
+			client: cfg.SubjectAccessReviews, node: cfg.NodeName,
+			allowTTL: authorizedCacheTTL, denyTTL: unauthorizedCacheTTL,
+			cache: utilcache.NewLRUExpireCacheWithClock(reviewCacheSize, cfg.Clock),
+		}, nil
+	case AuthorizationAlwaysAllow:
+		return alwaysAllow{}, nil
+	default:
+		return nil, fmt.Errorf("unknown authorization mode %v", cfg.Authorization)
+	}
 }
 
 // loadCAs reads a PEM bundle of CA certificates.
