@@ -42,9 +42,15 @@
 #   CP_APISERVER_URL          https://127.0.0.1:PORT
 #   CP_CA_FILE                the one cluster CA: signed the apiserver's serving cert, the admin and
 #                             node client certs, and the apiserver's kubelet-client cert
+#   CP_CA_KEY_FILE            the CA's key, for tests that mint client certs of their own users
 #   CP_KUBELET_CLIENT_CERT_FILE  the client cert the apiserver presents when it calls a node's
 #                             kubelet port (logs, exec, attach, port-forward, proxy)
-#   CP_KUBELET_CLIENT_CN      its CN (kube-apiserver-kubelet-client; O=system:masters)
+#   CP_KUBELET_CLIENT_CN      its CN (kube-apiserver-kubelet-client, no group, as kubeadm mints it;
+#                             base dirs whose certs predate this have O=system:masters), allowed the
+#                             kubelet API by RBAC as in kubeadm: ClusterRoleBinding
+#                             kubeadm:apiserver-kubelet-client to ClusterRole system:kubelet-api-admin
+#                             (made on every run), which a node that authorizes its kubelet port
+#                             with SubjectAccessReviews (the kubelet's, podward's default) asks about
 #   CP_ADMIN_CERT_FILE, CP_ADMIN_KEY_FILE, CP_ADMIN_TOKEN   the admin identity as PEM files / as a
 #                             bearer token (--token-auth-file), for curl and hand-made clients
 #   CP_NODE_KUBECONFIG        kubeconfig for podward nodes in tests: the admin one (see below)
@@ -235,7 +241,7 @@ if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVIC
   sign apiserver /CN=kube-apiserver "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n" ||
     die "openssl: apiserver serving cert"
   sign admin "/O=system:masters/CN=podward-admin" "$CLIENT_EXT" || die "openssl: admin cert"
-  sign kubelet-client "/O=system:masters/CN=$KUBELET_CLIENT_CN" "$CLIENT_EXT" || die "openssl: kubelet-client cert"
+  sign kubelet-client "/CN=$KUBELET_CLIENT_CN" "$CLIENT_EXT" || die "openssl: kubelet-client cert"
   openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null || die "openssl: service-account key"
   openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null || die "openssl: service-account public key"
   printf '%s,podward-admin-token,podward-admin-token,system:masters\n' "$(openssl rand -hex 24)" >"$PKI/tokens.csv"
@@ -548,10 +554,25 @@ for n in $NODE_NAMES; do
   fi
   kubeconfig "$BASE/nodes/$n.kubeconfig" "system:node:$n" "$PKI/node-$n.crt" "$PKI/node-$n.key"
 done
+# As kubeadm does (AllowAPIServerToAccessKubeletAPI): the apiserver's kubelet client may use the
+# whole kubelet API. Idempotent: an existing binding (409) is left as it is.
+crb='{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding",'
+crb+='"metadata":{"name":"kubeadm:apiserver-kubelet-client"},'
+crb+='"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:kubelet-api-admin"},'
+crb+='"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"'$KUBELET_CLIENT_CN'"}]}'
+code=$(curl -sS --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" -o /dev/null -w '%{http_code}' \
+  -X POST -H 'Content-Type: application/json' --data "$crb" "$API_URL/apis/rbac.authorization.k8s.io/v1/clusterrolebindings") ||
+  die "creating the ClusterRoleBinding kubeadm:apiserver-kubelet-client"
+case $code in
+  201) say "bound $KUBELET_CLIENT_CN to ClusterRole system:kubelet-api-admin" ;;
+  409) ;;
+  *) die "creating the ClusterRoleBinding kubeadm:apiserver-kubelet-client: HTTP $code" ;;
+esac
 cat >"$BASE/env.tmp" <<EOF
 KUBECONFIG=$KC
 CP_APISERVER_URL=$API_URL
 CP_CA_FILE=$PKI/ca.crt
+CP_CA_KEY_FILE=$PKI/ca.key
 CP_KUBELET_CLIENT_CERT_FILE=$PKI/kubelet-client.crt
 CP_KUBELET_CLIENT_CN=$KUBELET_CLIENT_CN
 CP_ADMIN_CERT_FILE=$PKI/admin.crt

@@ -40,7 +40,8 @@ containers.`,
 	f.StringVar(&o.ClientCAFile, "client-ca-file", "", "CA bundle of the client certificates the kubelet API accepts: the cluster CA that signed the API server's --kubelet-client-certificate")
 	f.StringVar(&o.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: a self-signed one kept under --root)")
 	f.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
-	f.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "serve the kubelet API to clients without a certificate (development only: anyone who reaches the port reads every log)")
+	f.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "take clients of the kubelet API without credentials as system:anonymous, authorized like any user (with --authorization-mode=AlwaysAllow anyone who reaches the port reads every log: development only)")
+	f.StringVar(&o.AuthorizationMode, "authorization-mode", "Webhook", "how the kubelet API authorizes requests: Webhook (ask the API server with a SubjectAccessReview, as the kubelet: a container's log needs get on nodes/proxy) or AlwaysAllow (every authenticated client reads every log)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

@@ -9,7 +9,8 @@
 //     statuses back as coalesced patches, posts events, and deletes a pod's
 //     object once its worker terminated it;
 //   - KubeletServer serves the kubelet's log API (`kubectl logs`) over TLS,
-//     authenticating clients by the cluster CA.
+//     authenticating clients by the cluster CA (or a TokenReview) and
+//     authorizing each request with a SubjectAccessReview, as the kubelet.
 //
 // It imports the agent (the engine it drives), the pod worker's phases, the
 // model, crilog and the runtime contract (runtime.Info); it never imports a

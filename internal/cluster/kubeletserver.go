@@ -14,6 +14,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
@@ -32,15 +35,16 @@ import (
 //
 // Authentication is by client certificate, as the kubelet's
 // --client-ca-file: the API server presents its --kubelet-client-certificate,
-// which the cluster CA signed. A client without a certificate gets 401; a
-// certificate the CA did not sign fails the TLS handshake.
+// which the cluster CA signed. A certificate the CA did not sign fails the
+// TLS handshake. A bearer token is asked about with a TokenReview, as the
+// kubelet's webhook authentication (on by default in its configuration
+// file) does. A client with neither gets 401.
 //
-// Authorization: any client whose certificate the CA verified may do
-// anything the server serves. The kubelet (--authorization-mode=Webhook)
-// would ask the API server with a SubjectAccessReview whether that user may
-// get nodes/log or nodes/proxy; podward trusts every certificate of the
-// cluster CA instead, which in a cluster means the API server and whoever
-// the cluster admin gave a certificate to.
+// Authorization is the kubelet's --authorization-mode: Webhook by default,
+// a SubjectAccessReview to the API server for the node's subresource the
+// path needs (nodes/proxy for /containerLogs, either nodes/healthz or
+// nodes/proxy for /healthz), 403 when refused; AlwaysAllow only when asked
+// for. See kubeletserver_auth.go.
 
 // Names of the self-signed serving certificate and its key in
 // KubeletServerConfig.CertDir, the kubelet's.
@@ -77,7 +81,8 @@ type LogEnds interface {
 }
 
 // KubeletServerConfig is what a KubeletServer needs. Logs is required; a
-// client CA (or an explicit AllowAnonymous) too.
+// client CA (or an explicit AllowAnonymous) too, and SubjectAccessReviews
+// unless Authorization is AuthorizationAlwaysAllow.
 type KubeletServerConfig struct {
 	// Logs finds the log files; it may implement LogEnds.
 	Logs LogSource
@@ -103,12 +108,25 @@ type KubeletServerConfig struct {
 	// are accepted, the kubelet's --client-ca-file: the cluster's CA,
 	// which signed the API server's --kubelet-client-certificate.
 	ClientCAFile string
-	// AllowAnonymous serves clients without a certificate. Without a
-	// ClientCAFile the server refuses to start unless it is set: anyone
-	// who reaches the port could then read every container's log. It is
-	// for development only (the kubelet's --anonymous-auth, which it
-	// pairs with an authorizer podward does not have).
+	// AllowAnonymous takes clients without credentials for the user
+	// system:anonymous (group system:unauthenticated), authorized like
+	// any other: the kubelet's --anonymous-auth. Without a ClientCAFile
+	// the server refuses to start unless it is set. With
+	// AuthorizationAlwaysAllow, anyone who reaches the port reads every
+	// container's log: for development only.
 	AllowAnonymous bool
+	// TokenReviews, when set, authenticates bearer tokens by asking the
+	// API server (the kubelet's --authentication-token-webhook).
+	TokenReviews authenticationclient.TokenReviewInterface
+
+	// Authorization is how an authenticated request is authorized; zero
+	// is AuthorizationWebhook.
+	Authorization AuthorizationMode
+	// SubjectAccessReviews asks the API server (AuthorizationWebhook).
+	SubjectAccessReviews authorizationclient.SubjectAccessReviewInterface
+	// AuditLogger gets one line per request: who, what, and the decision.
+	// Default Logger.
+	AuditLogger *slog.Logger
 
 	// Clock gives now for sinceSeconds and the certificate's validity;
 	// default the real clock.
@@ -121,12 +139,18 @@ type KubeletServerConfig struct {
 type KubeletServer struct {
 	cfg     KubeletServerConfig
 	log     *slog.Logger
+	audit   *slog.Logger
 	tls     *tls.Config
 	handler http.Handler
+	// tokens is nil without TokenReviews.
+	tokens *tokenAuthenticator
+	authz  authorizer
 }
 
 // NewKubeletServer loads or makes the serving certificate and loads the
-// client CAs. It fails without a ClientCAFile unless AllowAnonymous is set.
+// client CAs. It fails without a ClientCAFile unless AllowAnonymous is set,
+// and in AuthorizationWebhook mode without SubjectAccessReviews and a
+// NodeName.
 func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 	if cfg.Logs == nil {
 		return nil, errors.New("kubelet server: no log source")
@@ -137,13 +161,26 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 	if cfg.Port == 0 {
 		cfg.Port = DefaultKubeletPort
 	}
+	if cfg.Authorization == 0 {
+		cfg.Authorization = AuthorizationWebhook
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &KubeletServer{cfg: cfg, log: cfg.Logger}
+	if cfg.AuditLogger == nil {
+		cfg.AuditLogger = cfg.Logger
+	}
+	s := &KubeletServer{cfg: cfg, log: cfg.Logger, audit: cfg.AuditLogger}
+	var err error
+	if s.authz, err = newAuthorizer(cfg); err != nil {
+		return nil, fmt.Errorf("kubelet server: %w", err)
+	}
+	if cfg.TokenReviews != nil {
+		s.tokens = &tokenAuthenticator{client: cfg.TokenReviews, cache: utilcache.NewLRUExpireCacheWithClock(tokenCacheSize, cfg.Clock)}
+	}
 
 	cert, err := s.servingCert()
 	if err != nil {
@@ -160,9 +197,9 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 			return nil, fmt.Errorf("kubelet server: client CA: %w", err)
 		}
 		s.tls.ClientCAs = pool
-		// A certificate is verified when given; one that is not given is
-		// refused with a 401 (unless anonymous is allowed), which says
-		// more than a failed handshake.
+		// A certificate is verified when given; without one, a client
+		// may have a token, or get a 401 (unless anonymous is allowed),
+		// which says more than a failed handshake.
 		s.tls.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 
@@ -173,8 +210,27 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/", http.NotFound)
-	s.handler = s.authenticate(mux)
+	s.handler = s.guard(mux)
 	return s, nil
+}
+
+// newAuthorizer is the authorizer of cfg.Authorization.
+func newAuthorizer(cfg KubeletServerConfig) (authorizer, error) {
+	switch cfg.Authorization {
+	case AuthorizationWebhook:
+		if cfg.SubjectAccessReviews == nil || cfg.NodeName == "" {
+			return nil, errors.New("authorization mode Webhook needs the API server's SubjectAccessReviews and the node's name")
+		}
+		return &reviewAuthorizer{
+			client: cfg.SubjectAccessReviews, node: cfg.NodeName,
+			allowTTL: authorizedCacheTTL, denyTTL: unauthorizedCacheTTL,
+			cache: utilcache.NewLRUExpireCacheWithClock(reviewCacheSize, cfg.Clock),
+		}, nil
+	case AuthorizationAlwaysAllow:
+		return alwaysAllow{}, nil
+	default:
+		return nil, fmt.Errorf("unknown authorization mode %v", cfg.Authorization)
+	}
 }
 
 // loadCAs reads a PEM bundle of CA certificates.
@@ -192,7 +248,7 @@ func loadCAs(path string) (*x509.CertPool, error) {
 
 // Handler is the server's HTTP handler. It expects requests that came over
 // TLS configured with TLSConfig: it authenticates them by their verified
-// client certificate.
+// client certificate (or bearer token) and authorizes them.
 func (s *KubeletServer) Handler() http.Handler { return s.handler }
 
 // TLSConfig is the server's TLS configuration: its certificate and the
@@ -253,33 +309,4 @@ func (s *KubeletServer) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("kubelet server: shutdown: %w", err)
 	}
 	return nil
-}
-
-// authenticate lets through the requests whose client certificate was
-// verified (the user is its subject's common name), and, with
-// AllowAnonymous, the others; it answers 401 to the rest.
-func (s *KubeletServer) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-			// Verified against ClientCAs: authenticated, and (see the
-			// package comment) authorized.
-			next.ServeHTTP(w, r)
-			return
-		}
-		if s.cfg.AllowAnonymous {
-			next.ServeHTTP(w, r)
-			return
-		}
-		s.log.Info("kubelet server: unauthenticated request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-		http.Error(w, "Unauthorized", http.StatusUnauthorized)
-	})
-}
-
-// clientUser names the client of r for the log: its certificate's common name,
-// or "anonymous".
-func clientUser(r *http.Request) string {
-	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-		return r.TLS.VerifiedChains[0][0].Subject.CommonName
-	}
-	return "anonymous"
 }

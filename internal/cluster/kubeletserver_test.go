@@ -179,7 +179,8 @@ type kubeletFixture struct {
 }
 
 // startKubeletServer serves with a self-signed certificate for 127.0.0.1
-// until the test ends. change, when set, adjusts the configuration.
+// until the test ends, authorizing every authenticated client (the tests of
+// authorization set it). change, when set, adjusts the configuration.
 func startKubeletServer(t *testing.T, change func(*KubeletServerConfig)) *kubeletFixture {
 	t.Helper()
 	f := &kubeletFixture{logs: newFakeLogs(t), ca: newTestCA(t, "kubernetes"), certDir: filepath.Join(t.TempDir(), "pki")}
@@ -196,6 +197,7 @@ func startKubeletServer(t *testing.T, change func(*KubeletServerConfig)) *kubele
 		Clock:        clocktesting.NewFakePassiveClock(logT0.Add(time.Minute)),
 		Logger:       slog.New(slog.DiscardHandler),
 	}
+	cfg.Authorization = AuthorizationAlwaysAllow
 	if change != nil {
 		change(&cfg)
 	}
@@ -523,6 +525,7 @@ func TestKubeletServerSelfSignedCertificateIsKept(t *testing.T) {
 		NodeName:       "worker-1",
 		Addresses:      []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.7"}, {Type: v1.NodeHostName, Address: "worker-1.lab"}},
 		AllowAnonymous: true,
+		Authorization:  AuthorizationAlwaysAllow,
 		Clock:          clocktesting.NewFakePassiveClock(now),
 		Logger:         slog.New(slog.DiscardHandler),
 	}
@@ -571,14 +574,14 @@ func TestKubeletServerCertificateFiles(t *testing.T) {
 	if err := errors.Join(os.WriteFile(certFile, certPEM, 0o644), os.WriteFile(keyFile, keyPEM, 0o600)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewKubeletServer(KubeletServerConfig{Logs: newFakeLogs(t), TLSCertFile: certFile, TLSPrivateKeyFile: keyFile, AllowAnonymous: true})
+	s, err := NewKubeletServer(KubeletServerConfig{Logs: newFakeLogs(t), TLSCertFile: certFile, TLSPrivateKeyFile: keyFile, AllowAnonymous: true, Authorization: AuthorizationAlwaysAllow})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if names := s.TLSConfig().Certificates[0].Leaf.DNSNames; fmt.Sprint(names) != "[given.example]" {
 		t.Errorf("serving %v", names)
 	}
-	if _, err := NewKubeletServer(KubeletServerConfig{Logs: newFakeLogs(t), TLSCertFile: certFile, AllowAnonymous: true}); err == nil {
+	if _, err := NewKubeletServer(KubeletServerConfig{Logs: newFakeLogs(t), TLSCertFile: certFile, AllowAnonymous: true, Authorization: AuthorizationAlwaysAllow}); err == nil {
 		t.Error("accepted a certificate without its key")
 	}
 	if s.Addr() != ":10250" {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,9 +45,14 @@ type ClusterOptions struct {
 	// certificate; by default a self-signed one is kept under the root.
 	TLSCertFile       string
 	TLSPrivateKeyFile string
-	// AnonymousAuth serves the kubelet API to clients without a
-	// certificate (development only).
+	// AnonymousAuth takes clients of the kubelet API without credentials
+	// as system:anonymous, authorized like any other user.
 	AnonymousAuth bool
+	// AuthorizationMode is how the kubelet API authorizes requests, by the
+	// kubelet's names: "Webhook" (also ""), a SubjectAccessReview to the
+	// API server for each, or "AlwaysAllow", every authenticated client
+	// may read every log.
+	AuthorizationMode string
 }
 
 // ClusterNode is `podward node`: a durable agent that is a node of a
@@ -113,16 +119,46 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
 	n.pods = cluster.NewPods(cluster.PodsConfig{Client: client, NodeName: name, Agent: n.agent.Agent, Logger: log})
-	n.kubelet, err = cluster.NewKubeletServer(cluster.KubeletServerConfig{
-		Logs: n.agent.Agent, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
+	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, client, name, addrs, root); err != nil {
+		return nil, err
+	}
+	started = true
+	return n, nil
+}
+
+// kubeletServer is the kubelet API of node name, serving logs. The API
+// server authenticates its bearer tokens and authorizes its requests (in
+// Webhook mode). Its audit lines (one per request) are logged whatever
+// Verbose says.
+func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource, client kubernetes.Interface, name string, addrs []v1.NodeAddress, root string) (*cluster.KubeletServer, error) {
+	mode := cluster.AuthorizationWebhook
+	if o.AuthorizationMode != "" {
+		var err error
+		if mode, err = cluster.ParseAuthorizationMode(o.AuthorizationMode); err != nil {
+			return nil, badOptions(fmt.Errorf("--authorization-mode: %w", err))
+		}
+	}
+	s, err := cluster.NewKubeletServer(cluster.KubeletServerConfig{
+		Logs: logs, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
 		TLSCertFile: o.TLSCertFile, TLSPrivateKeyFile: o.TLSPrivateKeyFile, CertDir: filepath.Join(root, "pki"),
-		ClientCAFile: o.ClientCAFile, AllowAnonymous: o.AnonymousAuth, Logger: log,
+		ClientCAFile: o.ClientCAFile, AllowAnonymous: o.AnonymousAuth,
+		TokenReviews:  client.AuthenticationV1().TokenReviews(),
+		Authorization: mode, SubjectAccessReviews: client.AuthorizationV1().SubjectAccessReviews(),
+		Logger: log, AuditLogger: o.auditLogger(),
 	})
 	if err != nil {
 		return nil, badOptions(err)
 	}
-	started = true
-	return n, nil
+	return s, nil
+}
+
+// auditLogger logs at level Info, to the daemon's log output.
+func (o *ClusterOptions) auditLogger() *slog.Logger {
+	w := o.LogOutput
+	if w == nil {
+		w = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
 }
 
 // connect builds the API server's client from the kubeconfig; host is the

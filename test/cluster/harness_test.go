@@ -163,11 +163,18 @@ type node struct {
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// changed is closed at the next Write (see waitLine); nil when no one
+	// waits.
+	changed chan struct{}
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	return l.b.Write(p)
 }
 
