@@ -2,14 +2,12 @@ package cluster
 
 import (
 	"bytes"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -51,11 +49,15 @@ func writeLongLine(t *testing.T, path string, n int, closed bool) {
 func TestKubeletServerServesALongLineInBoundedMemory(t *testing.T) {
 	const lineBytes = 16 << 20
 	const maxAlloc = 1 << 20
-	logs := newFakeLogs(t)
-	s, err := NewKubeletServer(KubeletServerConfig{
-		Logs: logs, CertDir: t.TempDir(), NodeName: "worker-1", AllowAnonymous: true,
-		Clock: clocktesting.NewFakePassiveClock(logT0.Add(time.Minute)), Logger: slog.New(slog.DiscardHandler),
+	// The fixture's configuration, for a server of our own whose handler
+	// is called directly, by an anonymous client.
+	var cfg KubeletServerConfig
+	f := startKubeletServer(t, func(c *KubeletServerConfig) {
+		c.AllowAnonymous = true
+		cfg = *c
 	})
+	logs := f.logs
+	s, err := NewKubeletServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
