@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +25,10 @@ import (
 // With follow, the response goes on while the instance runs and ends once
 // it has ended and everything it wrote has been sent (or the pod is gone,
 // or the client leaves, or the server stops).
+//
+// A line the runtime split into partial records is sent as one line (one
+// timestamp), but piece by piece as it is read: the agent never holds a
+// line whole, whatever its length.
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	q := r.URL.Query()
@@ -85,10 +88,10 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	ended, stop := s.watchInstance(ctx, pod, container, cs.ContainerID)
 	defer stop()
-	return forPodUID(name, pod.UID, followLog(ctx, path, tail, ended, lw.line))
+	return forPodUID(name, pod.UID, crilog.ReadLog(ctx, path, crilog.ReadOptions{Follow: true, Tail: tail, Until: ended}, lw.line))
 }
 
-// logWriter writes log lines to the response.
+// logWriter writes log lines, and pieces of lines, to the response.
 type logWriter struct {
 	w          http.ResponseWriter
 	rc         *http.ResponseController
@@ -99,12 +102,14 @@ type logWriter struct {
 
 func (lw *logWriter) line(l crilog.Line) error {
 	lw.buf = lw.buf[:0]
-	if lw.timestamps {
+	if lw.timestamps && !l.Continued {
 		lw.buf = l.Time.UTC().AppendFormat(lw.buf, time.RFC3339Nano)
 		lw.buf = append(lw.buf, ' ')
 	}
 	lw.buf = append(lw.buf, l.Content...)
-	lw.buf = append(lw.buf, '\n')
+	if !l.Partial {
+		lw.buf = append(lw.buf, '\n')
+	}
 	if _, err := lw.w.Write(lw.buf); err != nil {
 		return err
 	}
@@ -146,65 +151,6 @@ func (s *Server) watchInstance(ctx context.Context, pod *v1.Pod, container, id s
 		cancel()
 		<-finished
 	}
-}
-
-// followLog delivers the last tail lines of the log at path (all when tail
-// is negative), then every line appended, until ended is closed; it then
-// reads what is left to the end of the file, so that nothing the instance
-// wrote is lost, and returns nil. When ctx ends first it returns ctx.Err().
-//
-// crilog follows a file until its ctx ends; it cannot be told "read to the
-// end, then stop". So the lines delivered while following are counted, and
-// a last, non-following read of the whole file skips that many.
-func followLog(ctx context.Context, path string, tail int, ended <-chan struct{}, emit func(crilog.Line) error) error {
-	skip := 0
-	if tail >= 0 {
-		n := 0
-		if err := crilog.ReadLog(ctx, path, crilog.ReadOptions{Tail: crilog.AllLines}, func(crilog.Line) error {
-			n++
-			return nil
-		}); err != nil {
-			return err
-		}
-		skip = max(0, n-tail)
-	}
-
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		select {
-		case <-ended:
-			stopFollowing()
-		case <-followCtx.Done():
-		}
-	}()
-	seen := 0
-	err := crilog.ReadLog(followCtx, path, crilog.ReadOptions{Follow: true, Tail: crilog.AllLines}, func(l crilog.Line) error {
-		seen++
-		if seen <= skip {
-			return nil
-		}
-		return emit(l)
-	})
-	instanceEnded := followCtx.Err() != nil && ctx.Err() == nil
-	stopFollowing()
-	wg.Wait()
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case !instanceEnded:
-		return err
-	}
-	n := 0
-	return crilog.ReadLog(ctx, path, crilog.ReadOptions{Tail: crilog.AllLines}, func(l crilog.Line) error {
-		n++
-		if n <= seen || n <= skip {
-			return nil
-		}
-		return emit(l)
-	})
 }
 
 // containerStatus finds the status of a container of any kind, the defer

@@ -136,8 +136,11 @@ func parseLogOptions(q url.Values, now time.Time) (logOptions, error) {
 // server stops. follow with previous reads the previous instance, which
 // has ended, to its end.
 //
-// Lines split in partial records by the runtime are sent whole (the kubelet
-// sends the pieces, each with its timestamp when timestamps is set).
+// A line split in partial records by the runtime is sent as one line, with
+// one timestamp when timestamps is set (the kubelet gives each piece its
+// own), but piece by piece as it is read, as the kubelet does: the node
+// never holds a line whole, whatever its length. sinceSeconds and
+// sinceTime keep or drop a line whole, by the time of its first record.
 func (s *KubeletServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 	ns, name, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
 	log := s.log.With("pod", ns+"/"+name, "container", container, "user", clientUser(r))
@@ -225,7 +228,7 @@ func (s *KubeletServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 // errLimitReached ends the reading once limitBytes were sent.
 var errLimitReached = errors.New("limitBytes reached")
 
-// logWriter writes log lines to the response.
+// logWriter writes log lines, and pieces of lines, to the response.
 type logWriter struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
@@ -240,12 +243,14 @@ func (lw *logWriter) line(l crilog.Line) error {
 		return nil
 	}
 	lw.buf = lw.buf[:0]
-	if lw.opts.timestamps {
+	if lw.opts.timestamps && !l.Continued {
 		lw.buf = l.Time.AppendFormat(lw.buf, timestampFormat)
 		lw.buf = append(lw.buf, ' ')
 	}
 	lw.buf = append(lw.buf, l.Content...)
-	lw.buf = append(lw.buf, '\n')
+	if !l.Partial {
+		lw.buf = append(lw.buf, '\n')
+	}
 	limited := false
 	if lw.opts.limit > 0 && lw.sent+int64(len(lw.buf)) >= lw.opts.limit {
 		lw.buf = lw.buf[:lw.opts.limit-lw.sent]

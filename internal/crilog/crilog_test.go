@@ -397,18 +397,52 @@ func TestReadLogStopsOnCallbackError(t *testing.T) {
 	}
 }
 
+// readAll reads the log with ReadLog and joins the pieces of each line:
+// a line is complete, and listed, at its last piece.
 func readAll(t *testing.T, path string, opts ReadOptions) []Line {
 	t.Helper()
 	var lines []Line
+	j := &lineJoiner{t: t}
 	err := ReadLog(context.Background(), path, opts, func(l Line) error {
-		l.Content = bytes.Clone(l.Content)
-		lines = append(lines, l)
+		if l, ok := j.add(l); ok {
+			lines = append(lines, l)
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("ReadLog: %v", err)
 	}
 	return lines
+}
+
+// lineJoiner joins the pieces of lines that ReadLog hands over, checking
+// that they fit together.
+type lineJoiner struct {
+	t    *testing.T
+	open [2]*Line // by stream: the line whose pieces are being joined
+}
+
+// add takes the next piece and returns the line it completes, if it does.
+func (j *lineJoiner) add(l Line) (Line, bool) {
+	i := streamIndex(l.Stream)
+	switch {
+	case l.Continued && j.open[i] == nil:
+		j.t.Errorf("a piece %q continues no line of %s", l.Content, l.Stream)
+	case !l.Continued && j.open[i] != nil:
+		j.t.Errorf("a line of %s starts (%q) before the end of %q", l.Stream, l.Content, j.open[i].Content)
+	case l.Continued && !l.Time.Equal(j.open[i].Time):
+		j.t.Errorf("a piece of a line has the time %v, the line %v", l.Time, j.open[i].Time)
+	}
+	if j.open[i] == nil || !l.Continued {
+		j.open[i] = &Line{Time: l.Time, Stream: l.Stream, Content: []byte{}}
+	}
+	j.open[i].Content = append(j.open[i].Content, l.Content...)
+	if l.Partial {
+		return Line{}, false
+	}
+	line := *j.open[i]
+	j.open[i] = nil
+	return line, true
 }
 
 func contents(lines []Line) []string {
@@ -458,22 +492,58 @@ func TestReadLogOffset(t *testing.T) {
 	}
 }
 
-func TestReadLogSplit(t *testing.T) {
+// piece is a Line as ReadLog hands it over, for comparisons.
+type piece struct {
+	stream             string
+	content            string
+	continued, partial bool
+}
+
+func readPieces(t *testing.T, path string, opts ReadOptions) []piece {
+	t.Helper()
+	var got []piece
+	err := ReadLog(context.Background(), path, opts, func(l Line) error {
+		got = append(got, piece{l.Stream, string(l.Content), l.Continued, l.Partial})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadLog: %v", err)
+	}
+	return got
+}
+
+func shortenPieces(ps []piece) []piece {
+	out := slices.Clone(ps)
+	for i := range out {
+		out[i].content = shorten([]string{out[i].content})[0]
+	}
+	return out
+}
+
+// TestReadLogPieces: a line of several records comes in its pieces as
+// they are read, each with what says where it is in its line.
+func TestReadLogPieces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := NewWriter(NewSink(f, testingclock.NewFakePassiveClock(t0), nil), Stdout)
-	long := strings.Repeat("x", MaxRecordSize+10)
+	long := strings.Repeat("x", 2*MaxRecordSize+10)
 	if _, err := w.Write([]byte(long + "\nshort\n")); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	got := contents(readAll(t, path, ReadOptions{Tail: AllLines, Split: true}))
-	want := []string{strings.Repeat("x", MaxRecordSize), "xxxxxxxxxx", "short"}
+	got := readPieces(t, path, ReadOptions{Tail: AllLines})
+	x := strings.Repeat("x", MaxRecordSize)
+	want := []piece{
+		{Stdout, x, false, true},
+		{Stdout, x, true, true},
+		{Stdout, "xxxxxxxxxx", true, false},
+		{Stdout, "short", false, false},
+	}
 	if !slices.Equal(got, want) {
-		t.Errorf("lines %q, want %q", shorten(got), shorten(want))
+		t.Errorf("pieces %+v, want %+v", shortenPieces(got), shortenPieces(want))
 	}
 }
 
@@ -491,9 +561,12 @@ func TestFollowUntil(t *testing.T) {
 	until := make(chan struct{})
 	lines := make(chan string, 10)
 	done := make(chan error, 1)
+	j := &lineJoiner{t: t}
 	go func() {
 		done <- ReadLog(context.Background(), path, ReadOptions{Follow: true, Tail: AllLines, Until: until}, func(l Line) error {
-			lines <- string(l.Content)
+			if l, ok := j.add(l); ok {
+				lines <- string(l.Content)
+			}
 			return nil
 		})
 	}()

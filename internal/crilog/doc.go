@@ -14,9 +14,11 @@
 // Writing: a Sink owns the output (usually the instance's log file) and
 // serialises records; NewWriter gives one io.Writer per stream on top of it.
 // Reading: Parse decodes one record, ReadLog reads a whole file (or what
-// follows an offset), reassembles partial records into lines (or hands them
-// over as they are) and can follow the file as it grows (it wakes on
-// inotify events, so it never polls), until its writer is known to be done.
+// follows an offset, or its last lines, found from its end) and hands its
+// lines over as it reads them, a long line in its pieces, so that memory
+// stays bounded whatever a line's length; it can follow the file as it
+// grows (it wakes on inotify events, so it never polls), until its writer
+// is known to be done.
 // ReadTail reads only a log's last records, from its end, in bounded memory
 // (for a termination message taken from the logs).
 //

@@ -7,7 +7,8 @@ import (
 )
 
 // Follower hands every line appended to a container instance's log to a
-// function, from its own goroutine, until the instance exits (Finish) or
+// function, a line longer than a record in its pieces (see Line), from its
+// own goroutine, until the instance exits (Finish) or
 // its reader goes away (Stop). It is how a runtime feeds `podward run` the
 // output of the containers it runs.
 type Follower struct {
@@ -26,8 +27,11 @@ func Follow(path string, offset int64, log *slog.Logger, emit func(stream string
 	f := &Follower{cancel: cancel, until: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		opts := ReadOptions{Follow: true, Tail: AllLines, Offset: offset, Split: true, Until: f.until}
+		opts := ReadOptions{Follow: true, Tail: AllLines, Offset: offset, Until: f.until}
 		err := ReadLog(ctx, path, opts, func(l Line) error {
+			if l.Continued && len(l.Content) == 0 {
+				return nil // the end of a line said nothing more
+			}
 			emit(l.Stream, l.Content)
 			return nil
 		})

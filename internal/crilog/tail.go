@@ -101,36 +101,127 @@ func recordTail(f *os.File, start, end int64, room int) ([]byte, error) {
 // backScanner finds a file's newlines from its end backwards, a chunk at
 // a time.
 type backScanner struct {
-	f   *os.File
-	pos int64 // newlines before this offset are still to be found
+	f     *os.File
+	pos   int64 // newlines before this offset are still to be found
+	chunk int   // how much it reads at a time; tailChunk when 0
 
 	buf      []byte
 	bufStart int64 // the file offset of buf[0]
+	loaded   bool  // buf holds [bufStart, pos) or more
+	// newlines are the offsets in buf of its newlines before pos, found
+	// forwards (bytes.IndexByte is much faster than bytes.LastIndexByte
+	// over a long record).
+	newlines []int
 }
 
 // prevNewline returns the offset of the last newline before the scanner's
 // position and moves the position there; -1 when there is none.
 func (s *backScanner) prevNewline() (int64, error) {
 	for {
-		if s.pos > s.bufStart && s.pos <= s.bufStart+int64(len(s.buf)) {
-			if i := bytes.LastIndexByte(s.buf[:s.pos-s.bufStart], '\n'); i >= 0 {
-				s.pos = s.bufStart + int64(i)
-				return s.pos, nil
-			}
+		if n := len(s.newlines); n > 0 {
+			s.pos = s.bufStart + int64(s.newlines[n-1])
+			s.newlines = s.newlines[:n-1]
+			return s.pos, nil
+		}
+		if s.loaded {
 			// None in the buffer before pos.
 			s.pos = s.bufStart
 		}
 		if s.pos <= 0 {
 			return -1, nil
 		}
-		start := max(s.pos-tailChunk, 0)
 		if s.buf == nil {
-			s.buf = make([]byte, tailChunk)
+			if s.chunk == 0 {
+				s.chunk = tailChunk
+			}
+			s.buf = make([]byte, s.chunk)
 		}
+		start := max(s.pos-int64(s.chunk), 0)
 		s.buf = s.buf[:s.pos-start]
 		if _, err := s.f.ReadAt(s.buf, start); err != nil {
 			return 0, err
 		}
-		s.bufStart = start
+		s.bufStart, s.loaded = start, true
+		for off := 0; ; {
+			i := bytes.IndexByte(s.buf[off:], '\n')
+			if i < 0 {
+				break
+			}
+			s.newlines = append(s.newlines, off+i)
+			off += i + 1
+		}
 	}
+}
+
+// tailStart is where ReadLog starts reading the last lines of a log.
+type tailStart struct {
+	// start is the offset of the first record to read, end that of the
+	// end of the last complete record: the tail is of the lines before it.
+	start, end int64
+	// from is, by stream (see streamIndex), where the records of the
+	// stream to deliver start: those before are read but not delivered.
+	from [2]int64
+}
+
+// findTail finds the last n lines of the records of stream ("" for both)
+// that start at offset or later in the first size bytes of f, the way
+// ReadOptions.Tail counts them: a line counts where its last record is
+// (its full one, or a stream's last partial record after its last full
+// one). It reads f backwards from size, a record header at a time, and
+// holds nothing per line; it reads no further back than where the oldest
+// of those lines starts, and the record before it of its stream.
+func findTail(f *os.File, offset, size int64, n int, stream string) (tailStart, error) {
+	s := &backScanner{f: f, pos: size, chunk: readBufferSize}
+	last, err := s.prevNewline()
+	if err != nil {
+		return tailStart{}, err
+	}
+	end := max(last+1, offset)
+	t := tailStart{start: end, end: end, from: [2]int64{end, end}}
+	if n <= 0 || last < offset {
+		return t, nil
+	}
+	head := make([]byte, maxRecordHeader)
+	var seen, kept [2]bool // by stream: a record was seen; the last one seen belongs to the tail
+	lines := 0
+	for newline := last; newline >= 0; {
+		before, err := s.prevNewline()
+		if err != nil {
+			return tailStart{}, err
+		}
+		start := before + 1
+		if start < offset {
+			break
+		}
+		h := head[:min(newline-start, maxRecordHeader)]
+		if _, err := f.ReadAt(h, start); err != nil {
+			return tailStart{}, err
+		}
+		r, err := Parse(h)
+		if err != nil {
+			return tailStart{}, fmt.Errorf("record at byte %d: %w", start, err)
+		}
+		newline = before
+		if stream != "" && r.Stream != stream {
+			continue
+		}
+		i := streamIndex(r.Stream)
+		if !r.Partial || !seen[i] {
+			// The record ends a line (or, partial, the line still being
+			// written): the one before it of its stream is its line's.
+			kept[i] = lines < n
+			if kept[i] {
+				lines++
+			}
+		}
+		seen[i] = true
+		if kept[i] {
+			t.from[i] = start
+		}
+		if lines == n && !kept[0] && !kept[1] {
+			break
+		}
+	}
+	t.start = min(t.from[0], t.from[1])
+	return t, nil
 }

@@ -188,3 +188,36 @@ func WaitExit(pid int, within time.Duration) bool {
 		return err == nil && n > 0
 	}
 }
+
+// Memory is the resident memory of pid now and the most it had, in bytes:
+// VmRSS and VmHWM of /proc/PID/status.
+func Memory(pid int) (rss, peak int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	fields := map[string]*int64{"VmRSS:": &rss, "VmHWM:": &peak}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || fields[f[0]] == nil || f[2] != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status: %s: %w", pid, f[0], err)
+		}
+		*fields[f[0]] = kb << 10
+		delete(fields, f[0])
+	}
+	if len(fields) > 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status has no VmRSS or no VmHWM", pid)
+	}
+	return rss, peak, nil
+}
+
+// ResetPeakMemory makes pid's peak resident memory (Memory's peak) its
+// current one, so that the peak then says what the process reached since:
+// it writes 5 to /proc/PID/clear_refs (Linux 4.0 and later).
+func ResetPeakMemory(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+}
