@@ -5,7 +5,10 @@ PKGS    := ./...
 # Packages with goroutines run under the race detector.
 RACE_PKGS := ./internal/...
 
-.PHONY: help build test test-unit test-integration bench vet fmt-check clean cri-up cri-down cp-up cp-down
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 30s
+
+.PHONY: help build test test-unit test-integration fuzz fuzz-smoke bench vet fmt-check clean cri-up cri-down cp-up cp-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -26,7 +29,13 @@ test-unit: ## the fast inner loop: unit tests of every internal package, with -r
 test-integration: build ## end-to-end tests: both runtimes (real processes; real containers in a private containerd, hack/with-cri.sh; root) and cluster mode (a real kube-apiserver, hack/with-control-plane.sh)
 	hack/with-cri.sh hack/with-control-plane.sh $(GO) test -count=1 -timeout 30m ./internal/runtime/cri/ ./test/...
 
-test: fmt-check vet test-unit test-integration ## everything CI runs
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s; hack/fuzz.sh)
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
+fuzz-smoke: ## every fuzz target for 3 s each, as CI does
+	GO=$(GO) FUZZTIME=3s hack/fuzz.sh
+
+test: fmt-check vet test-unit fuzz-smoke test-integration ## everything CI runs
 
 bench: ## benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
@@ -281,23 +281,39 @@ func readPod(w http.ResponseWriter, r *http.Request, ns, urlName string) (*model
 	}
 	pod := pods[0]
 	// Decode defaulted the namespace: look at what was written.
-	var written struct {
-		Metadata struct {
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	_ = yaml.Unmarshal(body, &written)
-	switch written.Metadata.Namespace {
+	switch written := writtenNamespace(body); written {
 	case "":
 		pod.Namespace = ns
 	case ns:
 	default:
-		return nil, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", written.Metadata.Namespace, ns)
+		return nil, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", written, ns)
 	}
 	if urlName != "" && pod.Name != urlName {
 		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, urlName)
 	}
 	return pod, nil
+}
+
+// writtenNamespace is the metadata.namespace written in body, which
+// model.Decode read as one pod: in its one document that is not empty
+// (YAML documents, or JSON objects, as Decode splits them). The first
+// document alone would not do: an empty one ("---" or "null") may come
+// before the pod's.
+func writtenNamespace(body []byte) string {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(body), 4096)
+	for {
+		var doc struct {
+			Metadata struct {
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			return "" // the end, or what Decode already refused
+		}
+		if doc.Metadata.Namespace != "" {
+			return doc.Metadata.Namespace
+		}
+	}
 }
 
 // stream writes watch events, one JSON object per line, flushed each.

@@ -9,9 +9,15 @@ import (
 // tailChunk is how much of a file ReadTail reads at a time, going back.
 const tailChunk = 4096
 
-// maxRecordHeader bounds a record's timestamp, stream and tags: ReadTail
-// reads no more of a record's start to parse them.
-const maxRecordHeader = 128
+// recordHeader is how much of a record's start ReadTail reads first to
+// parse its timestamp, stream and tags; a header that goes on (the format
+// allows further tags, and a timestamp any number of fractional digits)
+// is read again, twice as long each time, up to maxRecordHeader.
+const recordHeader = 128
+
+// maxRecordHeader bounds a record's header as ReadTail reads it: a record
+// whose content starts further in says nothing.
+const maxRecordHeader = MaxRecordSize
 
 // ReadTail returns what the last `lines` records of the CRI log at path
 // say, the way the kubelet reads a log's tail for a termination message
@@ -24,7 +30,8 @@ const maxRecordHeader = 128
 // It reads the file from its end and no further back than those records
 // (their content only as far back as maxBytes asks), so memory stays
 // within maxBytes and a few small buffers whatever the file's size or its
-// lines' lengths. A record that does not parse is counted and skipped; an
+// lines' lengths. A record that does not parse (or whose header, before
+// its content, is longer than MaxRecordSize) is counted and skipped; an
 // unterminated last record (its writer is in the middle of it) is left
 // out. A missing file is an error wrapping fs.ErrNotExist.
 func ReadTail(path string, lines, maxBytes int) ([]byte, error) {
@@ -74,8 +81,8 @@ func ReadTail(path string, lines, maxBytes int) ([]byte, error) {
 // f says (end is its newline): its content, and a newline when it is a
 // full record. A record that does not parse says nothing.
 func recordTail(f *os.File, start, end int64, room int) ([]byte, error) {
-	head := make([]byte, min(end-start, maxRecordHeader))
-	if _, err := f.ReadAt(head, start); err != nil {
+	head, err := recordHead(f, start, end)
+	if err != nil || head == nil {
 		return nil, err
 	}
 	r, err := Parse(head)
@@ -96,6 +103,25 @@ func recordTail(f *os.File, start, end int64, room int) ([]byte, error) {
 		piece = append(piece, '\n')
 	}
 	return piece, nil
+}
+
+// recordHead reads the start of the record in [start, end) of f up to
+// where its content starts (the space after its tags), or all of it when
+// it is shorter; nil when its header is longer than maxRecordHeader. Cut
+// any shorter, the tags would be taken for the content.
+func recordHead(f *os.File, start, end int64) ([]byte, error) {
+	for n := min(end-start, recordHeader); ; n = min(end-start, 2*n) {
+		head := make([]byte, n)
+		if _, err := f.ReadAt(head, start); err != nil {
+			return nil, err
+		}
+		if n == end-start || bytes.Count(head, []byte{' '}) >= 3 {
+			return head, nil
+		}
+		if n >= maxRecordHeader {
+			return nil, nil
+		}
+	}
 }
 
 // backScanner finds a file's newlines from its end backwards, a chunk at

@@ -9,7 +9,12 @@
 // writes each instance's log, in the CRI format, to
 // Root/pods/<podUID>/logs/<container>/<attempt>.log (the sandbox's log
 // directory). podward keeps on disk only the emptyDir volumes
-// (Root/pods/<podUID>/volumes/<name>), the termination-message files
+// (Root/pods/<podUID>/volumes/<name>), the bind mounts of subPaths
+// (Root/pods/<podUID>/volume-subpaths/<volume>/<container>/<index>, the
+// kubelet's layout: the subPath as opened once checked, mounted through
+// /proc/self/fd so that the CRI runtime, which resolves the host path it
+// gets, resolves a mount no container can swap; CleanupPod unmounts them
+// before removing anything), the termination-message files
 // (Root/pods/<podUID>/containers/<name>/<attempt>-<random>, one per
 // instance, mounted at its terminationMessagePath and read at its exit, as
 // the kubelet does; see termination.go) and the root's lock. Everything the

@@ -270,6 +270,56 @@ func TestIntegrationPodLifecycle(t *testing.T) {
 	}
 }
 
+// A subPath on a real CRI runtime: the container sees the directory it
+// names, through the bind mount on the pod's volume-subpaths (the
+// kubelet's layout); one that a symlink a container planted leads out of
+// the volume is refused, with nothing created on the host, as the kubelet
+// does since CVE-2017-1002101 (pkg/volume/util/subpath/subpath_linux.go);
+// CleanupPod leaves no mount behind.
+func TestIntegrationSubPath(t *testing.T) {
+	r := realRuntime(t, t.TempDir(), nil)
+	escape := "podward-escape-" + uuid.NewString()
+	pod := realPod(t, "subpath", map[string]string{
+		"init":   "mkdir -p /data/sub && echo in-sub > /data/sub/file && ln -s / /data/evil",
+		"main":   "cat /sub/file",
+		"escape": "true",
+	}, "init", "main", "escape")
+	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: "data", MountPath: "/sub", SubPath: "sub"})
+	pod.Spec.Containers[1].VolumeMounts = append(pod.Spec.Containers[1].VolumeMounts, v1.VolumeMount{Name: "data", MountPath: "/out", SubPath: "evil/" + escape})
+	setUp(t, r, pod)
+
+	init := startIn(t, r, pod, "init", 0)
+	if ev := waitExit(t, r, init.ID, 10*time.Second); ev.Exit.ExitCode != 0 {
+		t.Fatalf("init exit = %+v: %q", ev, readLog(t, init.LogPath))
+	}
+	main := startIn(t, r, pod, "main", 0)
+	if ev := waitExit(t, r, main.ID, 10*time.Second); ev.Exit.ExitCode != 0 {
+		t.Fatalf("main exit = %+v: %q", ev, readLog(t, main.LogPath))
+	}
+	if got, want := readLog(t, main.LogPath), []string{"stdout: in-sub"}; !slices.Equal(got, want) {
+		t.Errorf("main log = %q, want %q", got, want)
+	}
+	_, err := r.StartContainer(context.Background(), pod, ref(pod, "escape"), 0)
+	if err == nil || !strings.Contains(err.Error(), "leads out of its volume") {
+		t.Fatalf("StartContainer with a subPath through a symlink to / = %v, want it refused", err)
+	}
+	if _, err := os.Lstat("/" + escape); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("/%s was created on the host (%v)", escape, err)
+		_ = os.Remove("/" + escape)
+	}
+
+	if err := r.CleanupPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := filepath.Join(r.podDir(pod.UID), "volume-subpaths"); strings.Contains(string(mounts), dir) {
+		t.Errorf("mounts left under %s after CleanupPod", dir)
+	}
+}
+
 // sortedStable sorts lines by stream, keeping each stream's order.
 func sortedStable(lines []string) []string {
 	s := slices.Clone(lines)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 func TestMain(m *testing.M) {
@@ -77,8 +78,21 @@ func newHarness(t testing.TB, mod func(*Config)) *harness {
 	if mod != nil {
 		mod(&h.cfg)
 	}
+	// Before the root's removal: the subPaths' bind mounts of pods no
+	// test cleaned up.
+	t.Cleanup(func() { h.removeSubPaths(h.cfg.Root) })
 	h.r = h.open()
 	return h
+}
+
+// removeSubPaths unmounts the subPaths of every pod under root.
+func (h *harness) removeSubPaths(root string) {
+	pods, _ := os.ReadDir(filepath.Join(root, "pods"))
+	for _, p := range pods {
+		if err := hostfs.RemoveSubPaths(filepath.Join(root, "pods", p.Name(), "volume-subpaths")); err != nil {
+			h.t.Errorf("remove the subPaths of pod %s: %v", p.Name(), err)
+		}
+	}
 }
 
 // open starts a Runtime on the harness's config, closed when the test ends.
@@ -183,13 +197,19 @@ func testPod(uid string) *model.Pod {
 				},
 				VolumeMounts: []v1.VolumeMount{
 					{Name: "data", MountPath: "/data"},
-					{Name: "data", MountPath: "/sub", SubPath: "nested/dir", ReadOnly: true},
 				},
 				Lifecycle: &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)},
 			}},
 			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
 		},
 	}}
+	// A subPath is bind-mounted on the host, which needs root, as the
+	// kubelet does: without root the tests that do not look at mounts
+	// still run.
+	if os.Geteuid() == 0 {
+		app := &p.Spec.Containers[0]
+		app.VolumeMounts = append(app.VolumeMounts, v1.VolumeMount{Name: "data", MountPath: "/sub", SubPath: "nested/dir", ReadOnly: true})
+	}
 	model.Default(p)
 	return p
 }
@@ -370,19 +390,26 @@ func TestStartContainerConfig(t *testing.T) {
 	// (kuberuntime_container.go): a file of the instance's under the pod's
 	// directory, containers/<name>/<attempt>-<random>.
 	msgFile := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Join(h.r.root, "pods", "uid-1", "containers", "app")) + `/3-[0-9a-f]{8}$`)
+	// The subPath as the kubelet's doBindSubPath hands it to the CRI
+	// runtime (pkg/volume/util/subpath/subpath_linux.go): bind-mounted,
+	// once checked, on <pod>/volume-subpaths/<volume>/<container>/<index>.
+	subTarget := filepath.Join(h.r.root, "pods", "uid-1", "volume-subpaths", "data", "app", "1")
 	if len(cfg.Mounts) != 3 ||
 		cfg.Mounts[0].ContainerPath != "/data" || cfg.Mounts[0].HostPath != vol || cfg.Mounts[0].Readonly ||
-		cfg.Mounts[1].ContainerPath != "/sub" || cfg.Mounts[1].HostPath != filepath.Join(vol, "nested", "dir") || !cfg.Mounts[1].Readonly ||
+		cfg.Mounts[1].ContainerPath != "/sub" || cfg.Mounts[1].HostPath != subTarget || !cfg.Mounts[1].Readonly ||
 		cfg.Mounts[2].ContainerPath != "/dev/termination-log" || !msgFile.MatchString(cfg.Mounts[2].HostPath) || cfg.Mounts[2].Readonly {
 		t.Errorf("mounts = %v", cfg.Mounts)
+	}
+	subDir, err := os.Stat(filepath.Join(vol, "nested", "dir"))
+	if err != nil || !subDir.IsDir() {
+		t.Errorf("subPath directory not created: %v", err)
+	} else if mounted, err := os.Stat(subTarget); err != nil || !os.SameFile(subDir, mounted) {
+		t.Errorf("%s is not a mount of the subPath (%v)", subTarget, err)
 	}
 	if len(cfg.Mounts) == 3 {
 		if fi, err := os.Stat(cfg.Mounts[2].HostPath); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o666 {
 			t.Errorf("termination message file: %v, %v; want an empty file, mode 0666", fi, err)
 		}
-	}
-	if fi, err := os.Stat(filepath.Join(vol, "nested", "dir")); err != nil || !fi.IsDir() {
-		t.Errorf("subPath directory not created: %v", err)
 	}
 	if cfg.LogPath != "app/3.log" {
 		t.Errorf("CRI log path = %q", cfg.LogPath)
@@ -883,7 +910,20 @@ func TestExec(t *testing.T) {
 func TestCleanupPod(t *testing.T) {
 	h := newHarness(t, nil)
 	pod := testPod("uid-1")
-	pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: t.TempDir()}}})
+	host := t.TempDir()
+	pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host}}})
+	kept := filepath.Join(host, "logs", "kept")
+	if os.Geteuid() == 0 {
+		// A hostPath's subPath: its bind mount goes, the host's data stays.
+		if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(kept, []byte("kept"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		app := &pod.Spec.Containers[0]
+		app.VolumeMounts = append(app.VolumeMounts, v1.VolumeMount{Name: "host", MountPath: "/logs", SubPath: "logs"})
+	}
 	h.prepare(pod)
 	c := h.start(pod, "app", 0)
 	// The pod's cgroup parent, as runc leaves it, in two hierarchies.
@@ -920,6 +960,12 @@ func TestCleanupPod(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.r.root, "pods", "uid-1", "volumes")); !os.IsNotExist(err) {
 		t.Errorf("volumes left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.r.root, "pods", "uid-1", "volume-subpaths")); !os.IsNotExist(err) {
+		t.Errorf("subPath mounts left: %v", err)
+	}
+	if b, err := os.ReadFile(kept); os.Geteuid() == 0 && (err != nil || string(b) != "kept") {
+		t.Errorf("the hostPath's data behind a subPath = %q, %v", b, err)
 	}
 	if _, err := os.Stat(c.LogPath); err != nil {
 		t.Errorf("the log is gone: %v", err)

@@ -344,6 +344,11 @@ func (r *Runtime) cleanupPod(ctx context.Context, uid types.UID) error {
 			errs = append(errs, err)
 		}
 	}
+	// Each subPath's mount is unmounted before its target goes: behind it
+	// is a volume's data, and a hostPath's is the host's.
+	if err := hostfs.RemoveSubPaths(r.subPathsDir(uid)); err != nil {
+		errs = append(errs, err)
+	}
 	if err := hostfs.RemoveVolumes(r.volumesDir(uid)); err != nil {
 		errs = append(errs, err)
 	}

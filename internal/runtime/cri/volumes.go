@@ -3,8 +3,11 @@ package cri
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podward/podward/internal/model"
@@ -52,14 +55,24 @@ func prepareHostPath(hp *v1.HostPathVolumeSource) error {
 
 // containerMounts resolves the container's volumeMounts to CRI mounts,
 // creating missing subPath directories. vars are the container's variables
-// for subPathExpr.
+// for subPathExpr. A subPath is bind-mounted, as opened once checked, on a
+// path of the pod's own, which is what the CRI runtime gets
+// (hostfs.BindSubPath), as the kubelet does: the CRI runtime resolves the
+// host path it is given, and a container could have swapped a component
+// of the subPath for a symlink by then. The mounts stay until CleanupPod.
 func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.Vars) ([]*runtimeapi.Mount, error) {
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for i := range c.VolumeMounts {
 		m := &c.VolumeMounts[i]
-		src, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
+		src, sub, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
 		if err != nil {
 			return nil, err
+		}
+		if sub != nil {
+			src = r.subPathTarget(pod.UID, m.Name, c.Name, i)
+			if err := hostfs.BindSubPath(*sub, src); err != nil {
+				return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+			}
 		}
 		mount := &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
@@ -77,4 +90,15 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 		mounts = append(mounts, mount)
 	}
 	return mounts, nil
+}
+
+// subPathTarget is where the index-th volumeMount of container, of volume,
+// has its subPath bind-mounted: the kubelet's layout,
+// <pod>/volume-subpaths/<volume>/<container>/<index>.
+func (r *Runtime) subPathTarget(uid types.UID, volume, container string, index int) string {
+	return filepath.Join(r.subPathsDir(uid), volume, container, strconv.Itoa(index))
+}
+
+func (r *Runtime) subPathsDir(uid types.UID) string {
+	return filepath.Join(r.podDir(uid), "volume-subpaths")
 }

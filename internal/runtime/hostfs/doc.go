@@ -2,7 +2,10 @@
 // filesystem: the lock on a runtime's root, pod directories named by UID,
 // the volumes as the kubelet sets them up (an emptyDir's directory or
 // tmpfs, a hostPath's check or creation by its type), subPaths that must
-// stay inside their volume, the removal of a pod's volumes (tmpfs
+// stay inside their volume (checked before anything is created, created
+// with mkdirat, opened with openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS or
+// a walk of O_NOFOLLOW openat, and mounted as opened, as the kubelet does
+// against CVE-2017-1002101), the removal of a pod's volumes (tmpfs
 // emptyDirs unmounted first), where a new instance's log output begins,
 // and an instance's termination-message file (created empty and writable
 // by all, read back from its end).

@@ -63,33 +63,6 @@ func CheckSubPath(sub string) error {
 	return nil
 }
 
-// SubPathSource is the host path of sub inside the volume at root, created
-// as a directory when missing, as the kubelet does. Symlinks must not lead
-// out of the volume.
-func SubPathSource(root, sub string) (string, error) {
-	if err := CheckSubPath(sub); err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	p := filepath.Join(root, sub)
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(p, 0o750); err != nil {
-			return "", err
-		}
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	if rel, err := filepath.Rel(realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("subPath %q leads out of its volume", sub)
-	}
-	return real, nil
-}
-
 // IsMountpoint says whether dir is the root of a mount, by comparing its
 // device with its parent's.
 func IsMountpoint(dir string) (bool, error) {

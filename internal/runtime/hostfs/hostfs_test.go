@@ -2,8 +2,6 @@ package hostfs
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -22,25 +20,6 @@ func TestCheckUID(t *testing.T) {
 		if err := CheckUID(types.UID(uid)); (err == nil) != ok {
 			t.Errorf("CheckUID(%q) = %v, want ok=%v", uid, err, ok)
 		}
-	}
-}
-
-// A subPath is created when missing, and one that a symlink leads out of
-// its volume is refused.
-func TestSubPathSource(t *testing.T) {
-	root := t.TempDir()
-	got, err := SubPathSource(root, "a/b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(got); err != nil || !st.IsDir() {
-		t.Fatalf("subPath not created: %v", err)
-	}
-	if err := os.Symlink(t.TempDir(), filepath.Join(root, "out")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := SubPathSource(root, "out"); err == nil {
-		t.Fatal("a subPath leading out of its volume was accepted")
 	}
 }
 

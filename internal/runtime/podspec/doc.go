@@ -13,7 +13,8 @@
 //     fieldRefs resolved through model.Pod.FieldRef;
 //   - $(VAR) expansion, with Kubernetes' semantics (Vars.Expand), for
 //     command, args, env values and subPathExpr;
-//   - the host path a volumeMount mounts (MountSource);
+//   - the host path a volumeMount mounts, and its subPath checked and
+//     created (MountSource);
 //   - termination messages as the kubelet makes them (TerminationMessage):
 //     where the file is mounted, the file's and the log's limits, the
 //     fallback to the log's tail, and each container's share of the pod's

@@ -10,17 +10,19 @@ import (
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
-// MountSource is the host path that volumeMount m of a container of pod
-// mounts: for an emptyDir its directory, emptyDirs/<volume name>; for a
-// hostPath its path; then, when m has a subPath (or a subPathExpr, expanded
-// with vars), the path inside the volume, created as a directory when
-// missing (hostfs.SubPathSource). emptyDirs is the runtime's directory of
-// the pod's emptyDirs. It fails for a volume the pod does not have or of a
-// kind podward does not mount.
-func MountSource(pod *model.Pod, m *v1.VolumeMount, vars Vars, emptyDirs string) (string, error) {
+// MountSource is what volumeMount m of a container of pod mounts: for an
+// emptyDir its directory, emptyDirs/<volume name>; for a hostPath its path.
+// When m has a subPath (or a subPathExpr, expanded with vars), sub is that
+// path inside the volume, checked and created as a directory when missing
+// (hostfs.PrepareSubPath), and path is only sub.HostPath(), for messages:
+// the runtime mounts what sub.Open opens, never the path. emptyDirs is the
+// runtime's directory of the pod's emptyDirs. It fails for a volume the pod
+// does not have or of a kind podward does not mount, and for a subPath
+// that leaves its volume.
+func MountSource(pod *model.Pod, m *v1.VolumeMount, vars Vars, emptyDirs string) (path string, sub *hostfs.SubPath, err error) {
 	vol := pod.Volume(m.Name)
 	if vol == nil {
-		return "", fmt.Errorf("volume %q not found", m.Name)
+		return "", nil, fmt.Errorf("volume %q not found", m.Name)
 	}
 	var src string
 	switch {
@@ -29,18 +31,18 @@ func MountSource(pod *model.Pod, m *v1.VolumeMount, vars Vars, emptyDirs string)
 	case vol.HostPath != nil:
 		src = vol.HostPath.Path
 	default:
-		return "", fmt.Errorf("volume %q: unsupported type", vol.Name)
+		return "", nil, fmt.Errorf("volume %q: unsupported type", vol.Name)
 	}
-	sub := m.SubPath
+	subPath := m.SubPath
 	if m.SubPathExpr != "" {
-		sub = vars.Expand(m.SubPathExpr)
+		subPath = vars.Expand(m.SubPathExpr)
 	}
-	if sub == "" {
-		return src, nil
+	if subPath == "" {
+		return src, nil, nil
 	}
-	src, err := hostfs.SubPathSource(src, sub)
+	s, err := hostfs.PrepareSubPath(src, subPath)
 	if err != nil {
-		return "", fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+		return "", nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 	}
-	return src, nil
+	return s.HostPath(), &s, nil
 }

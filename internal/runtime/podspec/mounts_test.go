@@ -15,7 +15,8 @@ func TestMountSource(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(emptyDirs, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(t.TempDir(), filepath.Join(host, "out")); err != nil {
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(host, "out")); err != nil {
 		t.Fatal(err)
 	}
 	tests := map[string]struct {
@@ -41,6 +42,9 @@ func TestMountSource(t *testing.T) {
 		"subPath out through a symlink": {
 			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out"}, wantErr: `volume mount "/out": subPath "out" leads out of its volume`,
 		},
+		"subPath out through a symlink, to be created": {
+			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out/new"}, wantErr: `volume mount "/out": subPath "out/new" leads out of its volume`,
+		},
 		"subPathExpr leaving its volume": {
 			m: v1.VolumeMount{Name: "host", MountPath: "/up", SubPathExpr: "$(UP)"}, vars: Vars{"UP": ".."}, wantErr: `volume mount "/up": subPath "..": must not contain '..'`,
 		},
@@ -53,15 +57,22 @@ func TestMountSource(t *testing.T) {
 				{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host}}},
 				{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
 			}
-			got, err := MountSource(pod, &tc.m, tc.vars, emptyDirs)
+			got, sub, err := MountSource(pod, &tc.m, tc.vars, emptyDirs)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("MountSource = %q, %v, want %q", got, err, tc.wantErr)
+				}
+				// Refused before anything was created.
+				if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+					t.Fatalf("outside the volume: %d entries, %v; want none", len(entries), err)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("MountSource = %q, %v, want %q", got, err, tc.want)
+			}
+			if hasSub := tc.m.SubPath != "" || tc.m.SubPathExpr != ""; (sub != nil) != hasSub || sub != nil && sub.HostPath() != got {
+				t.Fatalf("MountSource's subPath = %+v, want one for %q at %q", sub, tc.m.SubPath+tc.m.SubPathExpr, got)
 			}
 			if fi, err := os.Stat(got); err != nil || !fi.IsDir() {
 				t.Errorf("source %s is not a directory: %v", got, err)

@@ -49,7 +49,13 @@
 // for medium Memory); hostPath volumes are checked or created as their type
 // says, as the kubelet does. A container with volumeMounts runs in a private
 // mount namespace where each volume is bind-mounted at its mountPath, by
-// the init helper of package launch.
+// the init helper of package launch. A subPath is checked and created
+// safely first (hostfs.PrepareSubPath); the helper then opens it again
+// refusing any symlink and mounts what it opened, so a container that
+// swaps a component for a symlink meanwhile makes the start fail instead
+// of getting what the symlink points to. Unlike the kubelet (and the CRI
+// runtime), no bind mount of the subPath is left on the host: the helper's
+// mount namespace is the container's.
 //
 // The trade-off of having no root filesystem: a mountPath that does not
 // exist on the host (say /config) must still exist as a mountpoint, and a

@@ -54,10 +54,11 @@ func TestTerminationMessageFile(t *testing.T) {
 		_ = os.Remove(volumePath)
 	})
 	tests := map[string]struct {
-		path   string
-		volume bool // an emptyDir mounted at volumePath
-		script string
-		want   string
+		path    string
+		volume  bool   // an emptyDir mounted at volumePath
+		subPath string // of that mount
+		script  string
+		want    string
 	}{
 		"/dev/termination-log, with the rest of /dev as it was": {
 			path:   "/dev/termination-log",
@@ -75,13 +76,20 @@ func TestTerminationMessageFile(t *testing.T) {
 			script: `echo in the volume > ` + volumePath + `/sub/msg`,
 			want:   "in the volume\n",
 		},
+		"a path inside a volume's subPath": {
+			path:    volumePath + "/sub/msg",
+			volume:  true,
+			subPath: "part",
+			script:  `echo in the subPath > ` + volumePath + `/sub/msg`,
+			want:    "in the subPath\n",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
 			c := withMessage(shell("app", tc.script), tc.path, v1.TerminationMessageReadFile)
 			if tc.volume {
-				c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: volumePath}}
+				c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: volumePath, SubPath: tc.subPath}}
 			}
 			pod := newPod(t, c)
 			if tc.volume {
@@ -98,6 +106,8 @@ func TestTerminationMessageFile(t *testing.T) {
 			}
 			if !tc.volume {
 				assertHostFileEmpty(t, tc.path)
+			} else if _, err := os.Stat(filepath.Join(h.r.volumeDir(pod.UID, "v"), tc.subPath, "sub", "msg")); err != nil {
+				t.Errorf("the mountpoint of the file is not in the volume: %v", err)
 			}
 			if err := h.r.CleanupPod(context.Background(), pod); err != nil {
 				t.Fatal(err)

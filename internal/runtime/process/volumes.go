@@ -147,21 +147,27 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 	var created []shim.Mountpoint
 	for i := range c.VolumeMounts {
 		m := &c.VolumeMounts[i]
-		src, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
+		src, sub, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
 		if err != nil {
 			return nil, nil, err
 		}
-		fi, err := os.Stat(src)
+		isDir, err := sourceIsDir(src, sub)
 		if err != nil {
 			return nil, nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 		}
 		target := filepath.Join("/", m.MountPath)
-		used, err := r.mountpoints.ensure(pod.UID, target, fi.IsDir())
+		used, err := r.mountpoints.ensure(pod.UID, target, isDir)
 		if err != nil {
 			return nil, nil, fmt.Errorf("volume mount %q: mountpoint: %w", m.MountPath, err)
 		}
 		created = append(created, used...)
-		mounts = append(mounts, launch.Mount{Source: src, Target: target, ReadOnly: m.ReadOnly})
+		mount := launch.Mount{Source: src, Target: target, ReadOnly: m.ReadOnly}
+		if sub != nil {
+			// The init helper opens the subPath again, refusing symlinks,
+			// and mounts what it opened.
+			mount.Source, mount.SubPath = sub.Volume, sub.Path
+		}
+		mounts = append(mounts, mount)
 	}
 	if termFile != "" {
 		target := podspec.TerminationMessagePath(c)
@@ -175,6 +181,29 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 		return strings.Count(a.Target, "/") - strings.Count(b.Target, "/")
 	})
 	return mounts, created, nil
+}
+
+// sourceIsDir says whether what a volumeMount mounts is a directory: the
+// host path src, or when the mount has one, the subPath sub, opened as the
+// init helper opens it.
+func sourceIsDir(src string, sub *hostfs.SubPath) (bool, error) {
+	if sub == nil {
+		fi, err := os.Stat(src)
+		if err != nil {
+			return false, err
+		}
+		return fi.IsDir(), nil
+	}
+	f, err := sub.Open()
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
 }
 
 // messageMountpoint makes the mountpoint of a termination-message file at
@@ -196,25 +225,39 @@ func messageMountpoint(target string, volumes []launch.Mount) error {
 			in = v
 		}
 	}
-	dir := filepath.Dir(target)
-	if in != nil {
-		// The volume's own subPath rules: no symlink leads out of it.
-		var err error
-		rel := strings.TrimPrefix(target, in.Target+"/")
-		if dir, err = hostfs.SubPathSource(in.Source, filepath.Dir(rel)); err != nil {
+	if in == nil {
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return createEmpty(unix.AT_FDCWD, target, target)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, filepath.Base(target)), os.O_RDONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
+	// The volume's own subPath rules: no symlink leads out of it, and the
+	// file is made in the directory as it was checked.
+	rel := strings.TrimPrefix(target, in.Target+"/")
+	dir, err := hostfs.PrepareSubPath(in.Source, filepath.Join(in.SubPath, filepath.Dir(rel)))
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	f, err := dir.Open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return createEmpty(int(f.Fd()), filepath.Base(target), filepath.Join(dir.HostPath(), filepath.Base(target)))
+}
+
+// createEmpty creates the empty file name in the directory dirFD, unless
+// something is there already, never through a symlink. p names the file in
+// an error.
+func createEmpty(dirFD int, name, p string) error {
+	fd, err := unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return &fs.PathError{Op: "create", Path: p, Err: err}
+	}
+	return unix.Close(fd)
 }
 
 // mountpoints counts the pods that use each path the runtime created on the

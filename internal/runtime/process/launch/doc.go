@@ -16,6 +16,10 @@
 // Both sides of a container use it: the agent for Exec, and the
 // per-container shim (package shim) for the container itself.
 //
-// It imports only the standard library, golang.org/x/sys/unix and
-// k8s.io/utils/clock.
+// The helper opens every mount's source before it mounts any, a subPath
+// refusing symlinks (hostfs.SubPath.Open), and mounts what it opened
+// through /proc/self/fd: the path it checked is the path it mounts.
+//
+// It imports only the standard library, golang.org/x/sys/unix,
+// k8s.io/utils/clock and hostfs.
 package launch

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // HelperEnv carries the init helper's instructions, as JSON, from Start to
@@ -69,8 +72,18 @@ func runHelper(raw string) error {
 			return fmt.Errorf("init helper: set the host name %q: %w", spec.Hostname, err)
 		}
 	}
-	for _, m := range spec.Mounts {
-		if err := bind(m); err != nil {
+	// Every source is opened before the first mount, which could otherwise
+	// hide a later source's path; each mount is of what was opened.
+	sources := make([]*os.File, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		f, err := openSource(m)
+		if err != nil {
+			return fmt.Errorf("volume mount %s: %w", m.Target, err)
+		}
+		sources[i] = f // close-on-exec
+	}
+	for i, m := range spec.Mounts {
+		if err := bind(m, sources[i]); err != nil {
 			return err
 		}
 	}
@@ -89,12 +102,27 @@ func runHelper(raw string) error {
 	return nil
 }
 
-// bind mounts m.Source on m.Target, read-only when asked. The namespace's
-// mounts are private (Go made / private when it unshared it), so nothing of
-// this shows on the host.
-func bind(m Mount) error {
-	if err := unix.Mount(m.Source, m.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind mount %s on %s: %w", m.Source, m.Target, err)
+// openSource opens what m mounts as an O_PATH file: m.Source following
+// its symlinks, or with a SubPath, that path below m.Source refusing any
+// symlink (hostfs.SubPath.Open).
+func openSource(m Mount) (*os.File, error) {
+	if m.SubPath != "" {
+		return hostfs.SubPath{Volume: m.Source, Path: m.SubPath}.Open()
+	}
+	fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: m.Source, Err: err}
+	}
+	return os.NewFile(uintptr(fd), m.Source), nil
+}
+
+// bind mounts src, which openSource opened for m, on m.Target, read-only
+// when asked. The namespace's mounts are private (Go made / private when it
+// unshared it), so nothing of this shows on the host.
+func bind(m Mount, src *os.File) error {
+	proc := "/proc/self/fd/" + strconv.Itoa(int(src.Fd()))
+	if err := unix.Mount(proc, m.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind mount %s on %s: %w", src.Name(), m.Target, err)
 	}
 	if !m.ReadOnly {
 		return nil

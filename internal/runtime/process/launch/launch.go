@@ -25,7 +25,15 @@ var longAgo = time.Unix(1, 0)
 
 // Mount is one volume mount of a container, as the init helper does it.
 type Mount struct {
-	Source   string `json:"source"`
+	// Source is what is mounted: a host path, whose symlinks are followed;
+	// with SubPath, the volume's directory.
+	Source string `json:"source"`
+	// SubPath, when set, is the path inside Source that is mounted, with no
+	// symlink in it (hostfs.SubPath): the helper opens it refusing any
+	// symlink below Source and mounts what it opened, so that a container
+	// that swapped a component for a symlink since the runtime checked it
+	// makes the start fail instead of mounting what the symlink points to.
+	SubPath  string `json:"subPath,omitempty"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }

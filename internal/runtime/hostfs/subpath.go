@@ -1,0 +1,374 @@
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrLeavesVolume is the error of a subPath that a symlink leads out of its
+// volume.
+var ErrLeavesVolume = errors.New("leads out of its volume")
+
+// SubPath is a volumeMount's subPath that PrepareSubPath checked and made
+// exist. Path names it inside Volume with every symlink resolved, so that
+// it can be opened refusing any symlink on the way (Open).
+//
+// A runtime mounts what Open opened, never the path as a string: a
+// container that can write to the volume can swap a component of the path
+// for a symlink to anywhere on the host at any time, between a check and a
+// mount that resolves the string again (CVE-2017-1002101).
+type SubPath struct {
+	// Volume is the volume's directory, its symlinks resolved.
+	Volume string
+	// Path is the subPath inside Volume, relative and without a symlink:
+	// "." for Volume itself.
+	Path string
+}
+
+// HostPath is where s was when it was checked: for messages, not to mount.
+func (s SubPath) HostPath() string { return filepath.Join(s.Volume, s.Path) }
+
+// PrepareSubPath checks that sub, a volumeMount's subPath (relative, no
+// ".."), stays inside the volume whose directory is volume once its
+// symlinks are resolved as the host resolves them, and then creates what of
+// it is missing as directories (0750), as the kubelet does
+// (pkg/volume/util/subpath/subpath_linux.go, doSafeMakeDir): the check
+// comes first, so a subPath that leaves its volume creates nothing, and
+// each directory is made with mkdirat in its parent opened without
+// following a symlink, so a symlink swapped in meanwhile makes it fail
+// instead of creating outside. A symlink on the way to nothing is refused.
+// It is idempotent. The volume's own path is trusted: its symlinks are
+// followed.
+func PrepareSubPath(volume, sub string) (SubPath, error) {
+	if err := CheckSubPath(sub); err != nil {
+		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	realVolume, err := filepath.EvalSymlinks(volume)
+	if err != nil {
+		return SubPath{}, fmt.Errorf("subPath %q: volume: %w", sub, err)
+	}
+	s := SubPath{Volume: realVolume}
+	existing, missing, err := resolveExisting(realVolume, sub)
+	if errors.Is(err, ErrLeavesVolume) {
+		return SubPath{}, fmt.Errorf("subPath %q %w", sub, err)
+	}
+	if err != nil {
+		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	s.Path = existing
+	if len(missing) == 0 {
+		return s, nil
+	}
+	fd, err := openBeneath(realVolume, existing)
+	if err != nil {
+		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	defer func() { unix.Close(fd) }()
+	for _, name := range missing {
+		child, err := mkdirBeneath(fd, name)
+		if err != nil {
+			return SubPath{}, fmt.Errorf("subPath %q: %w", sub, &fs.PathError{Op: "mkdir", Path: filepath.Join(s.HostPath(), name), Err: err})
+		}
+		unix.Close(fd)
+		fd = child
+		s.Path = filepath.Join(s.Path, name)
+	}
+	return s, nil
+}
+
+// resolveExisting walks sub inside volume (whose symlinks are resolved)
+// as far as it exists, resolving each symlink it meets and checking that
+// it stays inside. It returns the existing part, relative to volume with
+// no symlink left ("." for volume), and the names that are missing after
+// it. A symlink out of volume is ErrLeavesVolume.
+func resolveExisting(volume, sub string) (string, []string, error) {
+	var elems []string
+	for _, e := range strings.Split(filepath.Clean(sub), "/") {
+		if e != "." && e != "" {
+			elems = append(elems, e)
+		}
+	}
+	cur := volume
+	for i, name := range elems {
+		next := filepath.Join(cur, name)
+		real, err := filepath.EvalSymlinks(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, lerr := os.Lstat(next); !errors.Is(lerr, fs.ErrNotExist) {
+				return "", nil, fmt.Errorf("goes through %s, a symlink to nothing: %w", next, err)
+			}
+			return relTo(volume, cur), elems[i:], nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if !within(volume, real) {
+			return "", nil, ErrLeavesVolume
+		}
+		cur = real
+	}
+	return relTo(volume, cur), nil, nil
+}
+
+// within says whether p is dir or below it; both are clean and absolute.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+func relTo(dir, p string) string {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return "." // unreachable: p is within dir
+	}
+	return rel
+}
+
+// Open opens the subPath as an O_PATH file, refusing a symlink anywhere
+// below Volume: what it returns is the file that was checked, or it fails
+// (with ELOOP, EXDEV or ENOTDIR) because a component was swapped since.
+// The file is close-on-exec; the caller owns it and mounts it through
+// /proc/self/fd/N (BindSubPath, or the process runtime's init helper).
+func (s SubPath) Open() (*os.File, error) {
+	fd, err := openBeneath(s.Volume, s.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open subPath %s: %w", s.HostPath(), err)
+	}
+	return os.NewFile(uintptr(fd), s.HostPath()), nil
+}
+
+// useOpenat2 is cleared once the kernel says it has no openat2 (before
+// 5.6, or a seccomp filter that refuses it); tests clear it to exercise
+// the walk.
+var useOpenat2 atomic.Bool
+
+func init() { useOpenat2.Store(true) }
+
+// openBeneath opens rel (relative, clean, no "..") beneath the directory
+// dir as an O_PATH descriptor, never following a symlink below dir:
+// openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has
+// it, else a walk of openat(O_NOFOLLOW), one component at a time, as the
+// kubelet's doSafeOpen does. dir itself is opened following symlinks.
+func openBeneath(dir, rel string) (int, error) {
+	dirFD, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	if rel == "." || rel == "" {
+		return dirFD, nil
+	}
+	defer unix.Close(dirFD)
+	var fd int
+	if useOpenat2.Load() {
+		fd, err = openat2Beneath(dirFD, rel)
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			useOpenat2.Store(false)
+		}
+	}
+	if !useOpenat2.Load() {
+		fd, err = walkBeneath(dirFD, rel)
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open beneath " + dir, Path: rel, Err: err}
+	}
+	return fd, nil
+}
+
+func openat2Beneath(dirFD int, rel string) (int, error) {
+	how := &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for range 16 {
+		fd, err := unix.Openat2(dirFD, rel, how)
+		// EAGAIN: a rename raced the lookup and the kernel could not rule
+		// out an escape; trying again is what it asks for.
+		if !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
+			return fd, err
+		}
+	}
+	return -1, unix.EAGAIN
+}
+
+func walkBeneath(dirFD int, rel string) (int, error) {
+	elems := strings.Split(rel, "/")
+	cur := -1 // owned; dirFD is not
+	for i, name := range elems {
+		at := dirFD
+		if cur >= 0 {
+			at = cur
+		}
+		next, err := unix.Openat(at, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if cur >= 0 {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return -1, err
+		}
+		switch kind := st.Mode & unix.S_IFMT; {
+		case kind == unix.S_IFLNK:
+			unix.Close(next)
+			return -1, unix.ELOOP
+		case i < len(elems)-1 && kind != unix.S_IFDIR:
+			unix.Close(next)
+			return -1, unix.ENOTDIR
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// mkdirBeneath makes the directory name in the directory dirFD (unless it
+// exists) and opens it without following a symlink.
+func mkdirBeneath(dirFD int, name string) (int, error) {
+	if err := unix.Mkdirat(dirFD, name, 0o750); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		if err == nil {
+			err = unix.ENOTDIR
+		}
+		return -1, err
+	}
+	return fd, nil
+}
+
+// maxUnmounts bounds the mounts stacked on one target that unmountAll
+// takes off.
+const maxUnmounts = 16
+
+// BindSubPath bind-mounts what s.Open opens on target, the runtime's own
+// path (under its root, which no container writes to), as the kubelet's
+// doBindSubPath does: the runtime then hands target, not the subPath, to
+// whatever mounts it in the container (a CRI runtime resolves the string
+// it gets). target and its missing parents are created (0750): a
+// directory for a directory, an empty file for anything else. A target on
+// which that very file is mounted already is kept, so that a container's
+// next instance reuses it; anything else mounted there is unmounted first.
+// It needs CAP_SYS_ADMIN. The mount stays until RemoveSubPaths.
+func BindSubPath(s SubPath, target string) error {
+	f, err := s.Open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var src, cur unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &src); err != nil {
+		return &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	if unix.Stat(target, &cur) == nil && cur.Dev == src.Dev && cur.Ino == src.Ino {
+		return nil
+	}
+	if err := unmountAll(target); err != nil {
+		return err
+	}
+	if err := makeTarget(target, src.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+		return fmt.Errorf("subPath mount target: %w", err)
+	}
+	proc := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if err := unix.Mount(proc, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind mount subPath %s on %s: %w", s.HostPath(), target, err)
+	}
+	return nil
+}
+
+// makeTarget makes target a directory (dir) or an empty file, replacing an
+// empty one of the other kind.
+func makeTarget(target string, dir bool) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(target); err == nil && fi.IsDir() != dir {
+		// Remove never empties a directory: only an empty one goes.
+		if err := os.Remove(target); err != nil {
+			return err
+		}
+	}
+	if dir {
+		if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	f, err := os.OpenFile(target, os.O_RDONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o640)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// unmountAll lazily unmounts whatever is mounted on p, however many mounts
+// are stacked there (up to maxUnmounts). Nothing mounted, or no p, is
+// fine.
+func unmountAll(p string) error {
+	for range maxUnmounts {
+		err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+		switch {
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT):
+			return nil
+		case err != nil:
+			return &fs.PathError{Op: "unmount", Path: p, Err: err}
+		}
+	}
+	return fmt.Errorf("unmount %s: still mounted after %d unmounts", p, maxUnmounts)
+}
+
+// RemoveSubPaths unmounts and removes the subPath targets under dir, laid
+// out as dir/<volume>/<container>/<index> (the kubelet's volume-subpaths
+// directory), and then dir. It only ever removes what is empty once
+// unmounted: a target it could not unmount stays, with the volume's data
+// behind it, and the error says so. A missing dir is fine. It is
+// idempotent; call it only once no container uses the targets.
+func RemoveSubPaths(dir string) error {
+	return removeSubPathLevel(dir, 2)
+}
+
+// removeSubPathLevel removes the directory dir after its entries: below
+// depth 0 these are directories of the same layout, at depth 0 targets.
+func removeSubPathLevel(dir string, depth int) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if depth > 0 {
+			errs = append(errs, removeSubPathLevel(p, depth-1))
+			continue
+		}
+		if err := unmountAll(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, os.Remove(p))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
