@@ -69,8 +69,8 @@ func sameRecord(a, b Record) bool {
 // FuzzWriteRead is the writer's round trip: bytes written to a container's
 // two streams, in chunks of any size and interleaved in any order, with a
 // line as long as needed to be split into partial records, read back by
-// ReadLog as the same lines, each stream's in order; split as written with
-// Split; and their last n with Tail.
+// ReadLog as the same lines (its pieces joined), each stream's in order,
+// no piece longer than a record; and their last n with Tail.
 func FuzzWriteRead(f *testing.F) {
 	f.Add([]byte("hello\nworld\n"), []byte("err\n"), []byte{3, 200, 1}, uint16(0), uint8(2))
 	f.Add([]byte("no newline"), []byte(""), []byte{}, uint16(MaxRecordSize-3), uint8(0))
@@ -123,14 +123,14 @@ func FuzzWriteRead(f *testing.F) {
 			if got := fuzzContents(fuzzRead(t, path, ReadOptions{Tail: AllLines, Stream: s})); !slices.Equal(got, fuzzContents(fuzzOf(all, s))) {
 				t.Fatalf("Stream %s: %.200q", s, got)
 			}
-			pieces := fuzzOf(fuzzRead(t, path, ReadOptions{Tail: AllLines, Split: true}), s)
+			pieces := fuzzOf(fuzzReadPieces(t, path, ReadOptions{Tail: AllLines}), s)
 			for _, p := range pieces {
 				if len(p.Content) > MaxRecordSize {
 					t.Fatalf("a piece of %d bytes, more than a record holds", len(p.Content))
 				}
 			}
 			if got := bytes.Join(fuzzContentBytes(pieces), nil); !bytes.Equal(got, bytes.ReplaceAll(want, []byte{'\n'}, nil)) {
-				t.Fatalf("Split %s: the pieces make %.200q", s, got)
+				t.Fatalf("pieces of %s: they make %.200q", s, got)
 			}
 		}
 		n := int(tail)
@@ -143,8 +143,8 @@ func FuzzWriteRead(f *testing.F) {
 
 // FuzzReadLog feeds ReadLog and ReadTail any file. ReadLog either fails
 // with ErrMalformed or reads lines that its options select consistently:
-// Tail the last ones, Stream those of one stream, Split the same bytes in
-// pieces, Offset what follows the first record boundary from there on.
+// Tail the last ones, Stream those of one stream, the pieces the same
+// bytes as the lines they make, Offset what follows the first record boundary from there on.
 // ReadTail stays within its byte limit.
 func FuzzReadLog(f *testing.F) {
 	f.Add([]byte(fuzzSeedLog), uint8(2), uint16(0))
@@ -178,9 +178,9 @@ func FuzzReadLog(f *testing.F) {
 			if got := fuzzContents(fuzzRead(t, path, ReadOptions{Tail: AllLines, Stream: s})); !slices.Equal(got, fuzzContents(fuzzOf(all, s))) {
 				t.Fatalf("Stream %s: %q, of %q", s, got, fuzzContents(all))
 			}
-			pieces := fuzzOf(fuzzRead(t, path, ReadOptions{Tail: AllLines, Split: true}), s)
+			pieces := fuzzOf(fuzzReadPieces(t, path, ReadOptions{Tail: AllLines}), s)
 			if got, want := bytes.Join(fuzzContentBytes(pieces), nil), bytes.Join(fuzzContentBytes(fuzzOf(all, s)), nil); !bytes.Equal(got, want) {
-				t.Fatalf("Split %s: %q, want %q", s, got, want)
+				t.Fatalf("pieces of %s: %q, want %q", s, got, want)
 			}
 		}
 
@@ -241,6 +241,12 @@ func fuzzTail(data []byte, lines, maxBytes int) []byte {
 // fuzzTryRead reads the log at path with opts; an error must be about a
 // malformed record.
 func fuzzTryRead(path string, opts ReadOptions) ([]Line, error) {
+	pieces, err := fuzzTryReadPieces(path, opts)
+	return fuzzJoin(pieces), err
+}
+
+// fuzzTryReadPieces is what ReadLog hands over: a long line in pieces.
+func fuzzTryReadPieces(path string, opts ReadOptions) ([]Line, error) {
 	var lines []Line
 	err := ReadLog(context.Background(), path, opts, func(l Line) error {
 		l.Content = slices.Clone(l.Content)
@@ -251,6 +257,38 @@ func fuzzTryRead(path string, opts ReadOptions) ([]Line, error) {
 		return nil, errors.Join(errors.New("an error that is not ErrMalformed"), err)
 	}
 	return lines, err
+}
+
+// fuzzJoin puts the pieces of each line back together (Line.Continued,
+// Line.Partial), each line where its last piece came: where a tail counts
+// it.
+func fuzzJoin(pieces []Line) []Line {
+	var out []Line
+	open := map[string]*Line{}
+	for _, p := range pieces {
+		l := open[p.Stream]
+		if l == nil || !p.Continued {
+			l = &Line{Time: p.Time, Stream: p.Stream}
+		}
+		l.Content = append(l.Content, p.Content...)
+		if p.Partial {
+			open[p.Stream] = l
+			continue
+		}
+		delete(open, p.Stream)
+		out = append(out, *l)
+	}
+	return out
+}
+
+// fuzzReadPieces is fuzzTryReadPieces of a log that reads without an error.
+func fuzzReadPieces(t *testing.T, path string, opts ReadOptions) []Line {
+	t.Helper()
+	pieces, err := fuzzTryReadPieces(path, opts)
+	if err != nil {
+		t.Fatalf("ReadLog(%+v): %v", opts, err)
+	}
+	return pieces
 }
 
 // fuzzRead is fuzzTryRead of a log that reads without an error.
