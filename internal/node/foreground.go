@@ -14,6 +14,7 @@ import (
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // Foreground is the agent of `podward run`: a runtime and an agent in
@@ -147,7 +148,7 @@ func (f *Foreground) Close() {
 		f.Stop()
 		_ = f.rt.Close()
 		if f.tempRoot != "" {
-			_ = os.RemoveAll(f.tempRoot)
+			_ = hostfs.RemoveAllUnmounted(f.tempRoot)
 		}
 		f.lock.Close()
 	})

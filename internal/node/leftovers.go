@@ -156,7 +156,7 @@ func cleanStaleRun(ctx context.Context, o *Options, dir string, clk clock.Clock,
 		}
 		pods += n
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := hostfs.RemoveAllUnmounted(dir); err != nil {
 		return fmt.Sprintf("could not remove %s, left by an earlier run that was killed: %v", dir, err)
 	}
 	return fmt.Sprintf("removed %s, left by an earlier run that was killed (%s)", dir, podCount(pods))
