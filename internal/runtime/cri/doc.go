@@ -8,7 +8,8 @@
 // The CRI runtime owns the containers, their processes and their logs; it
 // writes each instance's log, in the CRI format, to
 // Root/pods/<podUID>/logs/<container>/<attempt>.log (the sandbox's log
-// directory). podward keeps on disk only the emptyDir volumes
+// directory), which RemovePodLogs removes once the pod is gone and cleaned
+// up (the kubelet's container GC does the same). podward keeps on disk only the emptyDir volumes
 // (Root/pods/<podUID>/volumes/<name>), the termination-message files
 // (Root/pods/<podUID>/containers/<name>/<attempt>-<random>, one per
 // instance, mounted at its terminationMessagePath and read at its exit, as
