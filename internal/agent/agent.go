@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
@@ -53,6 +54,13 @@ type Config struct {
 	NodeIP string
 	// EventsPerPod bounds the events kept per pod.
 	EventsPerPod int
+	// MaxEvents bounds the events kept in all; the oldest go first.
+	MaxEvents int
+	// KeepTerminatedPodLogs is how long the logs of a removed pod are kept
+	// once its runtime clean-up is done, by a runtime that can remove them
+	// (runtime.PodLogRemover): 0 (DefaultKeepTerminatedPodLogs) removes
+	// them then, a negative value never.
+	KeepTerminatedPodLogs time.Duration
 	// Store, when set, makes the agent durable: pods, their workers'
 	// checkpoints and events survive a restart (see Recover).
 	Store Store
@@ -63,6 +71,7 @@ type Agent struct {
 	cfg      Config
 	workers  *podworker.Workers
 	recorder *events.Recorder
+	logs     *logCollector // nil when the runtime keeps every log
 	log      *slog.Logger
 
 	ctx context.Context
@@ -116,7 +125,8 @@ func New(ctx context.Context, cfg Config) *Agent {
 	}
 	a := &Agent{
 		cfg:      cfg,
-		recorder: events.NewRecorder(cfg.Clock, cfg.EventsPerPod),
+		recorder: events.NewRecorderWithLimits(cfg.Clock, events.Limits{PerPod: cfg.EventsPerPod, Total: cfg.MaxEvents}),
+		logs:     newLogCollector(cfg.Runtime, cfg.KeepTerminatedPodLogs, cfg.Clock, cfg.Logger),
 		log:      cfg.Logger,
 		ctx:      ctx,
 		pods:     map[types.UID]*entry{},
@@ -153,6 +163,13 @@ func New(ctx context.Context, cfg Config) *Agent {
 		defer a.wg.Done()
 		pm.Run(ctx)
 	}()
+	if a.logs != nil {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.logs.run(ctx)
+		}()
+	}
 	a.wg.Add(1)
 	go a.dispatch(ctx)
 	return a
@@ -354,10 +371,12 @@ func (a *Agent) podChanged(uid types.UID) {
 	}
 }
 
-// reap removes a terminated, deleted pod once its worker has finished its
-// cleanup, then creates its replacement if an apply asked for one.
+// reap removes a terminated, deleted pod, then creates its replacement if
+// an apply asked for one, and once the pod's worker has finished its
+// clean-up, schedules the removal of its logs.
 func (a *Agent) reap(uid types.UID) {
 	done := a.workers.Terminated(uid)
+	cleanedUp := a.workers.Done(uid)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -396,6 +415,11 @@ func (a *Agent) reap(uid types.UID) {
 		a.mu.Unlock()
 		a.notify()
 		a.launchReplacement(uid, next)
+		select {
+		case <-cleanedUp:
+			a.logs.removed(uid)
+		case <-a.ctx.Done():
+		}
 	}()
 }
 

@@ -4,7 +4,9 @@
 // runtime's Check), hands every change to the pod's worker by UID, answers
 // the queries of the API server and the cluster's pod source, and — with a
 // Store — persists pods, checkpoints and events so that a restarted agent
-// resumes its pods (Recover).
+// resumes its pods (Recover). What a removed pod leaves is collected: its
+// stored state at once, its logs once kept for
+// Config.KeepTerminatedPodLogs (podlogs.go).
 //
 // internal/node assembles its callers, the daemons: `podward run` drives
 // one in-process agent without a store, `podward serve` puts the unix-socket

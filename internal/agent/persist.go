@@ -35,6 +35,8 @@ type Store interface {
 	ListAllEvents() ([]events.Event, error)
 	GetMeta(key string) (string, error)
 	PutMeta(key, value string) error
+	DeleteMeta(key string) error
+	MetaKeys(prefix string) ([]string, error)
 }
 
 // recordStored records a pod read back from the store, with the deletion
@@ -138,8 +140,11 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) (forced bool, err er
 	return forced, nil
 }
 
+// replacementPrefix starts the store's meta keys of replacements.
+const replacementPrefix = "replacement/"
+
 // replacementKey is the store's meta key for the pod that replaces old.
-func replacementKey(old types.UID) string { return "replacement/" + string(old) }
+func replacementKey(old types.UID) string { return replacementPrefix + string(old) }
 
 // persistReplacement records, before the old pod is deleted, the pod an
 // apply put in its place, so that a crash during the replacement does not
@@ -158,15 +163,35 @@ func (a *Agent) persistReplacement(old types.UID, next *model.Pod) error {
 	return nil
 }
 
-// clearReplacement drops the stored replacement of old, once old is
+// clearReplacement deletes the stored replacement of old, once old is
 // removed and its replacement created; a failure is logged (a stale record
-// is never read again: it belongs to a pod the store no longer has).
+// is never read again: it belongs to a pod the store no longer has, and the
+// next start deletes it, see dropStaleReplacements).
 func (a *Agent) clearReplacement(old types.UID) {
 	if a.cfg.Store == nil {
 		return
 	}
-	if err := a.cfg.Store.PutMeta(replacementKey(old), ""); err != nil {
+	if err := a.cfg.Store.DeleteMeta(replacementKey(old)); err != nil {
 		a.log.Error("clear stored replacement", "podUID", old, "err", err)
+	}
+}
+
+// dropStaleReplacements deletes the stored replacements of pods the store
+// does not have (known): never read again, they are what an older podward
+// blanked instead of deleting, or a clearReplacement that failed.
+func (a *Agent) dropStaleReplacements(known map[types.UID]bool) {
+	keys, err := a.cfg.Store.MetaKeys(replacementPrefix)
+	if err != nil {
+		a.log.Error("list stored replacements", "err", err)
+		return
+	}
+	for _, k := range keys {
+		if known[types.UID(strings.TrimPrefix(k, replacementPrefix))] {
+			continue
+		}
+		if err := a.cfg.Store.DeleteMeta(k); err != nil {
+			a.log.Error("delete a stale stored replacement", "key", k, "err", err)
+		}
 	}
 }
 
@@ -200,7 +225,9 @@ func (a *Agent) persistEvents(ctx context.Context, w *events.Watcher) {
 		if err != nil {
 			return
 		}
-		if err := a.cfg.Store.AppendEvent(e); err != nil {
+		// An event of a pod removed meanwhile is not kept (ErrNotFound):
+		// nothing would ever remove it.
+		if err := a.cfg.Store.AppendEvent(e); err != nil && !errors.Is(err, store.ErrNotFound) {
 			a.log.Error("store event", "pod", e.Namespace+"/"+e.Pod, "err", err)
 		}
 	}
@@ -212,7 +239,10 @@ func (a *Agent) persistEvents(ctx context.Context, w *events.Watcher) {
 // goes on with its original deadline), deletions that were asked are
 // carried out, and containers of pods the store no longer knows are killed.
 // After a reboot of the machine, containers are gone: pods that were not
-// deleted start again, as new, per their restart policy.
+// deleted start again, as new, per their restart policy. What removed pods
+// left is collected: their stored replacements, and their logs once kept
+// for Config.KeepTerminatedPodLogs (those kept long enough are removed
+// before Recover returns).
 func (a *Agent) Recover(ctx context.Context) error {
 	s := a.cfg.Store
 	if s == nil {
@@ -246,7 +276,9 @@ func (a *Agent) Recover(ctx context.Context) error {
 			a.log.Error("recover pod", "pod", p.Key(), "podUID", p.UID, "err", err)
 		}
 	}
-	a.killOrphans(ctx, known)
+	a.dropStaleReplacements(known)
+	orphans := a.killOrphans(ctx, known)
+	a.logs.sweep(ctx, func(uid types.UID) bool { return known[uid] || orphans[uid] })
 	a.notify()
 	return nil
 }
@@ -266,7 +298,11 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 			a.log.Error("remove state of pod after reboot", "pod", p.Key(), "err", err)
 		}
 		if deletion != nil {
-			return s.DeletePod(p.UID)
+			if err := s.DeletePod(p.UID); err != nil {
+				return err
+			}
+			a.logs.removed(p.UID)
+			return nil
 		}
 		if hasCheckpoint && checkpointTerminated(cp) {
 			// A completed pod keeps its outcome.
@@ -327,23 +363,27 @@ func remaining(deadline, now time.Time) *int64 {
 // killOrphans kills, in the background, the containers of pods the runtime
 // still has but the store no longer knows (deleted while the agent was
 // down, or whose removal the agent did not finish), then drops their state
-// once every one of them has exited.
-func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) {
+// once every one of them has exited, and then their logs as those of a pod
+// just removed. It returns the orphans.
+func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) map[types.UID]bool {
+	orphans := map[types.UID]bool{}
 	pl, ok := a.cfg.Runtime.(runtime.PodLister)
 	if !ok {
-		return
+		return orphans
 	}
 	uids, err := pl.ListPods()
 	if err != nil {
 		a.log.Error("list runtime pods", "err", err)
-		return
+		return orphans
 	}
 	for _, uid := range uids {
 		if !known[uid] {
+			orphans[uid] = true
 			a.wg.Add(1)
 			go a.killOrphan(ctx, uid)
 		}
 	}
+	return orphans
 }
 
 func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
@@ -382,7 +422,9 @@ func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
 	orphan := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}}
 	if err := a.cfg.Runtime.CleanupPod(ctx, orphan); err != nil {
 		log.Error("remove orphaned pod state", "err", err)
+		return
 	}
+	a.logs.removed(uid)
 }
 
 // watchOrphan returns a channel that receives a value (without blocking

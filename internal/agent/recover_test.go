@@ -28,14 +28,19 @@ type node struct {
 	st     *store.Store
 	a      *Agent
 	cancel context.CancelFunc
+	// config, when set, changes the agent's configuration at each start.
+	config func(*Config)
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t *testing.T) *node { return newNodeWith(t, nil) }
+
+// newNodeWith is newNode whose agents' configuration config changes.
+func newNodeWith(t *testing.T, config func(*Config)) *node {
 	t.Helper()
 	dir := t.TempDir()
 	bootIDPath = filepath.Join(dir, "boot_id")
 	t.Cleanup(func() { bootIDPath = "/proc/sys/kernel/random/boot_id" })
-	n := &node{t: t, dir: dir, clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	n := &node{t: t, dir: dir, clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), config: config}
 	n.setBoot("boot-1")
 	n.rt = fake.New(n.clk)
 	n.start()
@@ -58,7 +63,11 @@ func (n *node) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.st, n.cancel = st, cancel
-	n.a = New(ctx, Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st})
+	cfg := Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st}
+	if n.config != nil {
+		n.config(&cfg)
+	}
+	n.a = New(ctx, cfg)
 	if err := n.a.Recover(ctx); err != nil {
 		n.t.Fatal(err)
 	}

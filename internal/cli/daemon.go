@@ -21,11 +21,14 @@ func addDaemonFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
 	addRuntimeFlags(f, &o.Runtime, def.Runtime)
 }
 
-// addAgentFlags are addDaemonFlags and --events-per-pod, for the
-// long-running agents (serve and node), which keep their events.
+// addAgentFlags are addDaemonFlags and the bounds of what the long-running
+// agents (serve and node) keep: events, and the logs of removed pods.
 func addAgentFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
+	def := node.DefaultOptions()
 	addDaemonFlags(f, o, rootHelp)
-	f.IntVar(&o.EventsPerPod, "events-per-pod", node.DefaultOptions().EventsPerPod, "events kept per pod (the newest)")
+	f.IntVar(&o.EventsPerPod, "events-per-pod", def.EventsPerPod, "events kept per pod (the newest)")
+	f.IntVar(&o.MaxEvents, "max-events", def.MaxEvents, "events kept in all (the newest, whichever pod they are of)")
+	f.DurationVar(&o.KeepTerminatedPodLogs, "keep-terminated-pod-logs", def.KeepTerminatedPodLogs, "how long the logs of a removed pod are kept on disk (0: removed with the pod; negative: for good)")
 }
 
 // addRuntimeFlags registers the flags that select and configure the

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,26 +44,74 @@ func (e Event) Line() string {
 	return fmt.Sprintf("%s %s %s %s %s", e.Time.Local().Format("15:04:05"), e.Type, e.Reason, obj, e.Message)
 }
 
-// Recorder keeps the newest events of each pod and fans every new event out
-// to the watchers. It is safe for concurrent use, and recording never
-// blocks on a slow watcher.
+// Recorder keeps the newest events of each pod, and the newest of all, and
+// fans every new event out to the watchers. It is safe for concurrent use,
+// and recording never blocks on a slow watcher.
 type Recorder struct {
 	clock  clock.PassiveClock
-	perPod int
+	limits Limits
 
-	mu       sync.Mutex
-	byPod    map[types.UID][]Event
-	order    []types.UID // pods in the order of their first event, for List
+	mu    sync.Mutex
+	byPod map[types.UID][]kept
+	order []types.UID // pods in the order of their first event, for List
+	// log names the pod of every kept event, oldest first, so that the
+	// oldest of all goes first when there are more than limits.Total.
+	// It also has entries of events dropped since (trimmed per pod or
+	// forgotten with their pod), which are skipped, and compacted away
+	// once they are as many as the kept ones.
+	log      []logEntry
+	total    int    // kept events
+	seq      uint64 // the last event's number
 	watchers map[*Watcher]struct{}
 }
 
+// kept is an event with its number in the order of recording.
+type kept struct {
+	Event
+	seq uint64
+}
+
+type logEntry struct {
+	uid types.UID
+	seq uint64
+}
+
+// The default Limits.
+const (
+	// DefaultPerPod is how many events of one pod are kept.
+	DefaultPerPod = 1000
+	// DefaultTotal is how many events are kept in all: ten pods' worth of
+	// DefaultPerPod, a few MB in memory and in the store. The API server
+	// keeps events by age (an hour, --event-ttl); an agent keeps them by
+	// count, so that a node that churns pods cannot grow them without end.
+	DefaultTotal = 10 * DefaultPerPod
+)
+
+// Limits bound the events a Recorder keeps; the oldest go first.
+type Limits struct {
+	// PerPod is how many events of one pod (or of the node) are kept;
+	// zero or less means DefaultPerPod.
+	PerPod int
+	// Total is how many events are kept in all; zero or less means
+	// DefaultTotal.
+	Total int
+}
+
 // NewRecorder keeps at most perPod events for each pod (older ones are
-// dropped first).
+// dropped first), and DefaultTotal in all.
 func NewRecorder(c clock.PassiveClock, perPod int) *Recorder {
-	if perPod <= 0 {
-		perPod = 1000
+	return NewRecorderWithLimits(c, Limits{PerPod: perPod})
+}
+
+// NewRecorderWithLimits keeps the events within limits.
+func NewRecorderWithLimits(c clock.PassiveClock, limits Limits) *Recorder {
+	if limits.PerPod <= 0 {
+		limits.PerPod = DefaultPerPod
 	}
-	return &Recorder{clock: c, perPod: perPod, byPod: map[types.UID][]Event{}, watchers: map[*Watcher]struct{}{}}
+	if limits.Total <= 0 {
+		limits.Total = DefaultTotal
+	}
+	return &Recorder{clock: c, limits: limits, byPod: map[types.UID][]kept{}, watchers: map[*Watcher]struct{}{}}
 }
 
 // Eventf records an event about pod; fieldPath may be empty.
@@ -83,8 +132,19 @@ func (r *Recorder) Eventf(pod *model.Pod, fieldPath, eventType string, reason Re
 // KindNode marks events about the node rather than a pod.
 const KindNode = "Node"
 
+// nodeUIDPrefix starts the keys of the nodes' events, which no pod UID
+// starts with (a UID has no colon).
+const nodeUIDPrefix = "node:"
+
+// NodeUID is the key the events about the node are kept under: their
+// PodUID.
+func NodeUID(node string) types.UID { return types.UID(nodeUIDPrefix + node) }
+
+// IsNodeUID says whether uid keys the events of a node rather than a pod's.
+func IsNodeUID(uid types.UID) bool { return strings.HasPrefix(string(uid), nodeUIDPrefix) }
+
 // NodeEventf records an event about the node itself (such as a bad static
-// manifest). Its events are kept like one pod's, keyed "node:<name>".
+// manifest). Its events are kept like one pod's, keyed NodeUID(node).
 func (r *Recorder) NodeEventf(node, eventType string, reason Reason, format string, args ...any) {
 	r.Record(Event{
 		Kind: KindNode,
@@ -94,7 +154,7 @@ func (r *Recorder) NodeEventf(node, eventType string, reason Reason, format stri
 		Type:      eventType,
 		Reason:    string(reason),
 		Pod:       node,
-		PodUID:    types.UID("node:" + node),
+		PodUID:    NodeUID(node),
 		Message:   fmt.Sprintf(format, args...),
 	})
 }
@@ -102,32 +162,73 @@ func (r *Recorder) NodeEventf(node, eventType string, reason Reason, format stri
 // Record keeps a fully formed event and hands it to the watchers.
 func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
-	list, known := r.byPod[e.PodUID]
-	if !known {
-		r.order = append(r.order, e.PodUID)
-	}
-	list = append(list, e)
-	if len(list) > r.perPod {
-		list = append(list[:0:0], list[len(list)-r.perPod:]...)
-	}
-	r.byPod[e.PodUID] = list
+	r.keepLocked(e)
 	for w := range r.watchers {
 		w.push(e)
 	}
 	r.mu.Unlock()
 }
 
-// List returns a copy of the kept events of one pod, oldest first.
-func (r *Recorder) List(uid types.UID) []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.byPod[uid]...)
+// keepLocked keeps e as its pod's newest event, then drops the pod's
+// oldest beyond limits.PerPod and the oldest of all beyond limits.Total.
+// r.mu must be held.
+func (r *Recorder) keepLocked(e Event) {
+	r.seq++
+	list, known := r.byPod[e.PodUID]
+	if !known {
+		r.order = append(r.order, e.PodUID)
+	}
+	list = append(list, kept{Event: e, seq: r.seq})
+	r.log = append(r.log, logEntry{uid: e.PodUID, seq: r.seq})
+	r.total++
+	if drop := len(list) - r.limits.PerPod; drop > 0 {
+		list = append(list[:0:0], list[drop:]...)
+		r.total -= drop
+	}
+	r.byPod[e.PodUID] = list
+	for r.total > r.limits.Total && len(r.log) > 0 {
+		r.dropOldestLocked()
+	}
+	if len(r.log) > 2*r.total+64 {
+		r.compactLocked()
+	}
 }
 
-// Forget drops the events of a pod that is gone.
-func (r *Recorder) Forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// dropOldestLocked drops the oldest kept event. r.mu must be held.
+func (r *Recorder) dropOldestLocked() {
+	for len(r.log) > 0 {
+		en := r.log[0]
+		r.log = r.log[1:]
+		list := r.byPod[en.uid]
+		if len(list) == 0 || list[0].seq != en.seq {
+			continue // dropped already
+		}
+		r.total--
+		if len(list) == 1 {
+			r.forgetLocked(en.uid)
+			return
+		}
+		r.byPod[en.uid] = list[1:]
+		return
+	}
+}
+
+// compactLocked drops the log's entries of events dropped already. Each
+// pod's kept events are the newest it had, so an entry is of a kept event
+// when it is not older than its pod's oldest. r.mu must be held.
+func (r *Recorder) compactLocked() {
+	live := make([]logEntry, 0, r.total)
+	for _, en := range r.log {
+		if list := r.byPod[en.uid]; len(list) > 0 && en.seq >= list[0].seq {
+			live = append(live, en)
+		}
+	}
+	r.log = live
+}
+
+// forgetLocked drops the events of uid; r.mu must be held.
+func (r *Recorder) forgetLocked(uid types.UID) {
+	r.total -= len(r.byPod[uid])
 	delete(r.byPod, uid)
 	for i, u := range r.order {
 		if u == uid {
@@ -135,6 +236,27 @@ func (r *Recorder) Forget(uid types.UID) {
 			break
 		}
 	}
+}
+
+// List returns a copy of the kept events of one pod, oldest first.
+func (r *Recorder) List(uid types.UID) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return appendEvents(nil, r.byPod[uid])
+}
+
+func appendEvents(dst []Event, list []kept) []Event {
+	for _, k := range list {
+		dst = append(dst, k.Event)
+	}
+	return dst
+}
+
+// Forget drops the events of a pod that is gone.
+func (r *Recorder) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgetLocked(uid)
 }
 
 // Watch returns a watcher that receives every event recorded from now on,
@@ -204,27 +326,20 @@ const (
 func (r *Recorder) All() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Event
+	out := make([]Event, 0, r.total)
 	for _, uid := range r.order {
-		out = append(out, r.byPod[uid]...)
+		out = appendEvents(out, r.byPod[uid])
 	}
 	return out
 }
 
 // Load puts back events kept from before a restart, oldest first, without
-// handing them to watchers. Call it before anything records.
+// handing them to watchers; the limits hold for them too. Call it before
+// anything records.
 func (r *Recorder) Load(evs []Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range evs {
-		list, known := r.byPod[e.PodUID]
-		if !known {
-			r.order = append(r.order, e.PodUID)
-		}
-		list = append(list, e)
-		if len(list) > r.perPod {
-			list = list[len(list)-r.perPod:]
-		}
-		r.byPod[e.PodUID] = list
+		r.keepLocked(e)
 	}
 }

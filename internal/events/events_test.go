@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +64,51 @@ func TestWatcherGetsEventsInOrderWithoutBlockingTheRecorder(t *testing.T) {
 	cancel2()
 	if _, err := w.Next(short); err == nil {
 		t.Fatal("Next on an empty queue with a done context returned no error")
+	}
+}
+
+// TestRecorderBoundedInTotal: beyond Limits.Total the oldest event of all
+// goes first, whichever pod it belongs to, and a node that churns pods —
+// each recorded and forgotten — keeps no more than the events it has.
+func TestRecorderBoundedInTotal(t *testing.T) {
+	r := NewRecorderWithLimits(clocktesting.NewFakePassiveClock(time.Unix(0, 0)), Limits{PerPod: 3, Total: 5})
+	a, b, c := testPod("a"), testPod("b"), testPod("c")
+	for i, p := range []*model.Pod{a, a, b, a, a, b, c} { // a0 a1 b2 a3 a4 b5 c6
+		r.Eventf(p, "", Normal, "R", "%s%d", p.Name[2:], i)
+	}
+	// a keeps its newest 3 (a1 a3 a4); 6 in all: the oldest of all, a1, goes.
+	var got []string
+	for _, e := range r.All() {
+		got = append(got, e.Message)
+	}
+	if want := "a3 a4 b2 b5 c6"; strings.Join(got, " ") != want {
+		t.Fatalf("kept %v, want %s", got, want)
+	}
+	r.Eventf(c, "", Normal, "R", "c7") // drops b2
+	r.Eventf(c, "", Normal, "R", "c8") // drops a3
+	got = got[:0]
+	for _, e := range r.All() {
+		got = append(got, e.Message)
+	}
+	if want := "a4 b5 c6 c7 c8"; strings.Join(got, " ") != want {
+		t.Fatalf("kept %v, want %s", got, want)
+	}
+
+	r.Forget(a.UID)
+	r.Forget(b.UID)
+	for i := range 10000 {
+		p := testPod(fmt.Sprint("churn-", i))
+		r.Eventf(p, "", Normal, "R", "x")
+		r.Eventf(p, "", Normal, "R", "y")
+		r.Forget(p.UID)
+	}
+	if got := r.List(c.UID); len(got) != 3 || got[0].Message != "c6" {
+		t.Errorf("the long-lived pod keeps %+v, want c6 c7 c8", got)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.total != 3 || len(r.byPod) != 1 || len(r.order) != 1 || len(r.log) > 2*r.total+64 {
+		t.Fatalf("after churn: %d kept, %d pods, %d in order, %d log entries; want 3, 1, 1, at most %d",
+			r.total, len(r.byPod), len(r.order), len(r.log), 2*r.total+64)
 	}
 }

@@ -26,7 +26,7 @@ type durable struct {
 // identity: a second agent on the same state refuses to start before it
 // touches anything.
 func (o *Options) openStore(root string) (*store.Store, error) {
-	return store.Open(filepath.Join(root, "state.db"), store.Options{EventsPerPod: o.EventsPerPod})
+	return store.Open(filepath.Join(root, "state.db"), store.Options{EventsPerPod: o.EventsPerPod, MaxEvents: o.MaxEvents})
 }
 
 // startDurable opens the runtime and starts the agent on st, recovered from
@@ -40,7 +40,8 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 		return nil, err
 	}
 	agentCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store, cfg.EventsPerPod = rt, clk, o.plannerConfig(), log, st, o.EventsPerPod
+	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store = rt, clk, o.plannerConfig(), log, st
+	cfg.EventsPerPod, cfg.MaxEvents, cfg.KeepTerminatedPodLogs = o.EventsPerPod, o.MaxEvents, o.KeepTerminatedPodLogs
 	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop}
 	if err := d.Recover(agentCtx); err != nil {
 		d.close()

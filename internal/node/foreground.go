@@ -87,7 +87,7 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 		}
 	}
 	agentCtx, stop := context.WithCancel(ctx)
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log})
+	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1})
 	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, lock: lock, leftovers: leftovers}, nil
 }
 

@@ -40,6 +40,12 @@ type Options struct {
 	// daemons (NewAgent, NewClusterNode); the foreground run keeps the
 	// recorder's own bound.
 	EventsPerPod int
+	// MaxEvents bounds the events they keep in all; the oldest go first.
+	MaxEvents int
+	// KeepTerminatedPodLogs is how long they keep the logs of a removed
+	// pod (0: removed with it; negative: for good). The foreground run
+	// keeps them: its state is gone when it ends, or is the user's --root.
+	KeepTerminatedPodLogs time.Duration
 	// Verbose logs the agent's decisions (level Info); otherwise only
 	// warnings and errors are logged.
 	Verbose bool
@@ -78,14 +84,17 @@ const (
 const DefaultCRIEndpoint = "unix:///run/containerd/containerd.sock"
 
 // DefaultOptions are the defaults of every option: the planner's timings,
-// the store's events per pod, the process runtime.
+// the store's bounds of events, the agent's of removed pods' logs, the
+// process runtime.
 func DefaultOptions() Options {
 	p := planner.DefaultConfig()
 	return Options{
-		BackoffBase:  p.BackoffBase,
-		PromptKill:   p.PromptKill,
-		EventsPerPod: store.DefaultEventsPerPod,
-		Runtime:      RuntimeOptions{Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint},
+		BackoffBase:           p.BackoffBase,
+		PromptKill:            p.PromptKill,
+		EventsPerPod:          store.DefaultEventsPerPod,
+		MaxEvents:             store.DefaultMaxEvents,
+		KeepTerminatedPodLogs: agent.DefaultKeepTerminatedPodLogs,
+		Runtime:               RuntimeOptions{Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint},
 	}
 }
 

@@ -34,8 +34,8 @@ type Runtime interface {
 	// Exec runs a command in a container's context (hooks, probes) and
 	// returns its combined output and exit code.
 	Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error)
-	// CleanupPod removes the pod's volumes and leftovers, keeping its logs.
-	// Called once nothing of the pod runs.
+	// CleanupPod removes the pod's volumes and leftovers, keeping its logs
+	// (PodLogRemover removes those). Called once nothing of the pod runs.
 	CleanupPod(ctx context.Context, pod *model.Pod) error
 	// Events reports container exits, each once, for as long as the
 	// runtime is open. The channel is owned by the runtime.
@@ -55,6 +55,25 @@ type ContainerLister interface {
 // of, so that the agent can kill the orphans of pods it no longer knows.
 type PodLister interface {
 	ListPods() ([]types.UID, error)
+}
+
+// PodLogRemover is the optional ability to remove the logs of a pod that is
+// gone, which CleanupPod keeps. The agent removes them once the pod is
+// removed and kept its logs for as long as it was asked to, as the
+// kubelet's container GC removes the log directory of a deleted pod
+// (pkg/kubelet/kuberuntime/kuberuntime_gc.go, evictPodLogsDirectories). A
+// runtime without it keeps every pod's logs.
+type PodLogRemover interface {
+	// RemovePodLogs removes every log of the pod, and what is left of its
+	// state once they are gone. It must be called only after CleanupPod
+	// succeeded: it fails, removing nothing, while the runtime still has
+	// containers of the pod. It is idempotent: a pod without logs is not
+	// an error.
+	RemovePodLogs(ctx context.Context, podUID types.UID) error
+	// PodLogs returns the pods the runtime keeps logs of, each with when
+	// its logs were last written, so that a restarted agent removes those
+	// of the pods it no longer knows. The caller owns the map.
+	PodLogs() (map[types.UID]time.Time, error)
 }
 
 // ImageService is the optional ability to pull images. A runtime without it

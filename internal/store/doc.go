@@ -6,7 +6,10 @@
 //   - one opaque checkpoint per pod, written by the pod worker before the
 //     action it guards (write-ahead), so a restarted agent knows what it was
 //     doing;
-//   - the newest events of each pod;
+//   - the newest events of each pod, bounded per pod and in all (the oldest
+//     go first), and only while the pod is stored: DeletePod takes them
+//     along, an event that comes in later is not kept, and Open drops what
+//     an older podward stored after its pods' removal;
 //   - a few small meta values, such as the boot ID the agent last ran under.
 //
 // The file is locked while open: a second agent on the same file fails fast

@@ -49,28 +49,39 @@ func (e storedEvent) event() events.Event {
 
 // AppendEvent stores e as the newest event of the pod e.PodUID and, in the
 // same transaction, drops that pod's oldest events beyond
-// Options.EventsPerPod. The event must have a PodUID. It costs one
-// transaction (one fsync'ed commit) and does not depend on how many events
-// are stored.
+// Options.EventsPerPod and the oldest events of all beyond
+// Options.MaxEvents. The event must have a PodUID, of a pod the store has
+// (or of the node, events.NodeUID): the event of a pod that is not stored —
+// removed meanwhile, since events are stored behind the pod's workers — is
+// not kept, and the error matches ErrNotFound. It costs one transaction
+// (one fsync'ed commit) and does not depend on how many events are stored.
 func (s *Store) AppendEvent(e events.Event) error {
 	if e.PodUID == "" {
 		return fmt.Errorf("append event %s of pod %s/%s: empty pod UID", e.Reason, e.Namespace, e.Pod)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error { return s.appendEvent(tx, e) })
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if !events.IsNodeUID(e.PodUID) && tx.Bucket(bucketPods).Get([]byte(e.PodUID)) == nil {
+			return fmt.Errorf("pod not stored: %w", ErrNotFound)
+		}
+		et := openEventTx(tx)
+		if err := s.appendEvent(et, e); err != nil {
+			return err
+		}
+		return et.save()
+	})
 	if err != nil {
 		return fmt.Errorf("append event %s of pod %s: %w", e.Reason, e.PodUID, err)
 	}
 	return nil
 }
 
-// appendEvent is AppendEvent's work inside tx.
-func (s *Store) appendEvent(tx *bolt.Tx, e events.Event) error {
-	root := tx.Bucket(bucketEvents)
-	global, err := root.NextSequence()
+// appendEvent is AppendEvent's work inside et's transaction.
+func (s *Store) appendEvent(et *eventTx, e events.Event) error {
+	global, err := et.root.NextSequence()
 	if err != nil {
 		return err
 	}
-	b, err := root.CreateBucketIfNotExists([]byte(e.PodUID))
+	b, err := et.root.CreateBucketIfNotExists([]byte(e.PodUID))
 	if err != nil {
 		return err
 	}
@@ -96,26 +107,162 @@ func (s *Store) appendEvent(tx *bolt.Tx, e events.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
+	if err := et.put(b, []byte(e.PodUID), seq, global, data); err != nil {
+		return err
+	}
+	if err := et.trimPod(b, seq, uint64(s.eventsPerPod)); err != nil {
+		return err
+	}
+	return et.trimTotal(uint64(s.maxEvents))
+}
+
+// eventTx keeps the events' buckets consistent within one write
+// transaction: each pod's bucket, the store-wide log of every kept event
+// (oldest first), and their count. save writes the count back.
+type eventTx struct {
+	root  *bolt.Bucket // events: one bucket per pod
+	log   *bolt.Bucket // eventlog
+	info  *bolt.Bucket
+	count uint64
+}
+
+func openEventTx(tx *bolt.Tx) *eventTx {
+	et := &eventTx{root: tx.Bucket(bucketEvents), log: tx.Bucket(bucketEventLog), info: tx.Bucket(bucketInfo)}
+	if v := et.info.Get(keyEventCount); len(v) == 8 {
+		et.count = binary.BigEndian.Uint64(v)
+	}
+	return et
+}
+
+func (et *eventTx) save() error { return et.info.Put(keyEventCount, seqKey(et.count)) }
+
+// put stores data as the event seq of the pod uid (bucket b), the store's
+// event global.
+func (et *eventTx) put(b *bolt.Bucket, uid []byte, seq, global uint64, data []byte) error {
 	if err := b.Put(seqKey(seq), data); err != nil {
 		return err
 	}
-	return trimEvents(b, seq, uint64(s.eventsPerPod))
+	if err := et.log.Put(seqKey(global), append(append([]byte{}, uid...), seqKey(seq)...)); err != nil {
+		return err
+	}
+	et.count++
+	return nil
 }
 
-// trimEvents deletes the events of b older than the newest keep, newest
-// being the sequence just written. Usually that is one event, or none.
-func trimEvents(b *bolt.Bucket, newest, keep uint64) error {
+// forget drops the log entry of a stored event (its value) being deleted
+// from its pod's bucket. An event that does not decode has its entry left:
+// trimTotal drops such an entry when it reaches it.
+func (et *eventTx) forget(v []byte) error {
+	et.count = max(et.count, 1) - 1
+	var se struct {
+		Seq uint64 `json:"seq"`
+	}
+	if json.Unmarshal(v, &se) != nil {
+		return nil
+	}
+	return et.log.Delete(seqKey(se.Seq))
+}
+
+// trimPod deletes the events of b older than the newest keep, newest being
+// the sequence just written. Usually that is one event, or none.
+func (et *eventTx) trimPod(b *bolt.Bucket, newest, keep uint64) error {
 	if newest <= keep {
 		return nil
 	}
 	oldestKept := newest - keep + 1
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) < oldestKept; k, _ = c.First() {
+	for k, v := c.First(); k != nil && binary.BigEndian.Uint64(k) < oldestKept; k, v = c.First() {
+		if err := et.forget(v); err != nil {
+			return err
+		}
 		if err := c.Delete(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// trimTotal deletes the oldest events of all pods while more than keep are
+// kept. Usually that is one event, or none.
+func (et *eventTx) trimTotal(keep uint64) error {
+	c := et.log.Cursor()
+	for k, v := c.First(); k != nil && et.count > keep; k, v = c.First() {
+		if len(v) > 8 {
+			uid, seq := v[:len(v)-8], v[len(v)-8:]
+			if b := et.root.Bucket(uid); b != nil && b.Get(seq) != nil {
+				if err := b.Delete(seq); err != nil {
+					return err
+				}
+				et.count--
+			}
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropPod deletes every event of the pod uid and its bucket; a pod without
+// events is not an error.
+func (et *eventTx) dropPod(uid []byte) error {
+	b := et.root.Bucket(uid)
+	if b == nil {
+		return nil
+	}
+	if err := b.ForEach(func(_, v []byte) error { return et.forget(v) }); err != nil {
+		return err
+	}
+	return et.root.DeleteBucket(uid)
+}
+
+// dropOrphans deletes the events of the pods that pods does not have, but
+// the node's: what an older podward stored after a pod's removal.
+func (et *eventTx) dropOrphans(pods *bolt.Bucket) error {
+	var orphans [][]byte
+	err := et.root.ForEachBucket(func(uid []byte) error {
+		if !events.IsNodeUID(types.UID(uid)) && pods.Get(uid) == nil {
+			orphans = append(orphans, append([]byte{}, uid...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, uid := range orphans {
+		if err := et.dropPod(uid); err != nil {
+			return fmt.Errorf("pod %s: %w", uid, err)
+		}
+	}
+	return nil
+}
+
+// upgrade turns a schema 1 file into this schema: it logs every kept event
+// in the store-wide order its Seq gives, and counts them.
+func upgrade(tx *bolt.Tx) error {
+	root, log := tx.Bucket(bucketEvents), tx.Bucket(bucketEventLog)
+	var count uint64
+	err := root.ForEachBucket(func(uid []byte) error {
+		return root.Bucket(uid).ForEach(func(k, v []byte) error {
+			var se storedEvent
+			if len(k) != 8 || v == nil {
+				return fmt.Errorf("pod %s: corrupt event key", uid)
+			}
+			if err := json.Unmarshal(v, &se); err != nil {
+				return fmt.Errorf("pod %s: decode event %d: %w", uid, binary.BigEndian.Uint64(k), err)
+			}
+			count++
+			return log.Put(seqKey(se.Seq), append(append([]byte{}, uid...), k...))
+		})
+	})
+	if err != nil {
+		return err
+	}
+	info := tx.Bucket(bucketInfo)
+	if err := info.Put(keyEventCount, seqKey(count)); err != nil {
+		return err
+	}
+	return info.Put(keySchema, []byte(schemaVersion))
 }
 
 // ListEvents returns the kept events of the pod uid, oldest first; none (and

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/podward/podward/internal/model"
 )
@@ -97,7 +96,8 @@ func (s *Store) ListPods() ([]*model.Pod, error) {
 
 // DeletePod removes the pod stored under uid together with its checkpoint
 // and its events, in one transaction: either all of them go or none does.
-// Deleting a pod that is not stored is not an error.
+// From then on the pod's events are not kept (AppendEvent). Deleting a pod
+// that is not stored is not an error.
 func (s *Store) DeletePod(uid types.UID) error {
 	key := []byte(uid)
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -107,11 +107,11 @@ func (s *Store) DeletePod(uid types.UID) error {
 		if err := tx.Bucket(bucketCheckpoints).Delete(key); err != nil {
 			return err
 		}
-		err := tx.Bucket(bucketEvents).DeleteBucket(key)
-		if errors.Is(err, bolterrors.ErrBucketNotFound) {
-			err = nil
+		et := openEventTx(tx)
+		if err := et.dropPod(key); err != nil {
+			return err
 		}
-		return err
+		return et.save()
 	})
 	if err != nil {
 		return fmt.Errorf("delete pod %s: %w", uid, err)

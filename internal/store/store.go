@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/podward/podward/internal/events"
 )
 
 var (
@@ -24,36 +27,53 @@ var (
 // Options.EventsPerPod is not set.
 const DefaultEventsPerPod = 1000
 
+// DefaultMaxEvents is how many events are kept in all when
+// Options.MaxEvents is not set: the recorder's bound (events.DefaultTotal).
+const DefaultMaxEvents = events.DefaultTotal
+
 // lockTimeout is how long Open waits for the file lock before it gives up
 // with ErrLocked.
 const lockTimeout = time.Second
 
 // schemaVersion is the layout of the buckets below. Open refuses a file
-// written with another layout rather than misreading it.
-const schemaVersion = "1"
+// written with another layout rather than misreading it, except the one
+// before, which it upgrades (see upgrade).
+const schemaVersion = "2"
 
 // Buckets. The layout:
 //
 //	info        "schema" -> schemaVersion
+//	            "events" -> big-endian count of the kept events
 //	pods        uid -> JSON storedPod
 //	checkpoints uid -> opaque blob
 //	events      uid -> bucket: big-endian per-pod sequence -> JSON storedEvent
+//	eventlog    big-endian store-wide sequence (storedEvent.Seq) -> uid and
+//	            big-endian per-pod sequence: every kept event, oldest first
 //	meta        key -> value
+//
+// Every event bucket belongs to a stored pod, or to the node
+// (events.IsNodeUID): an event is kept only while its pod is (AppendEvent,
+// DeletePod), and Open drops what an older podward left behind.
 var (
 	bucketInfo        = []byte("info")
 	bucketPods        = []byte("pods")
 	bucketCheckpoints = []byte("checkpoints")
 	bucketEvents      = []byte("events")
+	bucketEventLog    = []byte("eventlog")
 	bucketMeta        = []byte("meta")
 
-	keySchema = []byte("schema")
+	keySchema     = []byte("schema")
+	keyEventCount = []byte("events")
 )
 
 // Options tune a Store. The zero value is ready to use.
 type Options struct {
 	// EventsPerPod is how many events are kept per pod: appending one more
-	// drops the oldest. Zero or less means DefaultEventsPerPod.
+	// drops the pod's oldest. Zero or less means DefaultEventsPerPod.
 	EventsPerPod int
+	// MaxEvents is how many events are kept in all: appending one more
+	// drops the oldest of all pods. Zero or less means DefaultMaxEvents.
+	MaxEvents int
 }
 
 // Store is podward's durable state in one bbolt file. It is safe for
@@ -63,6 +83,7 @@ type Store struct {
 	db           *bolt.DB
 	path         string
 	eventsPerPod int
+	maxEvents    int
 }
 
 // Open opens the database at path, creating it (mode 0600) and its parent
@@ -74,6 +95,9 @@ type Store struct {
 func Open(path string, opts Options) (*Store, error) {
 	if opts.EventsPerPod <= 0 {
 		opts.EventsPerPod = DefaultEventsPerPod
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = DefaultMaxEvents
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -87,7 +111,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, eventsPerPod: opts.EventsPerPod}
+	s := &Store{db: db, path: path, eventsPerPod: opts.EventsPerPod, maxEvents: opts.MaxEvents}
 	if err := s.init(); err != nil {
 		// The init error is the one worth reporting.
 		_ = db.Close()
@@ -96,10 +120,12 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// init creates the buckets of a new file and checks the schema of an old one.
+// init creates the buckets of a new file, checks the schema of an old one
+// (upgrading the one before), and drops the events no stored pod owns and
+// those beyond Options.MaxEvents.
 func (s *Store) init() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketMeta} {
+		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketEventLog, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -107,11 +133,24 @@ func (s *Store) init() error {
 		info := tx.Bucket(bucketInfo)
 		switch v := info.Get(keySchema); {
 		case v == nil:
-			return info.Put(keySchema, []byte(schemaVersion))
+			if err := info.Put(keySchema, []byte(schemaVersion)); err != nil {
+				return err
+			}
+		case string(v) == "1":
+			if err := upgrade(tx); err != nil {
+				return fmt.Errorf("upgrade schema 1 to %s: %w", schemaVersion, err)
+			}
 		case string(v) != schemaVersion:
 			return fmt.Errorf("schema version %q, this podward reads %q", v, schemaVersion)
 		}
-		return nil
+		et := openEventTx(tx)
+		if err := et.dropOrphans(tx.Bucket(bucketPods)); err != nil {
+			return fmt.Errorf("drop the events of removed pods: %w", err)
+		}
+		if err := et.trimTotal(uint64(s.maxEvents)); err != nil {
+			return fmt.Errorf("trim events: %w", err)
+		}
+		return et.save()
 	})
 }
 
@@ -150,4 +189,33 @@ func (s *Store) PutMeta(key, value string) error {
 		return fmt.Errorf("put meta %q: %w", key, err)
 	}
 	return nil
+}
+
+// DeleteMeta removes the value stored under key. Removing a key that is
+// not stored is not an error.
+func (s *Store) DeleteMeta(key string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Delete([]byte(key))
+	})
+	if err != nil {
+		return fmt.Errorf("delete meta %q: %w", key, err)
+	}
+	return nil
+}
+
+// MetaKeys returns the stored meta keys that start with prefix, sorted.
+func (s *Store) MetaKeys(prefix string) ([]string, error) {
+	var keys []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketMeta).Cursor()
+		p := []byte(prefix)
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+			keys = append(keys, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list meta keys %q: %w", prefix, err)
+	}
+	return keys, nil
 }

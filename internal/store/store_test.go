@@ -200,6 +200,17 @@ func event(uid types.UID, at time.Time, msg string) events.Event {
 	}
 }
 
+// storePods stores a bare pod under each uid: the store keeps the events
+// of stored pods only.
+func storePods(t testing.TB, s *Store, uids ...types.UID) {
+	t.Helper()
+	for _, uid := range uids {
+		if err := s.PutPod(&model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Name: "p-" + string(uid)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestDeletePodRemovesPodCheckpointAndEvents(t *testing.T) {
 	s, _ := openTest(t, Options{})
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -257,7 +268,17 @@ func TestDeletePodRemovesPodCheckpointAndEvents(t *testing.T) {
 		}
 	}
 
+	// The event of a pod removed meanwhile is not kept: it would bring its
+	// bucket back for good.
+	if err := s.AppendEvent(event("gone", now, "late")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("AppendEvent of a removed pod = %v, want ErrNotFound", err)
+	}
+	if evs, err := s.ListEvents("gone"); err != nil || len(evs) != 0 {
+		t.Errorf("ListEvents after a late event = %v, %v; want none", evs, err)
+	}
+
 	// A pod recreated under the same UID starts a fresh event history.
+	storePods(t, s, "gone")
 	if err := s.AppendEvent(event("gone", now, "again")); err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +304,7 @@ func TestEventsBoundedAndOrdered(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s, _ := openTest(t, Options{EventsPerPod: tc.perPod})
+			storePods(t, s, "p")
 			for i := range tc.appended {
 				// Times run backwards: order must be insertion, not time.
 				if err := s.AppendEvent(event("p", t0.Add(-time.Duration(i)*time.Second), fmt.Sprint(i))); err != nil {
@@ -312,6 +334,7 @@ func TestEventsBoundedAndOrdered(t *testing.T) {
 
 func TestEventsBoundShrinksOnReopen(t *testing.T) {
 	s, path := openTest(t, Options{EventsPerPod: 10})
+	storePods(t, s, "p")
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range 10 {
 		if err := s.AppendEvent(event("p", t0, fmt.Sprint(i))); err != nil {
@@ -341,6 +364,7 @@ func TestEventsBoundShrinksOnReopen(t *testing.T) {
 
 func TestListAllEventsOrder(t *testing.T) {
 	s, _ := openTest(t, Options{})
+	storePods(t, s, "a", "b", "c")
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, e := range []events.Event{
 		event("b", t0.Add(2*time.Second), "b-late"),
@@ -378,6 +402,7 @@ func TestAppendEventRejectsEmptyUID(t *testing.T) {
 func TestConcurrentAppends(t *testing.T) {
 	const writers, each, perPod = 8, 25, 10
 	s, _ := openTest(t, Options{EventsPerPod: perPod})
+	storePods(t, s, "pod-0", "pod-1")
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*each)
@@ -613,17 +638,19 @@ func BenchmarkAppendEvent(b *testing.B) {
 	for i := range uids {
 		uids[i] = types.UID(fmt.Sprintf("0b6f7c1e-7d4a-4c52-9a8e-%012d", i))
 	}
+	storePods(b, s, uids...)
 	// Fill in one transaction; the benchmark itself uses the public,
 	// one-commit-per-event path.
 	err = s.db.Update(func(tx *bolt.Tx) error {
+		et := openEventTx(tx)
 		for i := range DefaultEventsPerPod {
 			for _, uid := range uids {
-				if err := s.appendEvent(tx, event(uid, t0.Add(time.Duration(i)*time.Millisecond), "Started container app")); err != nil {
+				if err := s.appendEvent(et, event(uid, t0.Add(time.Duration(i)*time.Millisecond), "Started container app")); err != nil {
 					return err
 				}
 			}
 		}
-		return nil
+		return et.save()
 	})
 	if err != nil {
 		b.Fatal(err)

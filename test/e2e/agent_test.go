@@ -52,7 +52,14 @@ type agent struct {
 // if the test failed.
 func startAgent(t *testing.T, args ...string) *agent {
 	t.Helper()
-	dir := t.TempDir()
+	return startAgentIn(t, t.TempDir(), args...)
+}
+
+// startAgentIn is startAgent with the state root and socket in dir, so
+// that a test can start an agent again on the state an earlier one left
+// (stop it first).
+func startAgentIn(t *testing.T, dir string, args ...string) *agent {
+	t.Helper()
 	a := &agent{
 		t:      t,
 		dir:    dir,
@@ -170,6 +177,22 @@ func (a *agent) cleanup() {
 	a.out.Close()
 	if t.Failed() {
 		t.Logf("log of podward serve:\n%s", a.logText())
+	}
+}
+
+// stop stops the agent with SIGTERM, as systemctl stop does, and waits
+// until it exited; its containers keep running. The test fails if it does
+// not exit within exitTimeout.
+func (a *agent) stop() {
+	t := a.t
+	t.Helper()
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(exitTimeout)
+	defer timer.Stop()
+	select {
+	case <-a.done:
+	case <-timer.C:
+		t.Fatalf("podward serve did not exit within %v of SIGTERM", exitTimeout)
 	}
 }
 

@@ -13,7 +13,9 @@
 // whose pods mount volumes need root (a private mount namespace) and are
 // skipped otherwise.
 //
-// Nothing imports this package; it imports only the standard library and
+// Nothing imports this package; it imports only the standard library,
 // test/internal/bintest (the build, line reading and /proc helpers it
-// shares with test/crash), and talks to podward through its command line.
+// shares with test/crash) and bbolt, with which the churn test counts the
+// keys of a stopped agent's state file, and talks to podward through its
+// command line.
 package e2e

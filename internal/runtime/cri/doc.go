@@ -8,10 +8,11 @@
 // The CRI runtime owns the containers, their processes and their logs; it
 // writes each instance's log, in the CRI format, to
 // Root/pods/<podUID>/logs/<container>/<attempt>.log (the sandbox's log
-// directory). podward keeps on disk only the emptyDir volumes
-// (Root/pods/<podUID>/volumes/<name>), the bind mounts of subPaths
-// (Root/pods/<podUID>/volume-subpaths/<volume>/<container>/<index>, the
-// kubelet's layout: the subPath as opened once checked, mounted through
+// directory), which RemovePodLogs removes once the pod is gone and cleaned
+// up (the kubelet's container GC does the same). podward keeps on disk only
+// the emptyDir volumes (Root/pods/<podUID>/volumes/<name>), the bind mounts
+// of subPaths (Root/pods/<podUID>/volume-subpaths/<volume>/<container>/<index>,
+// the kubelet's layout: the subPath as opened once checked, mounted through
 // /proc/self/fd so that the CRI runtime, which resolves the host path it
 // gets, resolves a mount no container can swap; CleanupPod unmounts them
 // before removing anything), the termination-message files

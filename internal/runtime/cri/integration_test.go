@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -267,6 +268,15 @@ func TestIntegrationPodLifecycle(t *testing.T) {
 	}
 	if uids, _ := r.ListPods(); slices.Contains(uids, pod.UID) {
 		t.Errorf("ListPods after CleanupPod still has the pod")
+	}
+	if logs, err := r.PodLogs(); err != nil || logs[pod.UID].IsZero() {
+		t.Errorf("PodLogs after CleanupPod = %v, %v; want the pod's", logs, err)
+	}
+	if err := r.RemovePodLogs(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(r.podDir(pod.UID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the pod's directory is left after RemovePodLogs: %v", err)
 	}
 }
 

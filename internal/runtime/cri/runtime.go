@@ -146,6 +146,7 @@ var (
 	_ runtime.ImageService    = (*Runtime)(nil)
 	_ runtime.GracefulStopper = (*Runtime)(nil)
 	_ runtime.PodAddresser    = (*Runtime)(nil)
+	_ runtime.PodLogRemover   = (*Runtime)(nil)
 )
 
 // Runtime runs pods as OCI containers through a CRI v1 runtime (containerd,

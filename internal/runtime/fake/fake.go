@@ -6,6 +6,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ var (
 	_ runtime.Runtime         = (*Runtime)(nil)
 	_ runtime.ContainerLister = (*Runtime)(nil)
 	_ runtime.PodLister       = (*Runtime)(nil)
+	_ runtime.PodLogRemover   = (*Runtime)(nil)
 	_ runtime.ImageService    = (*ImageRuntime)(nil)
 )
 
@@ -51,6 +53,9 @@ type Runtime struct {
 	ignore    map[string]bool // container name -> ignores its stop signal
 	changed   chan struct{}
 	nextID    int
+	// logs are the pods that have logs, with their last write: every
+	// start writes one, and they outlive CleanupPod and a reboot.
+	logs map[types.UID]time.Time
 }
 
 type instance struct {
@@ -71,6 +76,7 @@ func New(c clock.PassiveClock) *Runtime {
 		instances: map[string]*instance{},
 		ignore:    map[string]bool{},
 		changed:   make(chan struct{}),
+		logs:      map[types.UID]time.Time{},
 	}
 }
 
@@ -164,6 +170,7 @@ func (r *Runtime) StartContainer(ctx context.Context, pod *model.Pod, ref model.
 	r.nextID++
 	id := fmt.Sprintf("%s-%d", ref.Name, r.nextID)
 	r.instances[id] = &instance{podUID: pod.UID, name: ref.Name, id: id, attempt: attempt, running: true, startedAt: r.clock.Now()}
+	r.logs[pod.UID] = r.clock.Now()
 	r.record("start %s", ref.Name)
 	return runtime.Container{ID: id, StartedAt: r.clock.Now()}, nil
 }
@@ -238,6 +245,28 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 	r.record("cleanup")
 	return nil
+}
+
+// RemovePodLogs forgets the pod's logs and records the call; like a real
+// runtime it refuses while it has instances of the pod (before CleanupPod).
+func (r *Runtime) RemovePodLogs(ctx context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, in := range r.instances {
+		if in.podUID == uid {
+			return fmt.Errorf("pod %s is not cleaned up", uid)
+		}
+	}
+	delete(r.logs, uid)
+	r.record("remove logs %s", uid)
+	return nil
+}
+
+// PodLogs names the pods that have logs, with their last write.
+func (r *Runtime) PodLogs() (map[types.UID]time.Time, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.logs), nil
 }
 
 // ListPods names every pod the fake has instances of.

@@ -41,7 +41,8 @@
 // stdout and stderr go through package crilog into
 // Root/pods/<podUID>/logs/<container>/<attempt>.log. When Config.Output is
 // set, the runtime follows each instance's log and hands every line to it.
-// The logs outlive the pod's cleanup.
+// The logs outlive the pod's cleanup, until RemovePodLogs removes them with
+// what is left of the pod's directory (runtime.PodLogRemover).
 //
 // # Volumes
 //

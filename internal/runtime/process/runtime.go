@@ -77,6 +77,7 @@ var (
 	_ runtime.ContainerLister = (*Runtime)(nil)
 	_ runtime.PodLister       = (*Runtime)(nil)
 	_ runtime.Info            = (*Runtime)(nil)
+	_ runtime.PodLogRemover   = (*Runtime)(nil)
 )
 
 // Runtime runs containers as host processes, each under a shim of its own
