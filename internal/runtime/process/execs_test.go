@@ -189,10 +189,15 @@ func TestNewKillsWhatExecsLeft(t *testing.T) {
 				if !processGone(t, g.child) {
 					t.Errorf("the group's child %d still runs", g.child)
 				}
-				if !tc.leaderGone {
-					if err := g.leader.Wait(); err == nil || g.leader.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-						t.Errorf("the group's leader ended with %v, want SIGKILL", err)
-					}
+				if tc.leaderGone {
+					return
+				}
+				if !processGone(t, g.ident.Pid) {
+					t.Errorf("the group's leader %d still runs", g.ident.Pid)
+					return
+				}
+				if err := g.leader.Wait(); err == nil || g.leader.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Errorf("the group's leader ended with %v, want SIGKILL", err)
 				}
 				return
 			}
