@@ -554,3 +554,85 @@ func forgetPod(t *testing.T, path string, uid types.UID) {
 	}
 	t.Logf("deleted pod %s from the store", uid)
 }
+
+// Scenario 8: the agent dies while an exec runs in a container's context
+// (a preStop hook, a liveness probe): the exec's main process dies with
+// the agent, the restarted agent kills the rest of its process group (a
+// child it left in the background), and a hook is not run a second time.
+func TestCrashDuringExec(t *testing.T) {
+	t.Parallel()
+	// execScript records its run and its background child's PID, then
+	// waits for the child, which sleeps far longer than the test; the
+	// child's argv[0] carries the test's marker.
+	execScript := func(name string) string {
+		return "echo " + name + " $$ >> {rec}; (exec -a {trig}/" + name + "-child sleep 300) & " +
+			"echo " + name + "-child $! >> {rec}; wait"
+	}
+	cases := map[string]struct {
+		// with adds the exec to the container; set, when not nil, sets
+		// it off once the container is ready.
+		with func(e *env, c *v1.Container)
+		set  func(e *env)
+		// runs is how many times the exec runs in all, the restarted
+		// agent's runs included.
+		runs int
+	}{
+		"preStop hook": {
+			with: func(e *env, c *v1.Container) {
+				c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{
+					Exec: &v1.ExecAction{Command: []string{e.rt.Bash, "-c", e.script(execScript("exec"))}},
+				}}
+			},
+			set:  func(e *env) { e.deleteAsync("exec") },
+			runs: 1,
+		},
+		"liveness probe": {
+			with: func(e *env, c *v1.Container) {
+				c.LivenessProbe = &v1.Probe{
+					ProbeHandler:   v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{e.rt.Bash, "-c", e.script(execScript("exec"))}}},
+					TimeoutSeconds: 600, PeriodSeconds: 600,
+				}
+			},
+			// The restarted agent probes again, from the start.
+			runs: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			main := e.container("main", serving("main"))
+			tc.with(e, &main)
+			e.apply(&v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "exec"},
+				Spec: v1.PodSpec{
+					TerminationGracePeriodSeconds: ptr(int64(60)),
+					Containers:                    []v1.Container{main},
+				},
+			})
+			e.waitStart("main")
+			if tc.set != nil {
+				e.waitPod("exec", "condition=Ready", recordTimeout)
+				tc.set(e)
+			}
+			leader := recordPID(t, e.waitRecord("exec "))
+			child := recordPID(t, e.waitRecord("exec-child "))
+
+			e.crash()
+			e.mustBeGone("the exec's main process, once the agent died", []int{leader}, lingerTimeout)
+			e.restart()
+			e.mustBeGone("the exec's child, once the agent restarted", []int{child}, goneTimeout)
+
+			if tc.set != nil {
+				// The stop goes on with its signal, without the hook.
+				e.waitRecord("stop main")
+				e.waitPod("exec", "delete", 20*time.Second)
+			} else {
+				e.waitRecords("the restarted agent's probe", func(l []string) bool { return count(l, "exec-child ") == 2 }, recordTimeout)
+			}
+			e.assertCounts(map[string]int{"exec ": tc.runs, "start main ": 1})
+			e.finish()
+			e.assertCounts(map[string]int{"exec ": tc.runs, "start main ": 1})
+		})
+	}
+}

@@ -2,12 +2,13 @@
 // binary once, run `podward serve` as a subprocess, kill it with SIGKILL at
 // the worst moments of a pod's lifecycle (during an init container, while
 // containers run, during the defer containers, during the sidecars'
-// shutdown), change the world while it is down (a container exits, the
-// store forgets a pod), start it again on the same state and check, with
-// real processes, that the lifecycle rules still hold: nothing starts
-// twice, exits that happened meanwhile are recorded with their real exit
-// codes, running containers are adopted, a termination keeps its original
-// deadline, orphans are killed, and no process is left behind.
+// shutdown, during an exec hook or probe), change the world while it is
+// down (a container exits, the store forgets a pod), start it again on the
+// same state and check, with real processes, that the lifecycle rules
+// still hold: nothing starts twice, exits that happened meanwhile are
+// recorded with their real exit codes, running containers are adopted, a
+// termination keeps its original deadline, orphans are killed (an exec's
+// too), and no process is left behind.
 //
 // Containers record what they do by appending lines ("start NAME PID",
 // "stop NAME", "exit NAME", "defer NAME") to a file whose path is in their

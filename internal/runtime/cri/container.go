@@ -525,8 +525,9 @@ func (r *Runtime) own(ctx context.Context, id string) (exited bool, err error) {
 // without $(VAR) expansion. It returns the stdout then the stderr (the
 // first 10 KiB) and the exit code. ctx bounds it: its deadline becomes
 // ExecSync's timeout (whole seconds, rounded up), and when ctx ends first
-// the runtime kills the command and the error wraps ctx.Err(). No running
-// instance is an error.
+// the runtime kills the command and the error wraps ctx.Err(). So does the
+// agent's death, which ends the call: containerd kills an exec whose call
+// ended. No running instance is an error.
 func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err

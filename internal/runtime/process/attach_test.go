@@ -30,12 +30,17 @@ import (
 
 // The test agent: TestMain runs it instead of the tests when testAgentEnv
 // is set. It starts one container and blocks until its stdin closes (or it
-// is killed), as an agent whose death the tests simulate.
+// is killed), as an agent whose death the tests simulate. With
+// testAgentExecEnv, it also runs that script with Exec in the container's
+// context meanwhile, without the init helper if testAgentNoUTSEnv is set
+// too.
 const (
 	testAgentEnv       = "_PODWARD_TEST_AGENT"
 	testAgentRootEnv   = "_PODWARD_TEST_AGENT_ROOT"
 	testAgentUIDEnv    = "_PODWARD_TEST_AGENT_UID"
 	testAgentScriptEnv = "_PODWARD_TEST_AGENT_SCRIPT"
+	testAgentExecEnv   = "_PODWARD_TEST_AGENT_EXEC"
+	testAgentNoUTSEnv  = "_PODWARD_TEST_AGENT_NO_UTS"
 )
 
 func runTestAgent() int {
@@ -43,6 +48,9 @@ func runTestAgent() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if os.Getenv(testAgentNoUTSEnv) != "" {
+		r.uts = false
 	}
 	pod := &model.Pod{Pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: types.UID(os.Getenv(testAgentUIDEnv))},
@@ -59,6 +67,12 @@ func runTestAgent() int {
 		return 1
 	}
 	fmt.Println(c.ID)
+	if script := os.Getenv(testAgentExecEnv); script != "" {
+		go func() {
+			_, _, err := r.Exec(ctx, pod, model.ContainerRef{Name: "main", Role: model.RoleMain}, []string{"/bin/sh", "-c", script})
+			fmt.Fprintln(os.Stderr, "test agent: exec returned:", err)
+		}()
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }
@@ -327,8 +341,9 @@ func TestShimOutlivesItsAgent(t *testing.T) {
 }
 
 // startTestAgent runs the test agent in a process group of its own, as a
-// shell runs a job, and returns it and the ID of the container it started.
-func startTestAgent(t *testing.T, root string, uid types.UID, script string) (*exec.Cmd, string) {
+// shell runs a job, with env added to its environment, and returns it and
+// the ID of the container it started.
+func startTestAgent(t *testing.T, root string, uid types.UID, script string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	stdin, keepOpen, err := os.Pipe()
 	if err != nil {
@@ -343,6 +358,7 @@ func startTestAgent(t *testing.T, root string, uid types.UID, script string) (*e
 	defer stdout.Close()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = append(os.Environ(), testAgentEnv+"=1", testAgentRootEnv+"="+root, testAgentUIDEnv+"="+string(uid), testAgentScriptEnv+"="+script)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdoutW, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

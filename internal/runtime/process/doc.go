@@ -99,8 +99,32 @@
 // `workingDir "/x": no such file or directory` (runc would create it in the
 // container's root filesystem; here it would be the host's).
 //
-// Exec runs its command as a child of the agent, not under a shim: a probe
-// or hook does not outlive the agent that waits for its result.
+// # Execs die with the agent
+//
+// Exec (hooks and probes) runs its command as a child of the agent, in a
+// process group of its own, not under a shim: a probe or hook does not
+// outlive the agent that waits for its result, and its result is lost with
+// the agent. When the agent dies, however it dies:
+//
+//   - the command itself gets SIGKILL from the kernel at once
+//     (launch.StartTied: PR_SET_PDEATHSIG, set from one locked thread);
+//   - what it started in the background stays in its process group, which
+//     the Runtime recorded in Root/execs/<pgid>.json (the group leader's
+//     PID, start time and boot) before the command ran (an exec always
+//     goes through the init helper, which waits for the record) and
+//     until the group was killed: the next Runtime on the root kills that
+//     group in New, unless its ID now belongs to another process (then
+//     the group had emptied), and removes the records.
+//
+// A command that drops its parent-death signal (it runs a set-user-ID
+// binary) lives on until that kill too. Not caught: a process that left
+// the group (setsid), as for a container, and the background processes of
+// an exec whose record could not be written (a full disk: the exec runs
+// all the same, and the failure is logged). Whether a hook that was cut
+// off runs again is the pod worker's decision (it does not). The CRI
+// runtime needs none of this: its exec is containerd's ExecSync, whose
+// call ends with the agent's connection, and containerd then kills the
+// command.
 //
 // The pod-spec rules it shares with the CRI runtime (Check's common
 // refusals, env and $(VAR) expansion, volume setup) are packages podspec's

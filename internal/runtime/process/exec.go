@@ -30,7 +30,10 @@ const execOutputLimit = 10 * 1024
 // It returns the combined stdout and stderr (the first 10 KiB) and the exit
 // code (128+signal for a signal). When ctx ends first, the command's process
 // group is killed and the error wraps ctx.Err(). A command that cannot be
-// started is an error too. Exec does not need the container to run.
+// started is an error too. Exec does not need the container to run. The
+// command dies with the agent, and the next Runtime on the root kills the
+// rest of its process group (see "Execs die with the agent" in the
+// package's doc).
 func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) (output []byte, exitCode int, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -57,9 +60,12 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err != nil {
 		return nil, 0, err
 	}
-	proc, err := launch.Start(ctx, spec, outW, outW)
+	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
+	var record string
+	proc, err := launch.StartTied(ctx, spec, outW, outW, func(pid int) { record = r.recordExec(pid, log) })
 	outW.Close()
 	if err != nil {
+		r.forgetExec(record, log)
 		outR.Close()
 		if ctx.Err() != nil {
 			// The context ended while the command was being set up:
@@ -68,7 +74,7 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 		}
 		return nil, 0, err
 	}
-	pid := proc.Process.Pid
+	pid := proc.Pid()
 
 	var out cappedBuffer
 	copied := make(chan struct{}, 1)
@@ -92,13 +98,13 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	// Like a container's, an exec's orphans die with it; the leader is not
 	// reaped yet.
 	_ = unix.Kill(-pid, unix.SIGKILL)
-	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
+	r.forgetExec(record, log)
 	launch.DrainPipes(r.clock, drainTimeout, log, []*os.File{outR}, copied)
-	_ = proc.Wait()
+	ps, _ := proc.Wait()
 	if waitErr != nil {
 		return out.bytes(), 0, waitErr
 	}
-	code := launch.ExitCode(proc.ProcessState)
+	code := launch.ExitCode(ps)
 	if ctxKilled {
 		return out.bytes(), code, ctx.Err()
 	}

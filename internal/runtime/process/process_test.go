@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testAgentEnv) != "" {
 		os.Exit(runTestAgent())
 	}
+	if os.Getenv(pdeathsigEnv) != "" {
+		os.Exit(printPdeathsig())
+	}
 	goleak.VerifyTestMain(m)
 }
 

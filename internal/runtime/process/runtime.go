@@ -43,7 +43,8 @@ type Config struct {
 	// Root is the runtime's state directory: Root/pods/<podUID>/volumes/<name>
 	// for emptyDirs, Root/pods/<podUID>/logs/<container>/<attempt>.log for
 	// logs, Root/pods/<podUID>/instances/<id> for each container instance's
-	// state (package shim). One Runtime at a time may use a root.
+	// state (package shim), Root/execs/<pgid>.json for each running Exec.
+	// One Runtime at a time may use a root.
 	Root string
 	// Clock stamps what the agent decides itself: the FinishedAt of an
 	// instance whose shim died, and Exec's timeouts. Default: the real
@@ -124,6 +125,8 @@ type Runtime struct {
 //     killed; it too is only in ListContainers;
 //   - an instance directory without a spec (its agent died before it
 //     started a shim) is removed;
+//   - what is left of the execs that were running when it died (their
+//     background processes) is killed;
 //   - the mountpoints counted for the pods of all these instances are
 //     counted again, so that CleanupPod removes them.
 //
@@ -139,8 +142,10 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process runtime root: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
-		return nil, fmt.Errorf("process runtime root: %w", err)
+	for _, dir := range []string{"pods", "execs"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o750); err != nil {
+			return nil, fmt.Errorf("process runtime root: %w", err)
+		}
 	}
 	lock, err := hostfs.LockRoot(root, "process runtime", ErrRootInUse)
 	if err != nil {
@@ -168,6 +173,10 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if err := r.killLeftExecs(); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("process runtime: execs left in %s: %w", root, err)
 	}
 	if err := r.attach(); err != nil {
 		_ = r.Close()

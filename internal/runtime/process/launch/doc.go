@@ -6,15 +6,18 @@
 // private UTS namespace with that name.
 //
 // Go cannot run code between fork and exec, so a process with mounts or a
-// host name is started as this very binary (/proc/self/exe) in "init
-// helper" mode: MaybeRunHelper, which the binary's main calls first
-// (through process.MaybeRunInit), sees the helper's environment variable,
-// sets the host name, does the bind mounts and execs the real command,
-// which so keeps the PID that Start returned. The helper reports a failure
-// before exec on a pipe, so Start still fails synchronously.
+// host name, and every process of StartTied, is started as this very
+// binary (/proc/self/exe) in "init helper" mode: MaybeRunHelper, which the
+// binary's main calls first (through process.MaybeRunInit), sees the
+// helper's environment variable, sets the host name, does the bind mounts,
+// waits for StartTied's go-ahead, and execs the real command, which so
+// keeps the PID that Start returned. The helper reports a failure before
+// exec on a pipe, so Start still fails synchronously.
 //
-// Both sides of a container use it: the agent for Exec, and the
-// per-container shim (package shim) for the container itself.
+// Both sides of a container use it: the agent for Exec, through StartTied,
+// so that an exec dies with the agent (PR_SET_PDEATHSIG, from one thread),
+// and the per-container shim (package shim) for the container itself,
+// through Start, so that the container outlives the agent.
 //
 // The helper opens every mount's source before it mounts any, a subPath
 // refusing symlinks (hostfs.SubPath.Open), and mounts what it opened

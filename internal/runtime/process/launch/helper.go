@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	goruntime "runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,10 @@ const HelperEnv = "_PODWARD_PROCESS_INIT"
 // failure before exec; a successful exec closes it without a word.
 const helperStatusFD = 3
 
+// helperGoFD is where a helper with WaitGo finds the pipe on which it
+// waits for one byte, the go-ahead, before it execs the command.
+const helperGoFD = 4
+
 // helperSpec is what the init helper does: set the host name, mount,
 // change directory, exec.
 type helperSpec struct {
@@ -28,6 +33,19 @@ type helperSpec struct {
 	Dir      string   `json:"dir"`
 	Argv     []string `json:"argv"`
 	Hostname string   `json:"hostname,omitempty"`
+	// WaitGo: wait for the go-ahead (helperGoFD) before the exec.
+	WaitGo bool `json:"waitGo,omitempty"`
+}
+
+// The init helper execs the command from its main thread: StartTied set
+// the parent-death signal on that thread only (the helper's other threads
+// do not inherit it), and an exec from another thread would give the
+// command that thread's, none. An init function that locks the main
+// goroutine to its thread keeps main on it.
+func init() {
+	if _, ok := os.LookupEnv(HelperEnv); ok {
+		goruntime.LockOSThread()
+	}
 }
 
 // MaybeRunHelper turns the process into the init helper when Start started
@@ -64,6 +82,9 @@ func runHelper(raw string) error {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		return fmt.Errorf("init helper: %w", err)
 	}
+	if spec.WaitGo {
+		unix.CloseOnExec(helperGoFD)
+	}
 	if len(spec.Argv) == 0 {
 		return errors.New("init helper: no command")
 	}
@@ -95,6 +116,11 @@ func runHelper(raw string) error {
 	path, err := LookPath(spec.Argv[0], LookupEnv(env, "PATH"), spec.Dir)
 	if err != nil {
 		return err
+	}
+	if spec.WaitGo {
+		if err := waitGo(); err != nil {
+			return err
+		}
 	}
 	if err := unix.Exec(path, spec.Argv, env); err != nil {
 		return &fs.PathError{Op: "exec", Path: path, Err: err}
@@ -141,6 +167,19 @@ func bind(m Mount, src *os.File) error {
 	}
 	if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
 		return fmt.Errorf("remount %s read-only: %w", m.Target, err)
+	}
+	return nil
+}
+
+// waitGo waits for the go-ahead to exec: a byte on helperGoFD. The pipe's
+// end without one means that the process that started the helper gave up
+// on it (or died).
+func waitGo() error {
+	f := os.NewFile(helperGoFD, "init-go")
+	defer f.Close()
+	var b [1]byte
+	if n, _ := f.Read(b[:]); n != 1 {
+		return errors.New("init helper: no go-ahead to run the command")
 	}
 	return nil
 }

@@ -61,33 +61,55 @@ type Spec struct {
 // not as a command that could not be run. The caller owns the returned
 // Cmd and must Wait for it.
 func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
+	return start(ctx, spec, stdout, stderr, starter{fork: (*exec.Cmd).Start})
+}
+
+// starter is how start starts a process.
+type starter struct {
+	// fork starts the prepared command.
+	fork func(*exec.Cmd) error
+	// started, when set, is called with the process's PID before the
+	// process runs its command, which so always goes through the helper.
+	started func(pid int)
+}
+
+// start is Start, the way how says; when it fails, what it started was
+// reaped.
+func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("no command")
 	}
-	if len(spec.Mounts) == 0 && spec.Hostname == "" {
-		if err := checkDir(spec.Dir); err != nil {
-			return nil, err
-		}
-		path, err := LookPath(spec.Argv[0], LookupEnv(spec.Env, "PATH"), spec.Dir)
-		if err != nil {
-			return nil, err
-		}
-		cmd := &exec.Cmd{
-			Path:        path,
-			Args:        spec.Argv,
-			Env:         spec.Env,
-			Dir:         spec.Dir,
-			Stdout:      stdout,
-			Stderr:      stderr,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		}
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		return cmd, nil
+	if len(spec.Mounts) > 0 || spec.Hostname != "" || how.started != nil {
+		return startHelper(ctx, spec, stdout, stderr, how)
 	}
+	if err := checkDir(spec.Dir); err != nil {
+		return nil, err
+	}
+	path, err := LookPath(spec.Argv[0], LookupEnv(spec.Env, "PATH"), spec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        spec.Argv,
+		Env:         spec.Env,
+		Dir:         spec.Dir,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := how.fork(cmd); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
 
-	raw, err := json.Marshal(helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname})
+// startHelper starts spec through the init helper. With how.started, the
+// helper waits for a byte on its go-ahead pipe before it execs the
+// command, which start writes once started returned.
+func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
+	hs := helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname, WaitGo: how.started != nil}
+	raw, err := json.Marshal(hs)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +118,16 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 		return nil, err
 	}
 	defer statusR.Close()
+	extra := []*os.File{statusW} // helperStatusFD
+	var goR, goW *os.File
+	if hs.WaitGo {
+		if goR, goW, err = os.Pipe(); err != nil {
+			statusW.Close()
+			return nil, err
+		}
+		defer goW.Close()
+		extra = append(extra, goR) // helperGoFD
+	}
 	cmd := &exec.Cmd{
 		// This very binary, even if it was replaced on disk since.
 		Path:       "/proc/self/exe",
@@ -104,16 +136,24 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 		Dir:        "/", // the helper changes to spec.Dir after mounting
 		Stdout:     stdout,
 		Stderr:     stderr,
-		ExtraFiles: []*os.File{statusW}, // helperStatusFD
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:      true,
 			Unshareflags: unshareFlags(spec),
 		},
 	}
-	err = cmd.Start()
-	statusW.Close()
+	err = how.fork(cmd)
+	for _, f := range extra {
+		f.Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start init helper: %w", err)
+	}
+	if hs.WaitGo {
+		how.started(cmd.Process.Pid)
+		// A helper that failed already has closed its end: EPIPE, and its
+		// failure is on the status pipe.
+		_, _ = goW.Write([]byte{1})
 	}
 	stop := context.AfterFunc(ctx, func() { _ = statusR.SetReadDeadline(longAgo) })
 	msg, err := io.ReadAll(statusR)

@@ -227,3 +227,37 @@ func (p *Proc) Reap() {
 
 // Close releases the handle; it does nothing to the process.
 func (p *Proc) Close() { _ = p.f.Close() }
+
+// KillGroup sends SIGKILL to the process group that the process id names
+// led (its group's ID is its PID), whether the leader still runs or not,
+// and says whether there was a group to signal. A group's ID is not given
+// to a new process while any member of the group lives: the kernel keeps
+// the number as long as a process has it as its PID, process group or
+// session. So when id's PID belongs to another process now (another start
+// time), its group was empty, and nothing is sent; nor for a process of
+// another boot.
+func KillGroup(id Ident) (bool, error) {
+	boot, err := bootID()
+	if err != nil {
+		return false, err
+	}
+	// Never 0 or 1: kill(0) is our own group, kill(-1) every process.
+	if id.BootID != boot || id.Pid <= 1 {
+		return false, nil
+	}
+	start, err := startTime(id.Pid)
+	switch {
+	case err == nil && start != id.StartTime:
+		return false, nil
+	case err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ESRCH):
+		return false, err
+	}
+	err = unix.Kill(-id.Pid, unix.SIGKILL)
+	if errors.Is(err, unix.ESRCH) {
+		return false, nil
+	}
+	if err != nil {
+		return false, os.NewSyscallError("kill", err)
+	}
+	return true, nil
+}
