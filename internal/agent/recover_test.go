@@ -28,6 +28,8 @@ type node struct {
 	st     *store.Store
 	a      *Agent
 	cancel context.CancelFunc
+	// maxPods is the MaxPods of the next start.
+	maxPods int
 }
 
 func newNode(t *testing.T) *node {
@@ -58,7 +60,7 @@ func (n *node) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.st, n.cancel = st, cancel
-	n.a = New(ctx, Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st})
+	n.a = New(ctx, Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st, MaxPods: n.maxPods})
 	if err := n.a.Recover(ctx); err != nil {
 		n.t.Fatal(err)
 	}

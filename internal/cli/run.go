@@ -88,9 +88,14 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	o.daemon.LogOutput = s.Err
 	f, err := node.NewForeground(ctx, o.daemon, pr.output)
 	if err != nil {
-		// The state directory or the runtime could not be set up: podward's
-		// fault for run, whatever the cause (--runtime included).
-		return &ExitError{Code: ExitInternal, Err: err}
+		// An option that cannot work is bad input; otherwise the state
+		// directory or the runtime could not be set up: podward's fault
+		// for run, whatever the cause (--runtime included).
+		code := ExitInternal
+		if errors.Is(err, node.ErrBadOptions) {
+			code = ExitBadInput
+		}
+		return &ExitError{Code: code, Err: err}
 	}
 	defer f.Close()
 	watcher := f.Watch()
@@ -134,9 +139,10 @@ func readPods(s Streams, o runOptions) ([]*model.Pod, error) {
 }
 
 // admitAll admits every pod before any starts, so that bad input starts
-// nothing. Its error lists every problem, one per line, each naming its
-// pod (and, for a manifest of several pods, its document), so that the
-// problems of several pods can be told apart.
+// nothing: a manifest of more pods than --max-pods included. Its error
+// lists every problem, one per line, each naming its pod (and, for a
+// manifest of several pods, its document), so that the problems of several
+// pods can be told apart.
 func admitAll(f *node.Foreground, pods []*model.Pod) error {
 	var bad []string
 	seen := map[string]int{}
@@ -150,6 +156,9 @@ func admitAll(f *node.Foreground, pods []*model.Pod) error {
 			msg = strings.TrimPrefix(msg+"\n", "\n") + fmt.Sprintf("metadata.name: Duplicate value: %q (document %d has it too)", p.Name, first)
 		} else {
 			seen[p.Key()] = i + 1
+		}
+		if err := f.Room(i); err != nil {
+			msg = strings.TrimPrefix(msg+"\n", "\n") + err.Error() + " (--max-pods)"
 		}
 		for _, line := range strings.Split(msg, "\n") {
 			if line != "" {

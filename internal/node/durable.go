@@ -41,6 +41,7 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	}
 	agentCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store, cfg.EventsPerPod = rt, clk, o.plannerConfig(), log, st, o.EventsPerPod
+	cfg.MaxPods = o.MaxPods
 	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop}
 	if err := d.Recover(agentCtx); err != nil {
 		d.close()

@@ -24,6 +24,7 @@ type Foreground struct {
 	rt       openRuntime
 	stop     context.CancelFunc
 	tempRoot string // the state directory made for this run, removed by Close
+	maxPods  int
 	once     sync.Once
 }
 
@@ -33,6 +34,9 @@ type Foreground struct {
 // ends, leaving the containers as they are. Its errors are the temporary
 // directory's or the runtime's.
 func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	root := o.Root
 	tempRoot := ""
 	if root == "" {
@@ -54,8 +58,8 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 		return nil, err
 	}
 	agentCtx, stop := context.WithCancel(ctx)
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log})
-	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot}, nil
+	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, MaxPods: o.MaxPods})
+	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, maxPods: o.MaxPods}, nil
 }
 
 // Watch follows the agent's events from now on; the caller stops the
@@ -66,6 +70,18 @@ func (f *Foreground) Watch() *events.Watcher { return f.agent.Recorder().Watch()
 // validation and the runtime's own check. The pod must be defaulted
 // (model.Default) as Create defaults it. The error is an *InvalidError.
 func (f *Foreground) Admit(pod *model.Pod) error { return f.agent.Admit(pod) }
+
+// Room is nil when the agent has room for one more pod once it runs
+// pending pods more than now, else the refusal (a *RejectedError, reason
+// OutOfpods): `podward run` checks the pods of its manifest against
+// Options.MaxPods before it creates any. The agent of a run starts empty,
+// and Room counts only the pending ones.
+func (f *Foreground) Room(pending int) error {
+	if pending < f.maxPods {
+		return nil
+	}
+	return agent.OutOfPods(pending, f.maxPods)
+}
 
 // Create admits a pod, gives it a UID and starts it; the agent owns pod
 // afterwards. A pod whose name is taken is refused.
