@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -56,11 +55,25 @@ second one kills with grace period 0.`,
 	return cmd
 }
 
+// readManifest reads the manifest file, or stdin for "-", refusing one
+// larger than model.MaxManifestBytes (the agent's limit on a request, the
+// API server's) before decoding any of it: the error then names the file
+// and the limit.
 func readManifest(s Streams, file string) ([]byte, error) {
-	if file == "-" {
-		return io.ReadAll(s.In)
+	r, name := s.In, "stdin"
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r, name = f, file
 	}
-	return os.ReadFile(file)
+	data, err := model.ReadManifest(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return data, nil
 }
 
 // runPods runs the pods of the manifest in the foreground: it admits them
