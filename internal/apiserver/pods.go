@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
@@ -272,27 +271,20 @@ func readPod(w http.ResponseWriter, r *http.Request, ns, urlName string) (*model
 	if err != nil {
 		return nil, err
 	}
-	pods, err := model.Decode(body)
+	docs, err := model.DecodeDocuments(body)
 	if err != nil {
 		return nil, forPod(urlName, err)
 	}
-	if len(pods) != 1 {
-		return nil, badRequest("the request body must hold exactly one Pod, it holds %d", len(pods))
+	if len(docs) != 1 {
+		return nil, badRequest("the request body must hold exactly one Pod, it holds %d", len(docs))
 	}
-	pod := pods[0]
-	// Decode defaulted the namespace: look at what was written.
-	var written struct {
-		Metadata struct {
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	_ = yaml.Unmarshal(body, &written)
-	switch written.Metadata.Namespace {
+	pod := docs[0].Pod
+	switch written := docs[0].Namespace; written {
 	case "":
 		pod.Namespace = ns
 	case ns:
 	default:
-		return nil, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", written.Metadata.Namespace, ns)
+		return nil, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", written, ns)
 	}
 	if urlName != "" && pod.Name != urlName {
 		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, urlName)
