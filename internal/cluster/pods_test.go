@@ -242,15 +242,13 @@ func TestPodsRejectsPodBeyondMaxPods(t *testing.T) {
 		p, err := h.get("second")
 		return err == nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfpods" && p.Status.Message == "Pod was rejected: "+msg
 	})
-	evs, err := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(evs.Items, func(e v1.Event) bool {
-		return e.InvolvedObject.Name == "second" && e.Reason == "OutOfpods" && e.Type == v1.EventTypeWarning && e.Message == msg
-	}) {
-		t.Fatalf("no warning OutOfpods %q for the second pod: %+v", msg, evs.Items)
-	}
+	// The event is posted after the status is written.
+	h.waitFor("a warning OutOfpods event", func() bool {
+		evs, err := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		return err == nil && slices.ContainsFunc(evs.Items, func(e v1.Event) bool {
+			return e.InvolvedObject.Name == "second" && e.Reason == "OutOfpods" && e.Type == v1.EventTypeWarning && e.Message == msg
+		})
+	})
 	if n := strings.Count(strings.Join(h.rt.Calls(), "\n"), "start app"); n != 1 {
 		t.Fatalf("started app %d times, want once: %q", n, h.rt.Calls())
 	}
