@@ -61,6 +61,11 @@ type Config struct {
 	// (runtime.PodLogRemover): 0 (DefaultKeepTerminatedPodLogs) removes
 	// them then, a negative value never.
 	KeepTerminatedPodLogs time.Duration
+	// MaxPods is how many pods the agent runs at once, as the kubelet's
+	// --max-pods (0: DefaultMaxPods). A pod created beyond it is rejected
+	// (RejectedError): in the pod API it is Failed with reason OutOfpods;
+	// Sync returns the refusal to its caller.
+	MaxPods int
 	// Store, when set, makes the agent durable: pods, their workers'
 	// checkpoints and events survive a restart (see Recover).
 	Store Store
@@ -259,11 +264,18 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	return pod, nil
 }
 
-// addLocked gives pod its identity and records it; a.mu must be held.
+// addLocked gives pod its identity and records it; a.mu must be held. As
+// the API server does on create, the status written in the manifest is
+// dropped. A pod the node has no room for is recorded rejected (see
+// isRejected); launch then starts nothing of it.
 func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
+	pod.Status = v1.PodStatus{}
+	if why := a.roomLocked(); why != nil {
+		reject(pod, why)
+	}
 	a.recordLocked(pod)
 }
 
@@ -275,8 +287,9 @@ func (a *Agent) recordLocked(pod *model.Pod) {
 
 // Sync hands the agent a pod that another source owns — in cluster mode
 // the API server, which gave it its UID and node. A pod it does not know is
-// admitted and started (InvalidError when it cannot run here); one it
-// knows is left as it is: a pod's spec does not change, and its deletion
+// admitted and started (InvalidError when it cannot run here, RejectedError
+// when the node has no room for it: nothing is recorded then, the source
+// reports the rejection); one it knows is left as it is: a pod's spec does not change, and its deletion
 // comes through Delete. Pods are told apart by UID only: a pod deleted and
 // created again under the same name is another pod.
 func (a *Agent) Sync(pod *model.Pod) error {
@@ -294,6 +307,10 @@ func (a *Agent) Sync(pod *model.Pod) error {
 	if a.knownLocked(pod.UID) {
 		a.mu.Unlock()
 		return nil
+	}
+	if why := a.roomLocked(); why != nil {
+		a.mu.Unlock()
+		return why
 	}
 	a.recordLocked(pod)
 	a.mu.Unlock()
@@ -324,7 +341,8 @@ func (a *Agent) entryLocked(uid types.UID) *entry {
 }
 
 // launch stores a pod just added (write-ahead: before anything of it runs)
-// and hands it to its worker. When the store fails, the pod is dropped.
+// and hands it to its worker; a rejected pod gets no worker, only the
+// kubelet's warning event. When the store fails, the pod is dropped.
 func (a *Agent) launch(pod *model.Pod) error {
 	if err := a.persistPod(pod); err != nil {
 		a.mu.Lock()
@@ -334,6 +352,11 @@ func (a *Agent) launch(pod *model.Pod) error {
 		return err
 	}
 	a.recorder.Eventf(pod, "", events.Normal, events.Scheduled, "Successfully assigned %s to %s", pod.Key(), a.cfg.NodeName)
+	if isRejected(pod) {
+		a.recordRejection(pod)
+		a.notify()
+		return nil
+	}
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod})
 	a.notify()
 	return nil
@@ -386,41 +409,48 @@ func (a *Agent) reap(uid types.UID) {
 			return
 		}
 		last, _, _ := a.workers.PodStatus(uid)
-		if a.cfg.Store != nil {
-			if err := a.cfg.Store.DeletePod(uid); err != nil {
-				a.log.Error("remove pod from the store", "podUID", uid, "err", err)
-			}
-		}
-		a.mu.Lock()
-		e := a.entryLocked(uid)
-		delete(a.pods, uid)
-		delete(a.forced, uid)
-		// Under the lock (agent, then workers: the order used everywhere),
-		// so that no one sees the pod gone but its worker still there.
-		a.workers.Forget(uid)
-		if last != nil {
-			a.final[uid] = last
-			a.finalOrder = append(a.finalOrder, uid)
-			if len(a.finalOrder) > maxFinal {
-				// The events of a pod removed long ago go with it, so
-				// that memory does not grow with pod churn.
-				old := a.finalOrder[0]
-				delete(a.final, old)
-				a.recorder.Forget(old)
-				a.finalOrder = a.finalOrder[1:]
-			}
-		}
-		a.rv++
-		next := a.takeReplacementLocked(e)
-		a.mu.Unlock()
-		a.notify()
-		a.launchReplacement(uid, next)
+		a.remove(uid, last)
 		select {
 		case <-cleanedUp:
 			a.logs.removed(uid)
 		case <-a.ctx.Done():
 		}
 	}()
+}
+
+// remove takes a pod that has finished, whose last status is last (nil when
+// unknown), out of the store and of the agent — its worker too — keeping
+// last for a while, then creates its replacement if an apply asked for one.
+func (a *Agent) remove(uid types.UID, last *v1.Pod) {
+	if a.cfg.Store != nil {
+		if err := a.cfg.Store.DeletePod(uid); err != nil {
+			a.log.Error("remove pod from the store", "podUID", uid, "err", err)
+		}
+	}
+	a.mu.Lock()
+	e := a.entryLocked(uid)
+	delete(a.pods, uid)
+	delete(a.forced, uid)
+	// Under the lock (agent, then workers: the order used everywhere),
+	// so that no one sees the pod gone but its worker still there.
+	a.workers.Forget(uid)
+	if last != nil {
+		a.final[uid] = last
+		a.finalOrder = append(a.finalOrder, uid)
+		if len(a.finalOrder) > maxFinal {
+			// The events of a pod removed long ago go with it, so
+			// that memory does not grow with pod churn.
+			old := a.finalOrder[0]
+			delete(a.final, old)
+			a.recorder.Forget(old)
+			a.finalOrder = a.finalOrder[1:]
+		}
+	}
+	a.rv++
+	next := a.takeReplacementLocked(e)
+	a.mu.Unlock()
+	a.notify()
+	a.launchReplacement(uid, next)
 }
 
 // takeReplacementLocked records, with its identity, the pod an apply asked
@@ -459,13 +489,18 @@ func (a *Agent) launchReplacement(old types.UID, next *model.Pod) {
 // replacement is created now — while its worker still stops its
 // containers, each with its stop signal and the kubelet's minimum before
 // SIGKILL, and is reaped once terminated. The deletion recorded in the
-// store (grace period 0) keeps it so across an agent restart.
+// store (grace period 0) keeps it so across an agent restart. A rejected
+// pod (see isRejected) has nothing to stop: it is removed at once.
 func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error {
 	a.mu.Lock()
 	e, ok := a.pods[uid]
 	a.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	if isRejected(e.pod) {
+		// Nothing of it runs, nor ever ran: it goes at once.
+		return a.removeRejected(e)
 	}
 	// Records the deletion (e.deletion), which marks the pod for removal.
 	forced, err := a.persistDeletion(e.pod, grace)
@@ -531,6 +566,10 @@ func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 		// Only read: a worker made meanwhile reads the pod too, and
 		// writes none of it.
 		p := e.pod.Pod.DeepCopy()
+		if isRejected(e.pod) {
+			e.annotate(p)
+			return p, podworker.Terminated, nil
+		}
 		p.Status = v1.PodStatus{Phase: v1.PodPending}
 		e.annotate(p)
 		return p, podworker.Syncing, nil
@@ -557,8 +596,9 @@ func (a *Agent) WaitTerminated(ctx context.Context, uid types.UID) error {
 	if term == nil {
 		a.mu.Lock()
 		_, gone := a.final[uid]
+		e := a.pods[uid]
 		a.mu.Unlock()
-		if gone {
+		if gone || (e != nil && isRejected(e.pod)) {
 			return nil
 		}
 		return fmt.Errorf("%w: %s", ErrNotFound, uid)

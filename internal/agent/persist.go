@@ -286,6 +286,15 @@ func (a *Agent) Recover(ctx context.Context) error {
 func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) error {
 	s := a.cfg.Store
 	deletion := p.DeletionTimestamp
+	if isRejected(p) {
+		// Nothing of it ever ran: it stays as it was rejected, or goes if
+		// its removal was cut short.
+		if deletion != nil {
+			return s.DeletePod(p.UID)
+		}
+		a.recordStored(p)
+		return nil
+	}
 	cp, err := s.GetCheckpoint(p.UID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err

@@ -30,6 +30,8 @@ type node struct {
 	cancel context.CancelFunc
 	// config, when set, changes the agent's configuration at each start.
 	config func(*Config)
+	// maxPods is the MaxPods of the next start.
+	maxPods int
 }
 
 func newNode(t *testing.T) *node { return newNodeWith(t, nil) }
@@ -63,7 +65,7 @@ func (n *node) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.st, n.cancel = st, cancel
-	cfg := Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st}
+	cfg := Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st, MaxPods: n.maxPods}
 	if n.config != nil {
 		n.config(&cfg)
 	}

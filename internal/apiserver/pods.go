@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
@@ -272,16 +271,15 @@ func readPod(w http.ResponseWriter, r *http.Request, ns, urlName string) (*model
 	if err != nil {
 		return nil, err
 	}
-	pods, err := model.Decode(body)
+	docs, err := model.DecodeDocuments(body)
 	if err != nil {
 		return nil, forPod(urlName, err)
 	}
-	if len(pods) != 1 {
-		return nil, badRequest("the request body must hold exactly one Pod, it holds %d", len(pods))
+	if len(docs) != 1 {
+		return nil, badRequest("the request body must hold exactly one Pod, it holds %d", len(docs))
 	}
-	pod := pods[0]
-	// Decode defaulted the namespace: look at what was written.
-	switch written := writtenNamespace(body); written {
+	pod := docs[0].Pod
+	switch written := docs[0].Namespace; written {
 	case "":
 		pod.Namespace = ns
 	case ns:
@@ -292,28 +290,6 @@ func readPod(w http.ResponseWriter, r *http.Request, ns, urlName string) (*model
 		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, urlName)
 	}
 	return pod, nil
-}
-
-// writtenNamespace is the metadata.namespace written in body, which
-// model.Decode read as one pod: in its one document that is not empty
-// (YAML documents, or JSON objects, as Decode splits them). The first
-// document alone would not do: an empty one ("---" or "null") may come
-// before the pod's.
-func writtenNamespace(body []byte) string {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(body), 4096)
-	for {
-		var doc struct {
-			Metadata struct {
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if err := dec.Decode(&doc); err != nil {
-			return "" // the end, or what Decode already refused
-		}
-		if doc.Metadata.Namespace != "" {
-			return doc.Metadata.Namespace
-		}
-	}
 }
 
 // stream writes watch events, one JSON object per line, flushed each.

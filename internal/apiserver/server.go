@@ -56,8 +56,10 @@ type Backend interface {
 	Events
 }
 
-// maxBodyBytes bounds a request body (a manifest or DeleteOptions).
-const maxBodyBytes = 4 << 20
+// maxBodyBytes bounds a request body (a manifest or DeleteOptions): the
+// Kubernetes API server's limit, which the CLI applies to the manifests it
+// reads.
+const maxBodyBytes = model.MaxManifestBytes
 
 // shutdownTimeout bounds how long Serve waits for requests in flight once
 // its ctx is done (streams end at once: their context is cancelled).

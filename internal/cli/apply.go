@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/podward/podward/internal/client"
 	"github.com/podward/podward/internal/model"
@@ -41,37 +38,22 @@ the exit code is 2; other failures exit with 1.`,
 }
 
 func runApply(ctx context.Context, s Streams, api *apiOptions, files []string, nsGiven bool) error {
-	type item struct {
-		pod       *model.Pod
-		namespace string // as written in the manifest
-	}
-	var items []item
-	for _, file := range files {
-		data, err := readManifest(s, file)
-		if err != nil {
-			return usageError(err)
-		}
-		pods, err := model.Decode(data)
-		if err != nil {
-			return usageError(fmt.Errorf("%s:\n%w", file, err))
-		}
-		written := writtenNamespaces(data, len(pods))
-		for i, p := range pods {
-			items = append(items, item{pod: p, namespace: written[i]})
-		}
+	items, err := readApplied(s, files)
+	if err != nil {
+		return usageError(err)
 	}
 
 	c := api.client()
 	defer c.Close()
 	code := ExitSucceeded
 	for _, it := range items {
-		pod := it.pod
+		pod := it.Pod
 		switch {
-		case it.namespace == "":
+		case it.Namespace == "":
 			pod.Namespace = api.namespace
-		case nsGiven && it.namespace != api.namespace:
+		case nsGiven && it.Namespace != api.namespace:
 			fmt.Fprintf(s.Err, "error: the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.\n",
-				it.namespace, api.namespace, it.namespace)
+				it.Namespace, api.namespace, it.Namespace)
 			code = max(code, ExitFailed)
 			continue
 		}
@@ -93,35 +75,21 @@ func runApply(ctx context.Context, s Streams, api *apiOptions, files []string, n
 	return nil
 }
 
-// writtenNamespaces returns the metadata.namespace written in each
-// document of a manifest ("" where there is none), for the n pods that
-// model.Decode found in it: Decode fills in "default", and apply must tell
-// an absent namespace (which -n sets) from a written one. If the documents
-// cannot be matched up with the pods, every namespace counts as absent.
-func writtenNamespaces(data []byte, n int) []string {
-	out := make([]string, 0, n)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var doc struct {
-			Metadata struct {
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-			Kind string `json:"kind"`
-		}
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+// readApplied reads and decodes the pods of every file, in order, each
+// with the namespace its document wrote ("" for none, which -n then sets).
+// A file over model.MaxManifestBytes is refused before it is decoded.
+func readApplied(s Streams, files []string) ([]model.Document, error) {
+	var items []model.Document
+	for _, file := range files {
+		data, err := readManifest(s, file)
 		if err != nil {
-			return make([]string, n)
+			return nil, err
 		}
-		if doc.Kind == "" && doc.Metadata.Namespace == "" {
-			continue // an empty document
+		docs, err := model.DecodeDocuments(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s:\n%w", file, err)
 		}
-		out = append(out, doc.Metadata.Namespace)
+		items = append(items, docs...)
 	}
-	if len(out) != n {
-		return make([]string, n)
-	}
-	return out
+	return items, nil
 }

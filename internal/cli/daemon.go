@@ -17,6 +17,7 @@ func addDaemonFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
 	f.StringVar(&o.Root, "root", "", rootHelp)
 	f.DurationVar(&o.BackoffBase, "backoff-base", def.BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
 	f.DurationVar(&o.PromptKill, "prompt-kill", def.PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
+	f.IntVar(&o.MaxPods, "max-pods", def.MaxPods, "most pods run at once, as the kubelet's --max-pods: a pod beyond it is rejected (Failed, reason OutOfpods)")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log the agent's decisions to stderr")
 	addRuntimeFlags(f, &o.Runtime, def.Runtime)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -56,11 +55,25 @@ second one kills with grace period 0.`,
 	return cmd
 }
 
+// readManifest reads the manifest file, or stdin for "-", refusing one
+// larger than model.MaxManifestBytes (the agent's limit on a request, the
+// API server's) before decoding any of it: the error then names the file
+// and the limit.
 func readManifest(s Streams, file string) ([]byte, error) {
-	if file == "-" {
-		return io.ReadAll(s.In)
+	r, name := s.In, "stdin"
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r, name = f, file
 	}
-	return os.ReadFile(file)
+	data, err := model.ReadManifest(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return data, nil
 }
 
 // runPods runs the pods of the manifest in the foreground: it admits them
@@ -88,9 +101,14 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	o.daemon.LogOutput = s.Err
 	f, err := node.NewForeground(ctx, o.daemon, pr.output)
 	if err != nil {
-		// The state directory or the runtime could not be set up: podward's
-		// fault for run, whatever the cause (--runtime included).
-		return &ExitError{Code: ExitInternal, Err: err}
+		// An option that cannot work is bad input; otherwise the state
+		// directory or the runtime could not be set up: podward's fault
+		// for run, whatever the cause (--runtime included).
+		code := ExitInternal
+		if errors.Is(err, node.ErrBadOptions) {
+			code = ExitBadInput
+		}
+		return &ExitError{Code: code, Err: err}
 	}
 	defer f.Close()
 	for _, note := range f.Leftovers() {
@@ -137,9 +155,10 @@ func readPods(s Streams, o runOptions) ([]*model.Pod, error) {
 }
 
 // admitAll admits every pod before any starts, so that bad input starts
-// nothing. Its error lists every problem, one per line, each naming its
-// pod (and, for a manifest of several pods, its document), so that the
-// problems of several pods can be told apart.
+// nothing: a manifest of more pods than --max-pods included. Its error
+// lists every problem, one per line, each naming its pod (and, for a
+// manifest of several pods, its document), so that the problems of several
+// pods can be told apart.
 func admitAll(f *node.Foreground, pods []*model.Pod) error {
 	var bad []string
 	seen := map[string]int{}
@@ -153,6 +172,9 @@ func admitAll(f *node.Foreground, pods []*model.Pod) error {
 			msg = strings.TrimPrefix(msg+"\n", "\n") + fmt.Sprintf("metadata.name: Duplicate value: %q (document %d has it too)", p.Name, first)
 		} else {
 			seen[p.Key()] = i + 1
+		}
+		if err := f.Room(i); err != nil {
+			msg = strings.TrimPrefix(msg+"\n", "\n") + err.Error() + " (--max-pods)"
 		}
 		for _, line := range strings.Split(msg, "\n") {
 			if line != "" {

@@ -248,7 +248,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 	if err == nil {
 		err = p.cfg.Agent.Sync(mp)
 	}
-	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) {
+	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRejected) {
 		return p.reject(ctx, pod, err)
 	}
 	return err
@@ -304,18 +304,25 @@ func restoreLegacyInitContainers(pod *v1.Pod) {
 }
 
 // reject marks a pod this node cannot run as Failed, as the kubelet does
-// for pods it rejects at admission.
+// for pods it rejects at admission: a pod the node has no room for with the
+// kubelet's reason and message (agent.RejectedError, whose message the
+// event has without the status's "Pod was rejected: "), any other with
+// ReasonUnsupported.
 func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
 	p.log.Info("rejecting a pod this node cannot run", "pod", pod.Namespace+"/"+pod.Name, "err", cause)
 	msg := fmt.Sprintf("Pod was rejected: %v", cause)
 	st := v1.PodStatus{Phase: v1.PodFailed, Reason: ReasonUnsupported, Message: msg}
+	var noRoom *agent.RejectedError
+	if errors.As(cause, &noRoom) {
+		st, msg = noRoom.Status(pod), noRoom.Message
+	}
 	if err := p.patchStatus(ctx, pod.Namespace, pod.Name, pod.UID, st); err != nil {
 		return err
 	}
 	ev := v1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, time.Now().UnixNano()), Namespace: pod.Namespace},
 		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Reason:         ReasonUnsupported, Message: msg, Type: v1.EventTypeWarning,
+		Reason:         st.Reason, Message: msg, Type: v1.EventTypeWarning,
 		Source:         v1.EventSource{Component: "podward", Host: p.cfg.NodeName},
 		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
 	}

@@ -40,6 +40,13 @@ type podsHarness struct {
 
 func newPodsHarness(t *testing.T) *podsHarness {
 	t.Helper()
+	return newPodsHarnessWith(t, agent.Config{})
+}
+
+// newPodsHarnessWith is newPodsHarness with an agent configured by cfg
+// (the harness fills in its runtime, clock, planner, logger and node).
+func newPodsHarnessWith(t *testing.T, acfg agent.Config) *podsHarness {
+	t.Helper()
 	h := &podsHarness{t: t, client: fake.NewClientset(), changed: make(chan struct{})}
 	// Every change through the API wakes the waiters (reads do not: the
 	// waiters read).
@@ -56,7 +63,9 @@ func newPodsHarness(t *testing.T) *podsHarness {
 	h.rt = rtfake.New(clk)
 	cfg := planner.DefaultConfig()
 	cfg.PromptKill = 0
-	h.agent = agent.New(ctx, agent.Config{Runtime: h.rt, Clock: clk, Planner: cfg, Logger: slog.New(slog.DiscardHandler), NodeName: "node-a", NodeIP: "10.0.0.7"})
+	acfg.Runtime, acfg.Clock, acfg.Planner, acfg.Logger = h.rt, clk, cfg, slog.New(slog.DiscardHandler)
+	acfg.NodeName, acfg.NodeIP = "node-a", "10.0.0.7"
+	h.agent = agent.New(ctx, acfg)
 	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.agent, StatusDelay: time.Millisecond})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = pods.Run(ctx) }()
@@ -209,6 +218,39 @@ func TestPodsRejectsPodItCannotRun(t *testing.T) {
 	})
 	if slices.ContainsFunc(h.rt.Calls(), func(c string) bool { return strings.HasPrefix(c, "start") || c == "prepare" }) {
 		t.Fatalf("a rejected pod was started: %q", h.rt.Calls())
+	}
+}
+
+// A pod bound to a node that already runs --max-pods pods is Failed with
+// the kubelet's reason and message, and a warning event with that message
+// (pkg/kubelet/lifecycle/predicate.go; kubelet.go, rejectPod).
+func TestPodsRejectsPodBeyondMaxPods(t *testing.T) {
+	h := newPodsHarnessWith(t, agent.Config{MaxPods: 1})
+	ctx := context.Background()
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, apiPod("first", "uid-1", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the first pod to run", func() bool {
+		p, err := h.get("first")
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, apiPod("second", "uid-2", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1"
+	h.waitFor("an OutOfpods status", func() bool {
+		p, err := h.get("second")
+		return err == nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfpods" && p.Status.Message == "Pod was rejected: "+msg
+	})
+	// The event is posted after the status is written.
+	h.waitFor("a warning OutOfpods event", func() bool {
+		evs, err := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		return err == nil && slices.ContainsFunc(evs.Items, func(e v1.Event) bool {
+			return e.InvolvedObject.Name == "second" && e.Reason == "OutOfpods" && e.Type == v1.EventTypeWarning && e.Message == msg
+		})
+	})
+	if n := strings.Count(strings.Join(h.rt.Calls(), "\n"), "start app"); n != 1 {
+		t.Fatalf("started app %d times, want once: %q", n, h.rt.Calls())
 	}
 }
 

@@ -14,6 +14,10 @@ const (
 	// FailedManifest: a static pod manifest could not be read, decoded or
 	// validated; a node event, repeated on each rescan while it stays bad.
 	FailedManifest Reason = "FailedManifest"
+	// OutOfPods: the node already runs --max-pods pods, so it rejected a
+	// new one (a warning; the pod is Failed with this reason). The
+	// kubelet's admission reason (pkg/kubelet/lifecycle/predicate.go).
+	OutOfPods Reason = "OutOfpods"
 )
 
 // Reasons of events about a pod's setup and its images.

@@ -61,7 +61,35 @@ func (e *manifestError) Unwrap() error { return e.cause }
 // each prefixed with "document N: " when the input held several documents,
 // and matches ErrInvalidManifest. The returned pods are new and owned by the
 // caller.
+//
+// Decode takes the input as it is: whoever reads it bounds it first
+// (ReadManifest, MaxManifestBytes).
 func Decode(data []byte) ([]*Pod, error) {
+	docs, err := DecodeDocuments(data)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*Pod, len(docs))
+	for i, d := range docs {
+		pods[i] = d.Pod
+	}
+	return pods, nil
+}
+
+// Document is one pod of a manifest as Decode reads it, with what its
+// document wrote where Default fills a value in that a caller may set
+// itself: the namespace. The CLI's -n and an API request's path give a
+// namespace to the pods that have none, and refuse another one.
+type Document struct {
+	Pod *Pod
+	// Namespace is the document's metadata.namespace, "" when it has
+	// none (Pod.Namespace is then "default").
+	Namespace string
+}
+
+// DecodeDocuments is Decode, with the namespace each document wrote, in
+// the order of the pods.
+func DecodeDocuments(data []byte) ([]Document, error) {
 	docs, isJSON, err := splitDocuments(data)
 	if err != nil {
 		return nil, err
@@ -88,7 +116,7 @@ func Decode(data []byte) ([]*Pod, error) {
 	}
 
 	var (
-		pods []*Pod
+		pods []Document
 		errs []error
 	)
 	for i, doc := range nonEmpty {
@@ -159,23 +187,30 @@ func isEmptyDocument(js []byte) bool {
 // decodePod decodes one document, already converted to JSON, into a
 // defaulted pod. It returns every problem it finds; the pod is only usable
 // when there is none.
-func decodePod(js []byte) (*Pod, []*manifestError) {
+//
+// The document is decoded once, as a pod: one that is not a Pod is then
+// reported by its apiVersion and kind alone, never by the fields a Pod
+// does not have. Only a document that does not decode as a pod at all is
+// read again, for its apiVersion and kind.
+func decodePod(js []byte) (Document, []*manifestError) {
 	js = bytes.TrimSpace(js)
 	if js[0] != '{' {
-		return nil, []*manifestError{{msg: "expected a Pod object, got " + jsonKind(js[0])}}
+		return Document{}, []*manifestError{{msg: "expected a Pod object, got " + jsonKind(js[0])}}
 	}
-	var typeMeta metav1.TypeMeta
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &typeMeta); err != nil {
-		return nil, []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}
-	}
-	if problems := checkTypeMeta(typeMeta); len(problems) > 0 {
-		return nil, problems
-	}
-
 	pod := &v1.Pod{}
 	strictErrs, err := sigsjson.UnmarshalStrict(js, pod)
 	if err != nil {
-		return nil, []*manifestError{{msg: err.Error(), cause: err}}
+		var typeMeta metav1.TypeMeta
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &typeMeta); err != nil {
+			return Document{}, []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}
+		}
+		if problems := checkTypeMeta(typeMeta); len(problems) > 0 {
+			return Document{}, problems
+		}
+		return Document{}, []*manifestError{{msg: err.Error(), cause: err}}
+	}
+	if problems := checkTypeMeta(pod.TypeMeta); len(problems) > 0 {
+		return Document{}, problems
 	}
 	var problems []*manifestError
 	for _, strictErr := range strictErrs {
@@ -186,10 +221,11 @@ func decodePod(js []byte) (*Pod, []*manifestError) {
 	problems = append(problems, moveLegacyInitContainers(p)...)
 	problems = append(problems, decodeDeferContainers(p)...)
 	if len(problems) > 0 {
-		return nil, problems
+		return Document{}, problems
 	}
+	written := pod.Namespace
 	Default(p)
-	return p, nil
+	return Document{Pod: p, Namespace: written}, nil
 }
 
 // checkTypeMeta accepts apiVersion v1, kind Pod and nothing else.

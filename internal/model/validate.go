@@ -42,7 +42,9 @@ const (
 //
 // The order is stable: metadata, volumes, init containers, containers, defer
 // containers, then the pod-level fields of spec; within a container, its
-// fields in declaration order. Validate does not change p.
+// fields in declaration order. A pod of more than MaxContainers containers
+// gets one error for its spec, "spec.containers: Too many". Validate does
+// not change p.
 func Validate(p *Pod) field.ErrorList {
 	if p == nil || p.Pod == nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), errors.New("no pod to validate"))}
@@ -55,6 +57,9 @@ func Validate(p *Pod) field.ErrorList {
 		windowsOnly: p.Spec.OS != nil && p.Spec.OS.Name == v1.Windows,
 	}
 	v.metadata(&p.ObjectMeta)
+	if v.tooManyContainers() {
+		return v.errs
+	}
 	v.spec()
 	return v.errs
 }

@@ -73,6 +73,9 @@ type ClusterNode struct {
 // The agent outlives ctx, whose values it keeps (Register is bounded by
 // ctx): Run's end or Close stops it.
 func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	log := o.logger()
 	client, host, err := o.connect()
 	if err != nil {
@@ -110,7 +113,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	}
 	n.node, err = cluster.NewNode(cluster.NodeConfig{
 		Client: client, NodeName: name, Logger: log, Runtime: info,
-		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root,
+		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root, MaxPods: int64(o.MaxPods),
 	})
 	if err != nil {
 		return nil, badOptions(err)

@@ -42,6 +42,7 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	agentCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store = rt, clk, o.plannerConfig(), log, st
 	cfg.EventsPerPod, cfg.MaxEvents, cfg.KeepTerminatedPodLogs = o.EventsPerPod, o.MaxEvents, o.KeepTerminatedPodLogs
+	cfg.MaxPods = o.MaxPods
 	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop}
 	if err := d.Recover(agentCtx); err != nil {
 		d.close()

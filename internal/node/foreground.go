@@ -27,6 +27,7 @@ type Foreground struct {
 	stop     context.CancelFunc
 	tempRoot string   // the state directory made for this run, removed by Close
 	lock     *os.File // the run's lock on its root (lockRunRoot)
+	maxPods  int
 	// leftovers says what NewForeground cleaned up of earlier runs.
 	leftovers []string
 	once      sync.Once
@@ -43,6 +44,9 @@ type Foreground struct {
 // left: the pods still on o.Root, or the temporary roots no live run holds
 // (see leftovers.go); Leftovers says what.
 func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	root := o.Root
 	tempRoot := ""
 	if root == "" {
@@ -87,8 +91,8 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 		}
 	}
 	agentCtx, stop := context.WithCancel(ctx)
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1})
-	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, lock: lock, leftovers: leftovers}, nil
+	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1, MaxPods: o.MaxPods})
+	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, lock: lock, maxPods: o.MaxPods, leftovers: leftovers}, nil
 }
 
 // Leftovers says, one line each, what NewForeground removed (or could not)
@@ -103,6 +107,18 @@ func (f *Foreground) Watch() *events.Watcher { return f.agent.Recorder().Watch()
 // validation and the runtime's own check. The pod must be defaulted
 // (model.Default) as Create defaults it. The error is an *InvalidError.
 func (f *Foreground) Admit(pod *model.Pod) error { return f.agent.Admit(pod) }
+
+// Room is nil when the agent has room for one more pod once it runs
+// pending pods more than now, else the refusal (a *RejectedError, reason
+// OutOfpods): `podward run` checks the pods of its manifest against
+// Options.MaxPods before it creates any. The agent of a run starts empty,
+// and Room counts only the pending ones.
+func (f *Foreground) Room(pending int) error {
+	if pending < f.maxPods {
+		return nil
+	}
+	return agent.OutOfPods(pending, f.maxPods)
+}
 
 // Create admits a pod, gives it a UID and starts it; the agent owns pod
 // afterwards. A pod whose name is taken is refused.

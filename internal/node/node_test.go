@@ -34,6 +34,9 @@ func TestDefaultOptions(t *testing.T) {
 	if o.BackoffBase != p.BackoffBase || o.PromptKill != p.PromptKill || o.EventsPerPod != store.DefaultEventsPerPod {
 		t.Errorf("defaults %+v, want the planner's and the store's", o)
 	}
+	if o.MaxPods != 110 {
+		t.Errorf("max pods %d, want the kubelet's 110", o.MaxPods)
+	}
 	if o.Runtime.Kind != RuntimeProcess || o.Runtime.CRIEndpoint != DefaultCRIEndpoint {
 		t.Errorf("runtime defaults %+v", o.Runtime)
 	}
@@ -68,6 +71,18 @@ func TestErrorClasses(t *testing.T) {
 	}
 	if err := internal(errors.New("boom")); !errors.Is(err, ErrInternal) || errors.Is(err, ErrBadOptions) || err.Error() != "boom" {
 		t.Errorf("internal: %v", err)
+	}
+	noPods := options(t.TempDir())
+	noPods.MaxPods = 0
+	const maxPods = "--max-pods: 0: must be at least 1"
+	if _, err := NewForeground(ctx, noPods, nil); !errors.Is(err, ErrBadOptions) || err.Error() != maxPods {
+		t.Errorf("foreground with --max-pods 0: %v", err)
+	}
+	if _, err := NewAgent(ctx, AgentOptions{Options: noPods, Socket: filepath.Join(shortDir(t), "pw.sock")}); !errors.Is(err, ErrBadOptions) || err.Error() != maxPods {
+		t.Errorf("agent with --max-pods 0: %v", err)
+	}
+	if _, err := NewClusterNode(ctx, ClusterOptions{Options: noPods, Kubeconfig: filepath.Join(t.TempDir(), "absent")}); !errors.Is(err, ErrBadOptions) || err.Error() != maxPods {
+		t.Errorf("cluster node with --max-pods 0: %v", err)
 	}
 }
 

@@ -46,6 +46,11 @@ type Options struct {
 	// pod (0: removed with it; negative: for good). The foreground run
 	// keeps them: its state is gone when it ends, or is the user's --root.
 	KeepTerminatedPodLogs time.Duration
+	// MaxPods is how many pods the agent runs at once, the kubelet's
+	// --max-pods: a pod beyond it is rejected, Failed with reason
+	// OutOfpods (in cluster mode also the Node's pods capacity). At least
+	// 1.
+	MaxPods int
 	// Verbose logs the agent's decisions (level Info); otherwise only
 	// warnings and errors are logged.
 	Verbose bool
@@ -94,6 +99,7 @@ func DefaultOptions() Options {
 		EventsPerPod:          store.DefaultEventsPerPod,
 		MaxEvents:             store.DefaultMaxEvents,
 		KeepTerminatedPodLogs: agent.DefaultKeepTerminatedPodLogs,
+		MaxPods:               agent.DefaultMaxPods,
 		Runtime:               RuntimeOptions{Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint},
 	}
 }
@@ -105,6 +111,14 @@ func (o *Options) plannerConfig() planner.Config {
 	cfg.BackoffBase = o.BackoffBase
 	cfg.PromptKill = o.PromptKill
 	return cfg
+}
+
+// check refuses options that cannot work: they match ErrBadOptions.
+func (o *Options) check() error {
+	if o.MaxPods < 1 {
+		return badOptions(fmt.Errorf("--max-pods: %d: must be at least 1", o.MaxPods))
+	}
+	return nil
 }
 
 // logger is the daemon's logger: warnings and errors, everything from Info
@@ -159,6 +173,10 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 // agent's own type, so that the command line reads it (errors.As, Problems)
 // through this package.
 type InvalidError = agent.InvalidError
+
+// RejectedError is a valid pod the node has no room for (Options.MaxPods),
+// with the kubelet's reason and message.
+type RejectedError = agent.RejectedError
 
 // TerminationReason says why `podward run` ends a pod (the pod worker's
 // type, so that the CLI need not import the worker).

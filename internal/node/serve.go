@@ -65,6 +65,9 @@ type Agent struct {
 // when ctx ends; the agent outlives ctx, whose values it keeps: Serve's end
 // or Close stops it.
 func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	root := o.Root
 	if root == "" {
 		root = DefaultStateDir()

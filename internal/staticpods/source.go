@@ -50,8 +50,9 @@ const (
 	// retryDelay is how soon a file is applied again when one of its pods
 	// could not be recreated yet because the old one is still terminating.
 	retryDelay = time.Second
-	// maxManifestBytes bounds the size of a manifest file.
-	maxManifestBytes = 8 << 20
+	// maxManifestBytes bounds the size of a manifest file, as the CLI
+	// bounds the manifests it reads.
+	maxManifestBytes = model.MaxManifestBytes
 )
 
 // ErrStopped is returned by Sync once Run has returned.

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+)
+
+// DefaultMaxPods is how many pods a node runs at once unless told
+// otherwise: the kubelet's --max-pods default.
+const DefaultMaxPods = 110
+
+// ErrRejected is matched (errors.Is) by every *RejectedError.
+var ErrRejected = errors.New("pod rejected")
+
+// RejectedError is a valid pod the node has no room for. Reason and Message
+// are the kubelet's for the same refusal (pkg/kubelet/lifecycle/
+// predicate.go): reason OutOfpods, message "Node didn't have enough
+// resource: pods, requested: 1, used: 110, capacity: 110". It matches
+// ErrRejected.
+type RejectedError struct {
+	Reason  events.Reason
+	Message string
+}
+
+func (e *RejectedError) Error() string { return string(e.Reason) + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrRejected) true.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+// rejectedPrefix starts the status message of a rejected pod.
+const rejectedPrefix = "Pod was rejected: "
+
+// Status is the status the kubelet gives a pod it rejects (kubelet.go,
+// rejectPod): Failed, the reason, and the message after "Pod was
+// rejected: ".
+func (e *RejectedError) Status(pod *v1.Pod) v1.PodStatus {
+	return v1.PodStatus{
+		Phase:    v1.PodFailed,
+		Reason:   string(e.Reason),
+		Message:  rejectedPrefix + e.Message,
+		QOSClass: model.QOSClass(pod),
+	}
+}
+
+// OutOfPods is the refusal of a pod when used of capacity pods are active.
+func OutOfPods(used, capacity int) *RejectedError {
+	return &RejectedError{
+		Reason:  events.OutOfPods,
+		Message: fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", used, capacity),
+	}
+}
+
+// roomLocked is nil when the node can take one more pod, else the refusal.
+// It counts the active pods as the kubelet does (GetActivePods): those of
+// the pod API that are not terminated. A pod that completed and one that
+// was rejected do not count, one that is still terminating does; a
+// force-deleted pod whose containers are still being stopped does not (it
+// is gone from the pod API, as from the kubelet's pod manager). a.mu must
+// be held.
+func (a *Agent) roomLocked() *RejectedError {
+	capacity := a.cfg.MaxPods
+	if capacity <= 0 {
+		capacity = DefaultMaxPods
+	}
+	used := 0
+	for uid, e := range a.pods {
+		if !isRejected(e.pod) && !a.workers.IsPodKnownTerminated(uid) {
+			used++
+		}
+	}
+	if used < capacity {
+		return nil
+	}
+	return OutOfPods(used, capacity)
+}
+
+// isRejected says whether the pod was rejected at admission: the agent
+// recorded it with the status of its rejection, and nothing of it ever ran.
+// Such a pod has no worker, is Failed for good, and is removed at once when
+// deleted. The agent clears the status of every pod it creates, so a
+// manifest cannot make a pod look rejected; the store keeps the status, so
+// a rejected pod stays rejected across a restart.
+func isRejected(p *model.Pod) bool {
+	return p.Status.Phase == v1.PodFailed && p.Status.Reason == string(events.OutOfPods)
+}
+
+// reject records that pod was rejected, in its own status (the agent owns
+// it: no worker will).
+func reject(pod *model.Pod, why *RejectedError) {
+	pod.Status = why.Status(pod.Pod)
+}
+
+// recordRejection reports a rejected pod as the kubelet does: a warning
+// event with the reason and the message (without the status's "Pod was
+// rejected: ").
+func (a *Agent) recordRejection(pod *model.Pod) {
+	a.log.Info("rejected a pod: the node has no room for it", "pod", pod.Key(), "podUID", pod.UID, "reason", pod.Status.Reason)
+	msg := strings.TrimPrefix(pod.Status.Message, rejectedPrefix)
+	a.recorder.Eventf(pod, "", events.Warning, events.Reason(pod.Status.Reason), "%s", msg)
+}
+
+// removeRejected removes the rejected pod of e at once, for a delete: there
+// is nothing to stop nor wait for. Its last status is its rejection, with
+// the deletion. A pod another delete is removing is not found.
+func (a *Agent) removeRejected(e *entry) error {
+	uid := e.pod.UID
+	a.mu.Lock()
+	if a.pods[uid] != e || e.reaping {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	e.reaping = true
+	last := e.pod.Pod.DeepCopy()
+	a.mu.Unlock()
+	now, zero := metav1.NewTime(a.cfg.Clock.Now()), int64(0)
+	last.DeletionTimestamp, last.DeletionGracePeriodSeconds = &now, &zero
+	a.remove(uid, last)
+	return nil
+}

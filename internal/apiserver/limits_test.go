@@ -1,0 +1,37 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/internal/model"
+)
+
+// padded is podYAML grown to size bytes by a comment.
+func padded(size int) string {
+	pad := size - len(podYAML) - len("#\n")
+	return podYAML + "#" + strings.Repeat("x", pad) + "\n"
+}
+
+// A body is read up to the Kubernetes API server's limit, 3 MiB
+// (model.MaxManifestBytes), and refused beyond it with a 413 before it is
+// decoded.
+func TestRequestBodyLimit(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do("POST", "/api/v1/namespaces/default/pods", "application/yaml", padded(model.MaxManifestBytes)); r.code != http.StatusCreated {
+		t.Fatalf("a pod of exactly the limit: %d %.300s", r.code, r.body)
+	}
+	for _, tc := range []struct{ method, path, contentType string }{
+		{"POST", "/api/v1/namespaces/default/pods", "application/yaml"},
+		{"PATCH", "/api/v1/namespaces/default/pods/web", "application/apply-patch+yaml"},
+	} {
+		r := e.do(tc.method, tc.path, tc.contentType, padded(model.MaxManifestBytes+1))
+		st := status(t, r, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge)
+		if want := "the request body is larger than 3145728 bytes"; st.Message != want {
+			t.Errorf("%s %s: message %q, want %q", tc.method, tc.path, st.Message, want)
+		}
+	}
+}
