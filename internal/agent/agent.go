@@ -64,6 +64,7 @@ type Agent struct {
 	workers  *podworker.Workers
 	recorder *events.Recorder
 	log      *slog.Logger
+	health   *stateHealth
 
 	ctx context.Context
 
@@ -125,6 +126,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		final:    map[types.UID]*v1.Pod{},
 		orphans:  map[types.UID]chan struct{}{},
 	}
+	a.health = newStateHealth(a.recorder, cfg.NodeName)
 	wcfg := podworker.Config{
 		Runtime:  cfg.Runtime,
 		Recorder: a.recorder,
@@ -143,7 +145,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 	})
 	wcfg.Prober = pm
 	if cfg.Store != nil {
-		wcfg.Checkpointer = checkpointer{cfg.Store}
+		wcfg.Checkpointer = checkpointer{s: cfg.Store, health: a.health}
 		a.wg.Add(1)
 		go a.persistEvents(ctx, a.recorder.Watch())
 	}
@@ -372,6 +374,7 @@ func (a *Agent) reap(uid types.UID) {
 				a.log.Error("remove pod from the store", "podUID", uid, "err", err)
 			}
 		}
+		a.health.forget(uid)
 		a.mu.Lock()
 		e := a.entryLocked(uid)
 		delete(a.pods, uid)
@@ -436,6 +439,12 @@ func (a *Agent) launchReplacement(old types.UID, next *model.Pod) {
 // containers, each with its stop signal and the kubelet's minimum before
 // SIGKILL, and is reaped once terminated. The deletion recorded in the
 // store (grace period 0) keeps it so across an agent restart.
+//
+// A deletion the store cannot save (a full disk) does not hold the pod
+// back: stopping is always safe, so the pod is stopped and removed as
+// asked, with a Warning event (FailedCheckpoint) and the agent's StateError
+// saying so; only an agent that restarts before the disk has room again
+// does not know of the deletion.
 func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error {
 	a.mu.Lock()
 	e, ok := a.pods[uid]
@@ -446,7 +455,9 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.Termination
 	// Records the deletion (e.deletion), which marks the pod for removal.
 	forced, err := a.persistDeletion(e.pod, grace)
 	if err != nil {
-		return err
+		a.log.Error("store the deletion of a pod; stopping it all the same", "pod", e.pod.Key(), "podUID", uid, "err", err)
+		a.recorder.Eventf(e.pod, "", events.Warning, events.FailedCheckpoint,
+			"Cannot save the pod's deletion: %v; the pod is stopped all the same, but an agent that restarts before it is saved would not know of it", err)
 	}
 	if forced {
 		a.mu.Lock()

@@ -55,11 +55,17 @@ func (a *Agent) recordStored(p *model.Pod) {
 	a.pods[p.UID] = e
 }
 
-// checkpointer adapts the store to the pod workers.
-type checkpointer struct{ s Store }
+// checkpointer adapts the store to the pod workers, and tells the agent's
+// state health how each save went.
+type checkpointer struct {
+	s      Store
+	health *stateHealth
+}
 
 func (c checkpointer) SaveCheckpoint(uid types.UID, data []byte) error {
-	return c.s.PutCheckpoint(uid, data)
+	err := c.s.PutCheckpoint(uid, data)
+	c.health.saved(uid, stateCheckpoint, err)
+	return err
 }
 
 // bootIDPath tells one boot of the machine from the next.
@@ -91,7 +97,9 @@ func (a *Agent) persistPod(p *model.Pod) error {
 // reports whether the delete is forced: its grace period is 0. A forced
 // delete is recorded as grace period 0 even when an earlier deadline
 // stands, since that is what keeps the pod out of the pod API after a
-// restart (see recordStored).
+// restart (see recordStored). When the store cannot save it (a full disk),
+// the deletion is still recorded in memory, so that the pod is stopped and
+// removed all the same, and the store's error is returned.
 func (a *Agent) persistDeletion(p *model.Pod, grace *int64) (forced bool, err error) {
 	g := p.GracePeriodSeconds()
 	if grace != nil {
@@ -126,16 +134,17 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) (forced bool, err er
 	c.DeletionTimestamp = &ts
 	c.DeletionGracePeriodSeconds = &g
 	if a.cfg.Store != nil {
-		if err := a.cfg.Store.PutPod(c); err != nil {
-			return false, fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
+		if err = a.cfg.Store.PutPod(c); err != nil {
+			err = fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
 		}
+		a.health.saved(p.UID, stateDeletion, err)
 	}
 	a.mu.Lock()
 	if e, ok := a.pods[p.UID]; ok {
 		e.deletion, e.deletionGrace = c.DeletionTimestamp, g
 	}
 	a.mu.Unlock()
-	return forced, nil
+	return forced, err
 }
 
 // replacementKey is the store's meta key for the pod that replaces old.

@@ -731,3 +731,34 @@ func TestLogsFollowEndsWithThePod(t *testing.T) {
 		t.Fatalf("after the delete: %q %v", rest, err)
 	}
 }
+
+// unsavedState is a backend whose state cannot be saved (a full disk).
+type unsavedState struct {
+	*backend
+	err error
+}
+
+func (u *unsavedState) StateError() error { return u.err }
+
+// TestHealthzReportsUnsavedState: /healthz fails, naming the check and its
+// cause, while the agent cannot save its state, and lists its checks with
+// verbose (issue 12: the agent reports a full state disk).
+func TestHealthzReportsUnsavedState(t *testing.T) {
+	e := newEnv(t)
+	b := &backend{Agent: e.agent, logDir: e.logDir}
+	get := func(srv *Server, path string) (int, string) {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	healthy := New(b, slog.New(slog.DiscardHandler))
+	if code, body := get(healthy, "/healthz?verbose"); code != http.StatusOK || body != "[+]ping ok\n[+]state ok\nhealthz check passed\n" {
+		t.Fatalf("verbose healthz of a healthy agent: %d %q", code, body)
+	}
+	full := New(&unsavedState{backend: b, err: errors.New("state not saved: the state of 1 pod(s) cannot be saved: no space left on device")}, slog.New(slog.DiscardHandler))
+	code, body := get(full, "/healthz")
+	want := "[+]ping ok\n[-]state failed: state not saved: the state of 1 pod(s) cannot be saved: no space left on device\nhealthz check failed\n"
+	if code != http.StatusInternalServerError || body != want {
+		t.Fatalf("healthz of an agent that cannot save its state: %d %q, want 500 %q", code, body, want)
+	}
+}

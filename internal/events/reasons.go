@@ -14,6 +14,14 @@ const (
 	// FailedManifest: a static pod manifest could not be read, decoded or
 	// validated; a node event, repeated on each rescan while it stays bad.
 	FailedManifest Reason = "FailedManifest"
+	// FailedCheckpoint: a pod worker's checkpoint (or a pod's deletion)
+	// could not be saved, a full state disk say: stopping its containers
+	// goes on without it, starting them waits until it is saved. Once per
+	// pod until a save succeeds; a node event while any pod's save fails.
+	FailedCheckpoint Reason = "FailedCheckpoint"
+	// CheckpointSaved: the agent's checkpoints are saved again (a node
+	// event, after FailedCheckpoint).
+	CheckpointSaved Reason = "CheckpointSaved"
 )
 
 // Reasons of events about a pod's setup and its images.
