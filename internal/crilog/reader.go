@@ -63,7 +63,9 @@ type Line struct {
 //
 // With opts.Follow, ReadLog then waits for the file to grow (it is woken by
 // inotify, it does not poll) and delivers new lines as they are written,
-// until ctx is done; it then returns ctx.Err(). When opts.Until is closed
+// until ctx is done; it then returns ctx.Err(). When the log is rotated
+// (path names a new file), it reads the old file to its end and goes on in
+// the new one, without losing or repeating a line. When opts.Until is closed
 // first, it reads the file to its end instead and returns nil. Without
 // Follow, ReadLog returns nil at the end of the file.
 //
@@ -77,7 +79,8 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// A follower moves on to the new file of a rotated log.
+	defer func() { f.Close() }()
 
 	var w *watcher
 	if opts.Follow {
@@ -103,7 +106,11 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 	if err := lr.readAvailable(); err != nil {
 		return err
 	}
-	if !opts.Follow {
+	if opts.Follow {
+		if f, err = lr.followRotation(f, w); err != nil {
+			return err
+		}
+	} else {
 		if err := lr.flushPartial(); err != nil {
 			return err
 		}
@@ -139,6 +146,9 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 			return werr
 		}
 		if err := lr.readAvailable(); err != nil {
+			return err
+		}
+		if f, err = lr.followRotation(f, w); err != nil {
 			return err
 		}
 		if werr != nil {

@@ -1,0 +1,70 @@
+package crilog
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// followRotation goes on reading in the file now at the log's path once the
+// log was rotated — renamed away, and a new file made at its path by its
+// writer (LogFile) or by the runtime (ReopenContainerLog) — and returns the
+// file being read. A following ReadLog calls it each time it has read f to
+// its end. The old file is read to its end once more after the new one was
+// found, for what its writer appended before it moved on; reading then goes
+// on from the new file's start, through as many rotations as happened
+// meanwhile. So a follower neither loses nor repeats a line across a
+// rotation, as long as it is not more than one rotated file behind its
+// writer: of the files rotated while it was still reading an older one, it
+// reads only the one it was reading and the one now at the path (the
+// kubelet's follower, which reopens the path at each rename, skips them
+// too). A record the old file ends without finishing is dropped: its
+// writer never finishes a record in the next file.
+func (lr *logReader) followRotation(f *os.File, w *watcher) (*os.File, error) {
+	for {
+		next, err := openIfRotated(lr.path, f)
+		if err != nil || next == nil {
+			return f, err
+		}
+		if err := lr.readAvailable(); err != nil {
+			next.Close()
+			return f, err
+		}
+		f.Close()
+		f = next
+		lr.br.Reset(f)
+		lr.rec = lr.rec[:0]
+		lr.skip = false
+		if err := w.rewatch(f); err != nil {
+			return f, err
+		}
+		if err := lr.readAvailable(); err != nil {
+			return f, err
+		}
+	}
+}
+
+// openIfRotated opens the file at path when it is not f any more; it
+// returns nil while path still names f, or names nothing (the rotated
+// log's new file is not there yet).
+func openIfRotated(path string, f *os.File) (*os.File, error) {
+	cur, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	old, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if os.SameFile(cur, old) {
+		return nil, nil
+	}
+	next, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return next, err
+}
