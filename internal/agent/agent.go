@@ -360,6 +360,7 @@ func (a *Agent) podChanged(uid types.UID) {
 // cleanup, then creates its replacement if an apply asked for one.
 func (a *Agent) reap(uid types.UID) {
 	done := a.workers.Terminated(uid)
+	returned := a.workers.Done(uid)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -374,7 +375,6 @@ func (a *Agent) reap(uid types.UID) {
 				a.log.Error("remove pod from the store", "podUID", uid, "err", err)
 			}
 		}
-		a.health.forget(uid)
 		a.mu.Lock()
 		e := a.entryLocked(uid)
 		delete(a.pods, uid)
@@ -399,6 +399,14 @@ func (a *Agent) reap(uid types.UID) {
 		a.mu.Unlock()
 		a.notify()
 		a.launchReplacement(uid, next)
+		// Nothing of the pod is to be saved any more, once its worker
+		// has made its last save.
+		select {
+		case <-returned:
+		case <-a.ctx.Done():
+			return
+		}
+		a.health.forget(uid)
 	}()
 }
 

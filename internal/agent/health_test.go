@@ -17,6 +17,7 @@ import (
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
 	"github.com/podward/podward/internal/store"
 )
@@ -100,6 +101,12 @@ func TestDeleteOnAFullDisk(t *testing.T) {
 		t.Fatalf("StateError before the disk is full: %v", err)
 	}
 
+	evw := a.Recorder().Watch()
+	defer evw.Stop()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	watch := a.WatchPods(wctx, "default")
+	done := a.Workers().Done(pod.UID)
 	fs.full.Store(true)
 	grace := int64(5)
 	if err := a.Delete(pod.UID, &grace, "test"); err != nil {
@@ -114,9 +121,6 @@ func TestDeleteOnAFullDisk(t *testing.T) {
 	// worker, whatever timer it set, steps again at the new time.)
 	clk.Step(time.Duration(grace) * time.Second)
 	waitCalls("app's kill", func(c string) bool { return strings.Contains(c, "signal app killed") })
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	watch := a.WatchPods(wctx, "default")
 	if err := a.WaitTerminated(wctx, pod.UID); err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +133,21 @@ func TestDeleteOnAFullDisk(t *testing.T) {
 		t.Fatalf("the deleted, terminated pod is still served: %v", err)
 	}
 
-	// Room again: nothing of the removed pod is left to save.
-	fs.full.Store(false)
+	// Nothing of the removed pod is left to save once its worker is done.
+	select {
+	case <-done:
+	case <-wctx.Done():
+		t.Fatal("the pod's worker did not return")
+	}
+	for {
+		e, err := evw.Next(wctx)
+		if err != nil {
+			t.Fatalf("no CheckpointSaved node event once the pod is gone: %v; StateError: %v", err, a.StateError())
+		}
+		if e.Kind == events.KindNode && e.Reason == string(events.CheckpointSaved) {
+			break
+		}
+	}
 	if err := a.StateError(); err != nil {
 		t.Fatalf("StateError once the pod is gone: %v", err)
 	}
@@ -144,5 +161,46 @@ func TestDeleteOnAFullDisk(t *testing.T) {
 		if !slices.Contains(reasons, want) {
 			t.Errorf("events %q lack %q", reasons, want)
 		}
+	}
+}
+
+// warningRuntime is the fake runtime with warnings the test sends.
+type warningRuntime struct {
+	*fake.Runtime
+	warnings chan runtime.Warning
+}
+
+func (r *warningRuntime) Warnings() <-chan runtime.Warning { return r.warnings }
+
+// TestRuntimeWarningsArePodEvents: what a runtime says went wrong with an
+// instance (its log dropped output on a full disk) is a Warning event of
+// the instance's pod, about its container.
+func TestRuntimeWarningsArePodEvents(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := &warningRuntime{Runtime: fake.New(clk), warnings: make(chan runtime.Warning)}
+	a := New(ctx, Config{Runtime: rt, Clock: clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { cancel(); a.Wait() })
+	pod, err := a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := a.Recorder().Watch()
+	defer w.Stop()
+	rt.warnings <- runtime.Warning{PodUID: pod.UID, Container: "app", ID: "app-1", Reason: runtime.WarningLogDropped, Message: "1234 bytes of the container's stdout were dropped"}
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	for {
+		e, err := w.Next(wctx)
+		if err != nil {
+			t.Fatalf("no LogDropped event: %v", err)
+		}
+		if e.Reason != "LogDropped" {
+			continue
+		}
+		if e.PodUID != pod.UID || e.Type != events.Warning || e.FieldPath != "spec.containers{app}" || e.Message != "1234 bytes of the container's stdout were dropped" {
+			t.Fatalf("event %+v", e)
+		}
+		return
 	}
 }

@@ -29,10 +29,12 @@ func reserveRoom(f *os.File, off, n int64) error {
 			return nil
 		case errors.Is(err, unix.EINTR):
 			continue
-		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
-			return errReserveUnsupported
-		default:
+		case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
 			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+		default:
+			// EOPNOTSUPP, ENOSYS, ENODEV...: this file cannot have room
+			// reserved; it is written without.
+			return errReserveUnsupported
 		}
 	}
 }

@@ -19,10 +19,10 @@ import (
 type Rotation struct {
 	// MaxSize is the size, in bytes, at which the log is rotated; 0 (or
 	// less) never rotates it.
-	MaxSize int64
+	MaxSize int64 `json:"maxSize"`
 	// MaxFiles is how many files of the log are kept, the one being
 	// written included; at least 2.
-	MaxFiles int
+	MaxFiles int `json:"maxFiles"`
 }
 
 // The kubelet's defaults (--container-log-max-size 10Mi,

@@ -49,6 +49,10 @@ type Drop struct {
 	Marked bool
 }
 
+// Reason is the innermost text of Cause: the errno's ("no space left on
+// device") rather than the path and operation.
+func (d Drop) Reason() string { return causeText(d.Cause) }
+
 // MarkerPrefix begins the content of the marker records a Sink writes
 // where output was dropped.
 const MarkerPrefix = "podward: "
@@ -172,28 +176,31 @@ func NewWriter(sink *Sink, stream string) *Writer {
 }
 
 // Write writes a record for every line p completes and a partial record for
-// every MaxRecordSize bytes of a line that goes on. It returns an error only
-// when the Sink's output failed; the bytes of p up to the failing record
-// count as written.
+// every MaxRecordSize bytes of a line that goes on. A record the Sink's
+// output cannot take is dropped (and counted by the Sink) and the rest of p
+// is still written: Write always takes all of p, and returns the first
+// error of the output, if any.
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, io.ErrClosedPipe
 	}
 	n := len(p)
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
 	for len(p) > 0 {
 		if len(w.pending) == MaxRecordSize {
 			// A full chunk is only partial if the line goes on; a newline
 			// right after it makes it the line's last record.
 			if p[0] == '\n' {
 				p = p[1:]
-				if err := w.emit(false); err != nil {
-					return n - len(p), err
-				}
+				keep(w.emit(false))
 				continue
 			}
-			if err := w.emit(true); err != nil {
-				return n - len(p), err
-			}
+			keep(w.emit(true))
 		}
 		window := p[:min(len(p), MaxRecordSize-len(w.pending))]
 		i := bytes.IndexByte(window, '\n')
@@ -202,20 +209,16 @@ func (w *Writer) Write(p []byte) (int, error) {
 			p = p[len(window):]
 			continue
 		}
-		var err error
 		if len(w.pending) == 0 {
 			// The common case: a whole line in p, written without a copy.
-			err = w.sink.write(w.stream, false, p[:i])
+			keep(w.sink.write(w.stream, false, p[:i]))
 		} else {
 			w.pending = append(w.pending, p[:i]...)
-			err = w.emit(false)
+			keep(w.emit(false))
 		}
 		p = p[i+1:]
-		if err != nil {
-			return n - len(p), err
-		}
 	}
-	return n, nil
+	return n, first
 }
 
 // Close writes the unfinished last line, if any, as a full record. Further

@@ -63,6 +63,10 @@ const (
 	// FailedPreStopHook: a preStop hook failed; the stop signal follows
 	// anyway.
 	FailedPreStopHook Reason = "FailedPreStopHook"
+	// LogDropped: output of a container was lost because its log could
+	// not be written (a full disk); the message says how many bytes, and a
+	// marker line in the log shows where.
+	LogDropped Reason = "LogDropped"
 	// Killing: a container is being stopped (stop signal after its preStop
 	// hook) or killed (SIGKILL); the message says why.
 	Killing Reason = "Killing"
