@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -149,62 +148,12 @@ func (s *Server) watchInstance(ctx context.Context, pod *v1.Pod, container, id s
 }
 
 // followLog delivers the last tail lines of the log at path (all when tail
-// is negative), then every line appended, until ended is closed; it then
-// reads what is left to the end of the file, so that nothing the instance
-// wrote is lost, and returns nil. When ctx ends first it returns ctx.Err().
-//
-// crilog follows a file until its ctx ends; it cannot be told "read to the
-// end, then stop". So the lines delivered while following are counted, and
-// a last, non-following read of the whole file skips that many.
+// is negative), then every line appended, across rotations of the log,
+// until ended is closed; it then reads what is left to the end, so that
+// nothing the instance wrote is lost, and returns nil. When ctx ends first
+// it returns ctx.Err().
 func followLog(ctx context.Context, path string, tail int, ended <-chan struct{}, emit func(crilog.Line) error) error {
-	skip := 0
-	if tail >= 0 {
-		n := 0
-		if err := crilog.ReadLog(ctx, path, crilog.ReadOptions{Tail: crilog.AllLines}, func(crilog.Line) error {
-			n++
-			return nil
-		}); err != nil {
-			return err
-		}
-		skip = max(0, n-tail)
-	}
-
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		select {
-		case <-ended:
-			stopFollowing()
-		case <-followCtx.Done():
-		}
-	}()
-	seen := 0
-	err := crilog.ReadLog(followCtx, path, crilog.ReadOptions{Follow: true, Tail: crilog.AllLines}, func(l crilog.Line) error {
-		seen++
-		if seen <= skip {
-			return nil
-		}
-		return emit(l)
-	})
-	instanceEnded := followCtx.Err() != nil && ctx.Err() == nil
-	stopFollowing()
-	wg.Wait()
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case !instanceEnded:
-		return err
-	}
-	n := 0
-	return crilog.ReadLog(ctx, path, crilog.ReadOptions{Tail: crilog.AllLines}, func(l crilog.Line) error {
-		n++
-		if n <= seen || n <= skip {
-			return nil
-		}
-		return emit(l)
-	})
+	return crilog.ReadLog(ctx, path, crilog.ReadOptions{Follow: true, Tail: tail, Until: ended}, emit)
 }
 
 // containerStatus finds the status of a container of any kind, the defer

@@ -33,6 +33,10 @@ type Foreground struct {
 // ends, leaving the containers as they are. Its errors are the temporary
 // directory's or the runtime's.
 func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, error) {
+	rotation, err := o.logRotation()
+	if err != nil {
+		return nil, err
+	}
 	root := o.Root
 	tempRoot := ""
 	if root == "" {
@@ -46,7 +50,7 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 
 	clk := clock.RealClock{}
 	log := o.logger()
-	rt, err := o.Runtime.open(ctx, root, clk, log, output)
+	rt, err := o.Runtime.open(ctx, root, clk, log, output, rotation)
 	if err != nil {
 		if tempRoot != "" {
 			_ = os.RemoveAll(tempRoot)
