@@ -370,6 +370,7 @@ func (a *Agent) reap(uid types.UID) {
 			return
 		}
 		last, _, _ := a.workers.PodStatus(uid)
+		a.health.removing(uid)
 		if a.cfg.Store != nil {
 			if err := a.cfg.Store.DeletePod(uid); err != nil {
 				a.log.Error("remove pod from the store", "podUID", uid, "err", err)

@@ -49,10 +49,28 @@ type stateHealth struct {
 	mu      sync.Mutex
 	failing map[stateKey]error
 	last    error // the latest failure
+	// removed are pods being removed from the store: their checkpoints
+	// are not saved any more (a worker retrying its last one would bring
+	// back what the store removed).
+	removed map[types.UID]bool
 }
 
 func newStateHealth(r *events.Recorder, node string) *stateHealth {
-	return &stateHealth{recorder: r, node: node, failing: map[stateKey]error{}}
+	return &stateHealth{recorder: r, node: node, failing: map[stateKey]error{}, removed: map[types.UID]bool{}}
+}
+
+// removing marks uid as being removed from the store, before it is.
+func (h *stateHealth) removing(uid types.UID) {
+	h.mu.Lock()
+	h.removed[uid] = true
+	h.mu.Unlock()
+}
+
+// isRemoved says whether uid is being removed.
+func (h *stateHealth) isRemoved(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.removed[uid]
 }
 
 // saved records the result of a save of uid's state of kind k: err nil for
@@ -78,13 +96,14 @@ func (h *stateHealth) saved(uid types.UID, k stateKind, err error) {
 	}
 }
 
-// forget drops what is known of a pod that is gone: its state is no more
-// to be saved.
+// forget drops what is known of a pod that is gone and whose worker has
+// returned: its state is no more to be saved.
 func (h *stateHealth) forget(uid types.UID) {
 	h.mu.Lock()
 	before := len(h.failing)
 	delete(h.failing, stateKey{uid, stateCheckpoint})
 	delete(h.failing, stateKey{uid, stateDeletion})
+	delete(h.removed, uid)
 	after := len(h.failing)
 	h.mu.Unlock()
 	if before > 0 && after == 0 {

@@ -56,13 +56,17 @@ func (a *Agent) recordStored(p *model.Pod) {
 }
 
 // checkpointer adapts the store to the pod workers, and tells the agent's
-// state health how each save went.
+// state health how each save went. The checkpoints of a pod being removed
+// are taken and dropped.
 type checkpointer struct {
 	s      Store
 	health *stateHealth
 }
 
 func (c checkpointer) SaveCheckpoint(uid types.UID, data []byte) error {
+	if c.health.isRemoved(uid) {
+		return nil
+	}
 	err := c.s.PutCheckpoint(uid, data)
 	c.health.saved(uid, stateCheckpoint, err)
 	return err

@@ -16,7 +16,10 @@ import (
 // Checkpointer stores a pod worker's checkpoint durably. The worker calls
 // SaveCheckpoint before the action the checkpoint guards (write-ahead): a
 // container start, a stop signal, a kill, the start of a termination. Save
-// must be durable when it returns.
+// must be durable when it returns. A failed save is tried again (a start
+// waits for it, a stop does not), also after the pod terminated, until it
+// succeeds: a Checkpointer takes (returns nil for, without storing) the
+// checkpoints of a pod it removed.
 type Checkpointer interface {
 	SaveCheckpoint(uid types.UID, data []byte) error
 }

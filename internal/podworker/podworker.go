@@ -44,6 +44,9 @@ type podWorker struct {
 	// terminated is closed when the pod is terminated, before its content
 	// is removed: a delete waits for this, never for the clean-up.
 	terminated chan struct{}
+	// forgotten is closed by Workers.Forget: nothing of the pod is to be
+	// saved any more.
+	forgotten chan struct{}
 	// setupCtx bounds the pod's setup and, while it syncs, its starts and
 	// the defer images' pre-pull; a kill cancels it (inbox.update).
 	setupCtx    context.Context
@@ -147,6 +150,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		log:         w.log.With("pod", pod.Key(), "podUID", pod.UID),
 		done:        make(chan struct{}),
 		terminated:  make(chan struct{}),
+		forgotten:   make(chan struct{}),
 		setupCtx:    ctx,
 		setupCancel: cancel,
 		prePullDone: make(chan struct{}),
@@ -197,6 +201,7 @@ func (pw *podWorker) run(ctx context.Context) {
 		wake := pw.step(ctx)
 		if pw.phase == Terminated {
 			pw.cleanup(ctx)
+			pw.saveUntilSaved(ctx)
 			return
 		}
 		if timer != nil {
@@ -666,6 +671,26 @@ func (pw *podWorker) publish() {
 	pw.storeStatus(pw.w.cfg.Clock.Now())
 	if f := pw.w.cfg.OnChange; f != nil {
 		f(pw.uid)
+	}
+}
+
+// saveUntilSaved saves again, every checkpointRetry, the last checkpoint of
+// a terminated pod that could not be saved (a full disk), until it is
+// saved, the worker is forgotten (the agent removed the pod) or the agent
+// stops.
+func (pw *podWorker) saveUntilSaved(ctx context.Context) {
+	for pw.saveFailed {
+		t := pw.w.cfg.Clock.NewTimer(checkpointRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-pw.forgotten:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		_ = pw.save()
 	}
 }
 
