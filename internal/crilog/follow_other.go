@@ -18,4 +18,8 @@ func (*watcher) wait(context.Context) error { return nil }
 
 func (*watcher) rewatch(*os.File) error { return nil }
 
+func (*watcher) writerGone() bool { return true }
+
+func (*watcher) stillCurrent() {}
+
 func (*watcher) close() {}

@@ -4,27 +4,41 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"time"
 )
+
+// rotationGrace bounds how long a follower that found its file rotated
+// waits for the file's writer to close it before it goes on in the new one.
+const rotationGrace = 2 * time.Second
 
 // followRotation goes on reading in the file now at the log's path once the
 // log was rotated — renamed away, and a new file made at its path by its
 // writer (LogFile) or by the runtime (ReopenContainerLog) — and returns the
 // file being read. A following ReadLog calls it each time it has read f to
-// its end. The old file is read to its end once more after the new one was
-// found, for what its writer appended before it moved on; reading then goes
-// on from the new file's start, through as many rotations as happened
-// meanwhile. So a follower neither loses nor repeats a line across a
-// rotation, as long as it is not more than one rotated file behind its
-// writer: of the files rotated while it was still reading an older one, it
-// reads only the one it was reading and the one now at the path (the
-// kubelet's follower, which reopens the path at each rename, skips them
-// too). A record the old file ends without finishing is dropped: its
-// writer never finishes a record in the next file.
-func (lr *logReader) followRotation(f *os.File, w *watcher) (*os.File, error) {
+// its end; writerDone says the log's writer is done (Until was closed).
+//
+// The old file is read to its end until its writer is done with it — it
+// closed it (IN_CLOSE_WRITE), or rotationGrace passed (see
+// watcher.writerGone) — since a runtime may still write there what it had
+// when it opened the new one; reading then goes on from the new file's
+// start, through as many rotations as happened meanwhile. So a follower
+// neither loses nor repeats a line across a rotation, as long as it is not
+// more than one rotated file behind its writer: of the files rotated while
+// it was still reading an older one, it reads only the one it was reading
+// and the one now at the path (the kubelet's follower, which reopens the
+// path at each rename, skips them too, and loses what is written to the
+// old file after the rename). A record the old file ends without finishing
+// is dropped: its writer never finishes a record in the next file.
+func (lr *logReader) followRotation(f *os.File, w *watcher, writerDone bool) (*os.File, error) {
 	for {
 		next, err := openIfRotated(lr.path, f)
 		if err != nil || next == nil {
+			w.stillCurrent()
 			return f, err
+		}
+		if !writerDone && !w.writerGone() {
+			next.Close()
+			return f, nil // read on in f; wait wakes at the end of the grace
 		}
 		if err := lr.readAvailable(); err != nil {
 			next.Close()

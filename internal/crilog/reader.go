@@ -107,7 +107,7 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 		return err
 	}
 	if opts.Follow {
-		if f, err = lr.followRotation(f, w); err != nil {
+		if f, err = lr.followRotation(f, w, false); err != nil {
 			return err
 		}
 	} else {
@@ -148,7 +148,7 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 		if err := lr.readAvailable(); err != nil {
 			return err
 		}
-		if f, err = lr.followRotation(f, w); err != nil {
+		if f, err = lr.followRotation(f, w, werr != nil); err != nil {
 			return err
 		}
 		if werr != nil {

@@ -212,10 +212,11 @@ func waitLine(t *testing.T, lines <-chan string, want string) {
 // way, as the kubelet's container log manager does it: the log is renamed,
 // its writer goes on in the renamed file for a while (until the runtime
 // reopens the log, ReopenContainerLog), then writes to a new file at the
-// path. The follower gets every line once, in order, and then follows the
-// new file. (The kubelet's follower reopens the path as soon as it sees
-// the rename, pkg/kubelet/kuberuntime/logs/logs.go, and so loses what is
-// written to the old file until the reopen.)
+// path — the old writer flushing its last line to the old file after the
+// new one has begun. The follower gets every line once, in order, and then
+// follows the new file. (The kubelet's follower reopens the path as soon
+// as it sees the rename, pkg/kubelet/kuberuntime/logs/logs.go, and so
+// loses what is written to the old file after that.)
 func TestFollowAcrossRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "0.log")
@@ -239,12 +240,15 @@ func TestFollowAcrossRotation(t *testing.T) {
 	}
 	fmt.Fprintln(w, "two, in the rotated file")
 	waitLine(t, lines, "two, in the rotated file")
-	fmt.Fprintln(w, "three, in the rotated file")
-	// The runtime reopens the log: a new file at the path.
-	f.Close()
+	// The runtime reopens the log: a new file at the path, which gets the
+	// next line, while the old writer flushes what it had to the old file
+	// and closes it (containerd's ReopenContainerLog does so).
+	oldF, oldW := f, w
 	f, w = open()
 	defer f.Close()
 	fmt.Fprintln(w, "four, in the new file")
+	fmt.Fprintln(oldW, "three, in the rotated file")
+	oldF.Close()
 	waitLine(t, lines, "three, in the rotated file")
 	waitLine(t, lines, "four, in the new file")
 
