@@ -78,6 +78,7 @@ type Agent struct {
 	recorder *events.Recorder
 	logs     *logCollector // nil when the runtime keeps every log
 	log      *slog.Logger
+	health   *stateHealth
 
 	ctx context.Context
 
@@ -140,6 +141,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		final:    map[types.UID]*v1.Pod{},
 		orphans:  map[types.UID]chan struct{}{},
 	}
+	a.health = newStateHealth(a.recorder, cfg.NodeName)
 	wcfg := podworker.Config{
 		Runtime:  cfg.Runtime,
 		Recorder: a.recorder,
@@ -158,7 +160,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 	})
 	wcfg.Prober = pm
 	if cfg.Store != nil {
-		wcfg.Checkpointer = checkpointer{cfg.Store}
+		wcfg.Checkpointer = checkpointer{s: cfg.Store, health: a.health}
 		a.wg.Add(1)
 		go a.persistEvents(ctx, a.recorder.Watch())
 	}
@@ -409,12 +411,17 @@ func (a *Agent) reap(uid types.UID) {
 			return
 		}
 		last, _, _ := a.workers.PodStatus(uid)
+		a.health.removing(uid)
 		a.remove(uid, last)
+		// Nothing of the pod is to be saved any more once its worker has
+		// made its last save, and its clean-up is done: its logs may go.
 		select {
 		case <-cleanedUp:
 			a.logs.removed(uid)
 		case <-a.ctx.Done():
+			return
 		}
+		a.health.forget(uid)
 	}()
 }
 
@@ -491,6 +498,12 @@ func (a *Agent) launchReplacement(old types.UID, next *model.Pod) {
 // SIGKILL, and is reaped once terminated. The deletion recorded in the
 // store (grace period 0) keeps it so across an agent restart. A rejected
 // pod (see isRejected) has nothing to stop: it is removed at once.
+//
+// A deletion the store cannot save (a full disk) does not hold the pod
+// back: stopping is always safe, so the pod is stopped and removed as
+// asked, with a Warning event (FailedCheckpoint) and the agent's StateError
+// saying so; only an agent that restarts before the disk has room again
+// does not know of the deletion.
 func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error {
 	a.mu.Lock()
 	e, ok := a.pods[uid]
@@ -505,7 +518,9 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.Termination
 	// Records the deletion (e.deletion), which marks the pod for removal.
 	forced, err := a.persistDeletion(e.pod, grace)
 	if err != nil {
-		return err
+		a.log.Error("store the deletion of a pod; stopping it all the same", "pod", e.pod.Key(), "podUID", uid, "err", err)
+		a.recorder.Eventf(e.pod, "", events.Warning, events.FailedCheckpoint,
+			"Cannot save the pod's deletion: %v; the pod is stopped all the same, but an agent that restarts before it is saved would not know of it", err)
 	}
 	if forced {
 		a.mu.Lock()

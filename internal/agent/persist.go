@@ -57,11 +57,21 @@ func (a *Agent) recordStored(p *model.Pod) {
 	a.pods[p.UID] = e
 }
 
-// checkpointer adapts the store to the pod workers.
-type checkpointer struct{ s Store }
+// checkpointer adapts the store to the pod workers, and tells the agent's
+// state health how each save went. The checkpoints of a pod being removed
+// are taken and dropped.
+type checkpointer struct {
+	s      Store
+	health *stateHealth
+}
 
 func (c checkpointer) SaveCheckpoint(uid types.UID, data []byte) error {
-	return c.s.PutCheckpoint(uid, data)
+	if c.health.isRemoved(uid) {
+		return nil
+	}
+	err := c.s.PutCheckpoint(uid, data)
+	c.health.saved(uid, stateCheckpoint, err)
+	return err
 }
 
 // bootIDPath tells one boot of the machine from the next.
@@ -93,7 +103,9 @@ func (a *Agent) persistPod(p *model.Pod) error {
 // reports whether the delete is forced: its grace period is 0. A forced
 // delete is recorded as grace period 0 even when an earlier deadline
 // stands, since that is what keeps the pod out of the pod API after a
-// restart (see recordStored).
+// restart (see recordStored). When the store cannot save it (a full disk),
+// the deletion is still recorded in memory, so that the pod is stopped and
+// removed all the same, and the store's error is returned.
 func (a *Agent) persistDeletion(p *model.Pod, grace *int64) (forced bool, err error) {
 	g := p.GracePeriodSeconds()
 	if grace != nil {
@@ -128,16 +140,17 @@ func (a *Agent) persistDeletion(p *model.Pod, grace *int64) (forced bool, err er
 	c.DeletionTimestamp = &ts
 	c.DeletionGracePeriodSeconds = &g
 	if a.cfg.Store != nil {
-		if err := a.cfg.Store.PutPod(c); err != nil {
-			return false, fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
+		if err = a.cfg.Store.PutPod(c); err != nil {
+			err = fmt.Errorf("store deletion of pod %s: %w", p.Key(), err)
 		}
+		a.health.saved(p.UID, stateDeletion, err)
 	}
 	a.mu.Lock()
 	if e, ok := a.pods[p.UID]; ok {
 		e.deletion, e.deletionGrace = c.DeletionTimestamp, g
 	}
 	a.mu.Unlock()
-	return forced, nil
+	return forced, err
 }
 
 // replacementPrefix starts the store's meta keys of replacements.
@@ -452,15 +465,22 @@ func (a *Agent) unwatchOrphan(uid types.UID) {
 	a.mu.Unlock()
 }
 
-// dispatch feeds runtime events to the pod workers, and tells orphan
-// killers about the exits of theirs.
+// dispatch feeds runtime events to the pod workers, tells orphan
+// killers about the exits of theirs, and records the runtime's warnings as
+// events of their pods.
 func (a *Agent) dispatch(ctx context.Context) {
 	defer a.wg.Done()
 	events := a.cfg.Runtime.Events()
+	var warnings <-chan runtime.Warning
+	if w, ok := a.cfg.Runtime.(runtime.Warner); ok {
+		warnings = w.Warnings()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case w := <-warnings:
+			a.recordWarning(w)
 		case ev := <-events:
 			a.mu.Lock()
 			ch, orphan := a.orphans[ev.PodUID]
@@ -475,4 +495,28 @@ func (a *Agent) dispatch(ctx context.Context) {
 			a.workers.HandleEvent(ev)
 		}
 	}
+}
+
+// recordWarning records a runtime's warning about a container instance as a
+// Warning event of its pod; a warning about a pod the agent does not know
+// (any more) is only logged.
+func (a *Agent) recordWarning(w runtime.Warning) {
+	a.mu.Lock()
+	e := a.entryLocked(w.PodUID)
+	a.mu.Unlock()
+	if e == nil {
+		a.log.Warn("runtime warning about an unknown pod", "podUID", w.PodUID, "container", w.Container, "reason", w.Reason, "message", w.Message)
+		return
+	}
+	reason := events.Reason(w.Reason)
+	if w.Reason == runtime.WarningLogDropped {
+		reason = events.LogDropped
+	}
+	fieldPath := ""
+	for _, ref := range e.pod.Containers() {
+		if ref.Name == w.Container {
+			fieldPath = ref.FieldPath()
+		}
+	}
+	a.recorder.Eventf(e.pod, fieldPath, events.Warning, reason, "%s", w.Message)
 }

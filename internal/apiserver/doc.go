@@ -11,7 +11,7 @@
 //	DELETE /api/v1/namespaces/{ns}/pods/{name}           graceful delete
 //	GET    /api/v1/namespaces/{ns}/pods/{name}/log       container log (text/plain stream)
 //	GET    /api/v1/events, /api/v1/namespaces/{ns}/events list or watch
-//	GET    /healthz                                      liveness
+//	GET    /healthz                                      health (the agent serves, its state is saved)
 //
 // docs/api.md is the reference. Every error is a metav1.Status built with
 // k8s.io/apimachinery/pkg/api/errors and is converted and logged in one

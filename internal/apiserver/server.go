@@ -56,6 +56,13 @@ type Backend interface {
 	Events
 }
 
+// StateReporter is the optional ability of a Backend to say whether it
+// saves its state (*agent.Agent's StateError): nil when it does, else why
+// not. /healthz reports it.
+type StateReporter interface {
+	StateError() error
+}
+
 // maxBodyBytes bounds a request body (a manifest or DeleteOptions): the
 // Kubernetes API server's limit, which the CLI applies to the manifests it
 // reads.
@@ -90,11 +97,7 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
-	s.handle("/healthz", route{http.MethodGet: func(w http.ResponseWriter, _ *http.Request) error {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, err := w.Write([]byte("ok\n"))
-		return err
-	}})
+	s.handle("/healthz", route{http.MethodGet: s.healthz})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFoundPath)
 	})
@@ -195,4 +198,46 @@ func writeJSON(w http.ResponseWriter, code int, obj any) error {
 func podObject(p *v1.Pod) *v1.Pod {
 	p.Kind, p.APIVersion = "Pod", "v1"
 	return p
+}
+
+// healthz answers GET /healthz as Kubernetes' health checks do: "ok" (200)
+// while every check passes, else 500 with one line per check, "[+]NAME ok"
+// or "[-]NAME failed: WHY", and "healthz check failed"; with the parameter
+// verbose the lines come with a 200 too. The checks: ping (the agent
+// serves) and, when the backend reports it (StateReporter), state (its
+// pods' checkpoints and deletions are saved: a full state disk fails it).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	type check struct {
+		name string
+		err  error
+	}
+	checks := []check{{name: "ping"}}
+	if sr, ok := s.b.(StateReporter); ok {
+		checks = append(checks, check{name: "state", err: sr.StateError()})
+	}
+	failed := false
+	var b strings.Builder
+	for _, c := range checks {
+		if c.err != nil {
+			failed = true
+			fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, c.err)
+		} else {
+			fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if failed {
+		b.WriteString("healthz check failed\n")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, err := w.Write([]byte(b.String()))
+		return err
+	}
+	if _, verbose := r.URL.Query()["verbose"]; verbose {
+		b.WriteString("healthz check passed\n")
+		_, err := w.Write([]byte(b.String()))
+		return err
+	}
+	_, err := w.Write([]byte("ok\n"))
+	return err
 }

@@ -706,6 +706,44 @@ func TestLogsFollowUntilTheInstanceEnds(t *testing.T) {
 	}
 }
 
+// TestLogsFollowAcrossARotation is `podward logs -f` while the log is
+// rotated (renamed, and a new file made at its path, as the kubelet's and
+// podward's log rotation do): every line comes once, from the old file and
+// then the new one, and the stream still ends with the instance.
+func TestLogsFollowAcrossARotation(t *testing.T) {
+	e := newEnv(t)
+	r := e.do("POST", "/api/v1/namespaces/default/pods", "", podYAML)
+	uid := decodeAs[v1.Pod](t, r).UID
+	e.waitPod("default", "web", running("app"))
+	e.writeLog(uid, "app", 0, "one")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://podward/api/v1/namespaces/default/pods/web/log?follow=true", nil)
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if l, err := br.ReadString('\n'); l != "one\n" || err != nil {
+		t.Fatalf("first line %q %v", l, err)
+	}
+	path := filepath.Join(e.logDir, string(uid), "app", "0.log")
+	if err := os.Rename(path, path+".20260101-000000"); err != nil {
+		t.Fatal(err)
+	}
+	e.writeLog(uid, "app", 0, "two", "three")
+	if l, err := br.ReadString('\n'); l != "two\n" || err != nil {
+		t.Fatalf("the first line of the new file: %q %v", l, err)
+	}
+	e.writeLog(uid, "app", 0, "four")
+	e.rt.Exit(uid, "app", 0)
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "three\nfour\n" {
+		t.Fatalf("after the exit: %q %v, want three and four once", rest, err)
+	}
+}
+
 func TestLogsFollowEndsWithThePod(t *testing.T) {
 	e := newEnv(t)
 	r := e.do("POST", "/api/v1/namespaces/default/pods", "", podYAML)
@@ -729,5 +767,36 @@ func TestLogsFollowEndsWithThePod(t *testing.T) {
 	}
 	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
 		t.Fatalf("after the delete: %q %v", rest, err)
+	}
+}
+
+// unsavedState is a backend whose state cannot be saved (a full disk).
+type unsavedState struct {
+	*backend
+	err error
+}
+
+func (u *unsavedState) StateError() error { return u.err }
+
+// TestHealthzReportsUnsavedState: /healthz fails, naming the check and its
+// cause, while the agent cannot save its state, and lists its checks with
+// verbose (issue 12: the agent reports a full state disk).
+func TestHealthzReportsUnsavedState(t *testing.T) {
+	e := newEnv(t)
+	b := &backend{Agent: e.agent, logDir: e.logDir}
+	get := func(srv *Server, path string) (int, string) {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	healthy := New(b, slog.New(slog.DiscardHandler))
+	if code, body := get(healthy, "/healthz?verbose"); code != http.StatusOK || body != "[+]ping ok\n[+]state ok\nhealthz check passed\n" {
+		t.Fatalf("verbose healthz of a healthy agent: %d %q", code, body)
+	}
+	full := New(&unsavedState{backend: b, err: errors.New("state not saved: the state of 1 pod(s) cannot be saved: no space left on device")}, slog.New(slog.DiscardHandler))
+	code, body := get(full, "/healthz")
+	want := "[+]ping ok\n[-]state failed: state not saved: the state of 1 pod(s) cannot be saved: no space left on device\nhealthz check failed\n"
+	if code != http.StatusInternalServerError || body != want {
+		t.Fatalf("healthz of an agent that cannot save its state: %d %q, want 500 %q", code, body, want)
 	}
 }

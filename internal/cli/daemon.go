@@ -2,8 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podward/podward/internal/node"
 )
@@ -19,8 +21,37 @@ func addDaemonFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
 	f.DurationVar(&o.PromptKill, "prompt-kill", def.PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
 	f.IntVar(&o.MaxPods, "max-pods", def.MaxPods, "most pods run at once, as the kubelet's --max-pods: a pod beyond it is rejected (Failed, reason OutOfpods)")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log the agent's decisions to stderr")
+	o.ContainerLogMaxSize, o.ContainerLogMaxFiles = def.ContainerLogMaxSize, def.ContainerLogMaxFiles
+	f.Var(&quantityFlag{&o.ContainerLogMaxSize}, "container-log-max-size", "rotate a container's log once it is this big (a quantity: 10Mi, 500Ki; 0: never), as the kubelet's flag")
+	f.IntVar(&o.ContainerLogMaxFiles, "container-log-max-files", def.ContainerLogMaxFiles, "files kept of a container's log, the one being written included (at least 2), as the kubelet's flag")
 	addRuntimeFlags(f, &o.Runtime, def.Runtime)
 }
+
+// quantityFlag is a size given as a Kubernetes quantity (10Mi, 1G, 4096),
+// as the kubelet's --container-log-max-size takes it.
+type quantityFlag struct{ v *int64 }
+
+func (q *quantityFlag) String() string {
+	if q.v == nil {
+		return ""
+	}
+	return resource.NewQuantity(*q.v, resource.BinarySI).String()
+}
+
+func (q *quantityFlag) Set(s string) error {
+	qty, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	n, ok := qty.AsInt64()
+	if !ok || n < 0 {
+		return fmt.Errorf("%q is not a size in bytes", s)
+	}
+	*q.v = n
+	return nil
+}
+
+func (q *quantityFlag) Type() string { return "quantity" }
 
 // addAgentFlags are addDaemonFlags and the bounds of what the long-running
 // agents (serve and node) keep: events, and the logs of removed pods.

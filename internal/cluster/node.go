@@ -55,6 +55,21 @@ const (
 	readyMessage          = "podward is posting ready status"
 )
 
+// ConditionCheckpointFailing is podward's own node condition (the kubelet
+// has none like it): True while the agent cannot save the state it needs to
+// resume its pods after a restart — its pod workers' checkpoints, its
+// pods' deletions — a full state disk say. Meanwhile containers are still
+// stopped when asked, and new ones wait. Its reasons are
+// ReasonCheckpointSaveFailed (True, the message says why) and
+// ReasonCheckpointsSaved (False). It is posted only with
+// NodeConfig.StateError.
+const (
+	ConditionCheckpointFailing v1.NodeConditionType = "CheckpointFailing"
+	ReasonCheckpointSaveFailed                      = "CheckpointSaveFailed"
+	ReasonCheckpointsSaved                          = "CheckpointsSaved"
+	checkpointsSavedMessage                         = "podward saves its pods' checkpoints"
+)
+
 const (
 	// callTimeout bounds each call to the API server and to the runtime.
 	callTimeout = 10 * time.Second
@@ -81,6 +96,10 @@ type NodeConfig struct {
 	Logger *slog.Logger
 	// Runtime is asked for the Ready condition and the runtime version.
 	Runtime runtime.Info
+	// StateError, when set, is asked for the CheckpointFailing condition
+	// (the agent's StateError: nil while its state is saved). A change is
+	// posted at the next RuntimeCheckInterval, as a flip of readiness is.
+	StateError func() error
 	// KubeletPort is where the kubelet server listens, reported in
 	// status.daemonEndpoints so that the API server finds it for
 	// kubectl logs; default 10250.
@@ -152,9 +171,11 @@ type Node struct {
 	// node is the last Node the API server returned, the base of the next
 	// status update (a conflict makes it fetched again).
 	node *v1.Node
-	// posted is the readiness last posted; lastPost when.
-	posted   *bool
-	lastPost time.Time
+	// posted is the readiness last posted, postedFailing whether
+	// CheckpointFailing was posted True; lastPost when.
+	posted        *bool
+	postedFailing bool
+	lastPost      time.Time
 	// runtimeVersion is the last one the runtime told.
 	runtimeVersion string
 
@@ -249,12 +270,12 @@ func (n *Node) Register(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: n.labels()},
 		Spec:       v1.NodeSpec{Taints: slices.Clone(n.cfg.Taints)},
 	}
-	n.setStatus(ctx, &want.Status, runtimeErr, now)
+	failing := n.setStatus(ctx, &want.Status, runtimeErr, now)
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	created, err := nodes.Create(cctx, want, metav1.CreateOptions{})
 	cancel()
 	if err == nil {
-		n.registered(created, runtimeErr == nil, now)
+		n.registered(created, runtimeErr == nil, failing, now)
 		n.log.Info("registered the node", "ready", runtimeErr == nil)
 		return nil
 	}
@@ -360,8 +381,9 @@ func (n *Node) statusLoop(ctx context.Context, tick <-chan time.Time) {
 		case now = <-tick:
 		}
 		runtimeErr := n.runtimeStatus(ctx)
+		failing := n.stateError() != nil
 		n.mu.Lock()
-		flipped := n.posted == nil || *n.posted != (runtimeErr == nil)
+		flipped := n.posted == nil || *n.posted != (runtimeErr == nil) || n.postedFailing != failing
 		// The tick's time, not the clock's, is compared, so that the
 		// time the last post took does not push the next one a tick
 		// later.
@@ -371,7 +393,7 @@ func (n *Node) statusLoop(ctx context.Context, tick <-chan time.Time) {
 			continue
 		}
 		if flipped {
-			n.log.Info("runtime readiness changed", "ready", runtimeErr == nil, "err", runtimeErr)
+			n.log.Info("runtime readiness or state changed", "ready", runtimeErr == nil, "err", runtimeErr, "checkpointFailing", failing)
 		}
 		err := n.postStatus(ctx, runtimeErr, now)
 		if apierrors.IsNotFound(err) {
@@ -415,7 +437,7 @@ func (n *Node) postStatus(ctx context.Context, runtimeErr error, now time.Time) 
 			}
 		}
 		node := base.DeepCopy()
-		n.setStatus(ctx, &node.Status, runtimeErr, now)
+		failing := n.setStatus(ctx, &node.Status, runtimeErr, now)
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		var updated *v1.Node
 		updated, err = nodes.UpdateStatus(cctx, node, metav1.UpdateOptions{})
@@ -423,7 +445,7 @@ func (n *Node) postStatus(ctx context.Context, runtimeErr error, now time.Time) 
 		if err == nil {
 			n.mu.Lock()
 			ready := runtimeErr == nil
-			n.node, n.uid, n.posted, n.lastPost = updated, updated.UID, &ready, now
+			n.node, n.uid, n.posted, n.postedFailing, n.lastPost = updated, updated.UID, &ready, failing, now
 			n.mu.Unlock()
 			return nil
 		}
@@ -441,10 +463,10 @@ func (n *Node) postStatus(ctx context.Context, runtimeErr error, now time.Time) 
 }
 
 // registered records the Node as the API server created it.
-func (n *Node) registered(node *v1.Node, ready bool, now time.Time) {
+func (n *Node) registered(node *v1.Node, ready, failing bool, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.uid, n.node, n.posted, n.lastPost = node.UID, node, &ready, now
+	n.uid, n.node, n.posted, n.postedFailing, n.lastPost = node.UID, node, &ready, failing, now
 	n.isRegistered = true
 }
 
@@ -477,15 +499,16 @@ func (n *Node) reconcileMeta(node *v1.Node) bool {
 	return changed
 }
 
-// setStatus writes what podward knows of the node into st, keeping what
-// others set there (other conditions, other resources, images...).
 // declaredFeatures are the node features (KEP-5328, NodeDeclaredFeatures)
 // that podward implements and that a scheduler checks before placing a pod
 // that needs one: RestartAllContainersOnContainerExits, for a pod with a
 // RestartAllContainers restart rule (KEP-5532).
 var declaredFeatures = []string{"RestartAllContainersOnContainerExits"}
 
-func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr error, now time.Time) {
+// setStatus writes what podward knows of the node into st, keeping what
+// others set there (other conditions, other resources, images...). It
+// reports whether it set CheckpointFailing True.
+func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr error, now time.Time) (checkpointFailing bool) {
 	capacity := n.machine.resources(n.cfg.MaxPods)
 	if st.Capacity == nil {
 		st.Capacity = v1.ResourceList{}
@@ -521,13 +544,18 @@ func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr erro
 		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
 		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
 		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		readyCondition(runtimeErr),
 	}
+	if n.cfg.StateError != nil {
+		stateErr := n.stateError()
+		checkpointFailing = stateErr != nil
+		conds = append(conds, checkpointCondition(stateErr))
+	}
+	conds = append(conds, readyCondition(runtimeErr))
 	var others []v1.NodeCondition
 	old := map[v1.NodeConditionType]v1.NodeCondition{}
 	for _, c := range st.Conditions {
 		switch c.Type {
-		case v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady:
+		case v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, ConditionCheckpointFailing, v1.NodeReady:
 			old[c.Type] = c
 		default:
 			others = append(others, c)
@@ -544,6 +572,22 @@ func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr erro
 	// Ready goes last, as the kubelet keeps it for old clients
 	// (kubernetes/kubernetes#16961).
 	st.Conditions = append(others, conds...)
+	return checkpointFailing
+}
+
+// stateError is the agent's StateError, nil without one.
+func (n *Node) stateError() error {
+	if n.cfg.StateError == nil {
+		return nil
+	}
+	return n.cfg.StateError()
+}
+
+func checkpointCondition(stateErr error) v1.NodeCondition {
+	if stateErr != nil {
+		return v1.NodeCondition{Type: ConditionCheckpointFailing, Status: v1.ConditionTrue, Reason: ReasonCheckpointSaveFailed, Message: stateErr.Error()}
+	}
+	return v1.NodeCondition{Type: ConditionCheckpointFailing, Status: v1.ConditionFalse, Reason: ReasonCheckpointsSaved, Message: checkpointsSavedMessage}
 }
 
 func readyCondition(runtimeErr error) v1.NodeCondition {

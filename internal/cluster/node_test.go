@@ -464,6 +464,62 @@ func TestReadyFollowsRuntimeStatus(t *testing.T) {
 	}
 }
 
+// TestCheckpointFailingFollowsStateError: while the agent cannot save its
+// state (a full state disk, issue 12), the Node says so in its
+// CheckpointFailing condition, posted at the next runtime check like a
+// readiness flip, and the condition turns False once the state is saved.
+func TestCheckpointFailingFollowsStateError(t *testing.T) {
+	f := newNodeFixture(t)
+	var mu sync.Mutex
+	var stateErr error
+	f.node.cfg.StateError = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return stateErr
+	}
+	setStateErr := func(err error) {
+		mu.Lock()
+		stateErr = err
+		mu.Unlock()
+	}
+	checkpointFailing := func(status v1.ConditionStatus) func(k8stesting.Action) bool {
+		return func(a k8stesting.Action) bool {
+			if !isAction("update", "nodes", "status")(a) {
+				return false
+			}
+			c := nodeCondition(a.(k8stesting.UpdateAction).GetObject().(*v1.Node), ConditionCheckpointFailing)
+			return c != nil && c.Status == status
+		}
+	}
+	if err := f.node.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n := f.getNode(t)
+	if c := nodeCondition(n, ConditionCheckpointFailing); c == nil || c.Status != v1.ConditionFalse || c.Reason != "CheckpointsSaved" {
+		t.Fatalf("CheckpointFailing at registration = %+v, want False (CheckpointsSaved)", c)
+	}
+	if last := n.Status.Conditions[len(n.Status.Conditions)-1]; last.Type != v1.NodeReady {
+		t.Errorf("last condition is %s, want Ready", last.Type)
+	}
+	f.run(t)
+	f.actions.waitFor(t, "the lease", isAction("create", "leases", ""))
+
+	setStateErr(errors.New("state not saved: the state of 1 pod(s) cannot be saved: no space left on device"))
+	f.clock.Step(DefaultRuntimeCheckInterval)
+	a := f.actions.waitFor(t, "CheckpointFailing=True", checkpointFailing(v1.ConditionTrue))
+	c := nodeCondition(a.(k8stesting.UpdateAction).GetObject().(*v1.Node), ConditionCheckpointFailing)
+	if c.Reason != "CheckpointSaveFailed" || c.Message != "state not saved: the state of 1 pod(s) cannot be saved: no space left on device" {
+		t.Errorf("CheckpointFailing = %+v", c)
+	}
+	if r := nodeCondition(a.(k8stesting.UpdateAction).GetObject().(*v1.Node), v1.NodeReady); r.Status != v1.ConditionTrue {
+		t.Errorf("Ready = %+v: a full state disk does not make the node NotReady", r)
+	}
+
+	setStateErr(nil)
+	f.clock.Step(DefaultRuntimeCheckInterval)
+	f.actions.waitFor(t, "CheckpointFailing=False", checkpointFailing(v1.ConditionFalse))
+}
+
 func TestStatusPostedEveryUpdateFrequency(t *testing.T) {
 	f := newNodeFixture(t)
 	if err := f.node.Register(t.Context()); err != nil {

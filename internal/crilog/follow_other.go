@@ -5,6 +5,7 @@ package crilog
 import (
 	"context"
 	"errors"
+	"os"
 )
 
 type watcher struct{}
@@ -14,5 +15,11 @@ func watch(string) (*watcher, error) {
 }
 
 func (*watcher) wait(context.Context) error { return nil }
+
+func (*watcher) rewatch(*os.File) error { return nil }
+
+func (*watcher) writerGone() bool { return true }
+
+func (*watcher) stillCurrent() {}
 
 func (*watcher) close() {}

@@ -90,7 +90,9 @@ type Line struct {
 //
 // With opts.Follow, ReadLog then waits for the file to grow (it is woken by
 // inotify, it does not poll) and delivers new lines as they are written,
-// until ctx is done; it then returns ctx.Err(). When opts.Until is closed
+// until ctx is done; it then returns ctx.Err(). When the log is rotated
+// (path names a new file), it reads the old file to its end and goes on in
+// the new one, without losing or repeating a line. When opts.Until is closed
 // first, it reads the file to its end instead and returns nil. Without
 // Follow, ReadLog returns nil at the end of the file.
 //
@@ -105,7 +107,8 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// A follower moves on to the new file of a rotated log.
+	defer func() { f.Close() }()
 
 	var w *watcher
 	if opts.Follow {
@@ -128,6 +131,9 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 	if !opts.Follow {
 		return lr.endLines()
 	}
+	if f, err = lr.followRotation(f, w, false); err != nil {
+		return err
+	}
 	waitCtx := ctx
 	if opts.Until != nil {
 		var cancel context.CancelFunc
@@ -147,6 +153,9 @@ func ReadLog(ctx context.Context, path string, opts ReadOptions, fn func(Line) e
 			return werr
 		}
 		if err := lr.readAvailable(); err != nil {
+			return err
+		}
+		if f, err = lr.followRotation(f, w, werr != nil); err != nil {
 			return err
 		}
 		if werr != nil {

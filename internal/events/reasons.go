@@ -18,6 +18,14 @@ const (
 	// new one (a warning; the pod is Failed with this reason). The
 	// kubelet's admission reason (pkg/kubelet/lifecycle/predicate.go).
 	OutOfPods Reason = "OutOfpods"
+	// FailedCheckpoint: a pod worker's checkpoint (or a pod's deletion)
+	// could not be saved, a full state disk say: stopping its containers
+	// goes on without it, starting them waits until it is saved. Once per
+	// pod until a save succeeds; a node event while any pod's save fails.
+	FailedCheckpoint Reason = "FailedCheckpoint"
+	// CheckpointSaved: the agent's checkpoints are saved again (a node
+	// event, after FailedCheckpoint).
+	CheckpointSaved Reason = "CheckpointSaved"
 )
 
 // Reasons of events about a pod's setup and its images.
@@ -59,6 +67,10 @@ const (
 	// FailedPreStopHook: a preStop hook failed; the stop signal follows
 	// anyway.
 	FailedPreStopHook Reason = "FailedPreStopHook"
+	// LogDropped: output of a container was lost because its log could
+	// not be written (a full disk); the message says how many bytes, and a
+	// marker line in the log shows where.
+	LogDropped Reason = "LogDropped"
 	// Killing: a container is being stopped (stop signal after its preStop
 	// hook) or killed (SIGKILL); the message says why.
 	Killing Reason = "Killing"

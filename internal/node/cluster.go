@@ -112,7 +112,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, internal(fmt.Errorf("runtime %s cannot report its status", o.Runtime.Kind))
 	}
 	n.node, err = cluster.NewNode(cluster.NodeConfig{
-		Client: client, NodeName: name, Logger: log, Runtime: info,
+		Client: client, NodeName: name, Logger: log, Runtime: info, StateError: n.agent.StateError,
 		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root, MaxPods: int64(o.MaxPods),
 	})
 	if err != nil {

@@ -35,7 +35,11 @@ func (o *Options) openStore(root string) (*store.Store, error) {
 // outlives ctx, whose values it keeps: close stops it.
 func (o *Options) startDurable(ctx context.Context, root string, st *store.Store, log *slog.Logger, cfg agent.Config) (*durable, error) {
 	clk := clock.RealClock{}
-	rt, err := o.Runtime.open(ctx, root, clk, log, nil, false)
+	rotation, err := o.logRotation()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := o.Runtime.open(ctx, root, clk, log, nil, false, rotation)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,10 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	rotation, err := o.logRotation()
+	if err != nil {
+		return nil, err
+	}
 	root := o.Root
 	tempRoot := ""
 	if root == "" {
@@ -77,7 +81,7 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 	if tempRoot != "" {
 		leftovers = cleanStaleRuns(ctx, &o, tempRoot, clk, log)
 	}
-	rt, err := o.Runtime.open(ctx, root, clk, log, output, true)
+	rt, err := o.Runtime.open(ctx, root, clk, log, output, true, rotation)
 	if err != nil {
 		lock.Close()
 		return fail(err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
@@ -145,7 +146,7 @@ func cleanStaleRun(ctx context.Context, o *Options, dir string, clk clock.Clock,
 		}
 		ro := o.Runtime
 		ro.Kind = kind
-		rt, err := ro.open(ctx, dir, clk, log, nil, false)
+		rt, err := ro.open(ctx, dir, clk, log, nil, false, crilog.Rotation{MaxSize: o.ContainerLogMaxSize, MaxFiles: o.ContainerLogMaxFiles})
 		if err != nil {
 			return fmt.Sprintf("could not clean %s, left by an earlier run that was killed: %v", dir, err)
 		}

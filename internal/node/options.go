@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/podworker"
@@ -58,6 +59,15 @@ type Options struct {
 	LogOutput io.Writer
 	// Runtime selects the container runtime.
 	Runtime RuntimeOptions
+	// ContainerLogMaxSize and ContainerLogMaxFiles rotate the containers'
+	// logs as the kubelet's flags of the same names do: a log is rotated
+	// once it reached ContainerLogMaxSize bytes (0: never), and at most
+	// ContainerLogMaxFiles files of it are kept, the one being written
+	// included (at least 2). On the process runtime the shims rotate the
+	// logs they write; on the CRI runtime the agent renames them and asks
+	// the runtime to reopen them.
+	ContainerLogMaxSize  int64
+	ContainerLogMaxFiles int
 }
 
 // RuntimeOptions select and configure the container runtime.
@@ -101,7 +111,20 @@ func DefaultOptions() Options {
 		KeepTerminatedPodLogs: agent.DefaultKeepTerminatedPodLogs,
 		MaxPods:               agent.DefaultMaxPods,
 		Runtime:               RuntimeOptions{Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint},
+
+		ContainerLogMaxSize:  crilog.DefaultMaxSize,
+		ContainerLogMaxFiles: crilog.DefaultMaxFiles,
 	}
+}
+
+// logRotation is the containers' log rotation of o; its error is a bad
+// option.
+func (o *Options) logRotation() (crilog.Rotation, error) {
+	r := crilog.Rotation{MaxSize: o.ContainerLogMaxSize, MaxFiles: o.ContainerLogMaxFiles}
+	if err := r.Validate(); err != nil {
+		return r, badOptions(fmt.Errorf("--%w", err))
+	}
+	return r, nil
 }
 
 // plannerConfig is the planner's configuration: its defaults with the
@@ -146,18 +169,19 @@ type openRuntime interface {
 	io.Closer
 }
 
-// open starts the selected runtime, with its state under root. output, when
-// set, receives every line the containers write. foreground ties the
-// process runtime's containers to this process (process.Config.Tethered):
-// a `podward run`'s must die with it.
-func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool) (openRuntime, error) {
+// open starts the selected runtime, with its state under root and the
+// containers' logs rotated as rotation says. output, when set, receives
+// every line the containers write. foreground ties the process runtime's
+// containers to this process (process.Config.Tethered): a `podward run`'s
+// must die with it.
+func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation) (openRuntime, error) {
 	switch o.Kind {
 	case RuntimeProcess:
-		return process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground})
+		return process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation})
 	case RuntimeCRI:
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
-			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork,
+			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)

@@ -16,8 +16,20 @@ import (
 
 // writeAhead records, and checkpoints, what the actions are about to do,
 // so that an agent that dies half-way neither repeats a stop nor loses a
-// start.
-func (pw *podWorker) writeAhead(actions []planner.Action) error {
+// start. It returns the actions to carry out now.
+//
+// When the checkpoint cannot be saved (a full disk), the stops and kills
+// are carried out all the same, since stopping is always safe: their marks
+// stay in memory, so that this agent never sends a stop signal or a kill
+// twice, and the checkpoint is saved again at the next try (see save). An
+// agent that restarts before a save succeeds reads the last checkpoint that
+// was saved, without the marks, and begins such a stop again: at worst the
+// container gets its stop signal a second time (harmless: it is stopping
+// already) and its preStop hook runs again, as the kubelet's would after a
+// restart. Starts wait, their marks undone: a start the checkpoint does not
+// record could be made twice by a restarted agent; the next plan brings
+// them back once a save succeeds.
+func (pw *podWorker) writeAhead(actions []planner.Action) []planner.Action {
 	now := pw.w.cfg.Clock.Now()
 	for _, a := range actions {
 		c := pw.byName[a.Container.Name]
@@ -40,23 +52,19 @@ func (pw *podWorker) writeAhead(actions []planner.Action) error {
 			c.obs.Killed = true
 		}
 	}
-	if err := pw.save(); err != nil {
-		// Undo the marks: the actions did not happen.
-		for _, a := range actions {
-			c := pw.byName[a.Container.Name]
-			switch a.Kind {
-			case planner.Start:
-				c.pending = nil
-			case planner.Stop:
-				c.obs.StopRequestedAt = time.Time{}
-				c.obs.SignalledAt = time.Time{}
-			case planner.Kill:
-				c.obs.Killed = false
-			}
-		}
-		return err
+	if err := pw.save(); err == nil {
+		return actions
 	}
-	return nil
+	// Only the starts wait for the record.
+	var stops []planner.Action
+	for _, a := range actions {
+		if a.Kind == planner.Start {
+			pw.byName[a.Container.Name].pending = nil
+			continue
+		}
+		stops = append(stops, a)
+	}
+	return stops
 }
 
 // execute carries out one action. It reports whether the pod's state
@@ -227,8 +235,9 @@ var errHookTimeUp = errors.New("the grace period is over")
 // Killing event with message, the preStop hook, the stop signal, and
 // SIGKILL grace seconds later (never past a termination's deadline), which
 // the planner sends at the instance's KillAt. KillAt and ProbeKilled go into
-// the same write-ahead as the stop; when it fails nothing is done. A
-// container whose stop has begun already is left to it.
+// the same write-ahead as the stop, which goes ahead even when it cannot be
+// saved (see writeAhead). A container whose stop has begun already is left
+// to it.
 func (pw *podWorker) workerStop(ctx context.Context, c *ctr, grace int64, probeKilled bool, message string) {
 	if !c.obs.StopRequestedAt.IsZero() {
 		return
@@ -239,11 +248,7 @@ func (pw *podWorker) workerStop(ctx context.Context, c *ctr, grace int64, probeK
 	}
 	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: killAt}
 	c.obs.KillAt, c.obs.ProbeKilled = killAt, probeKilled
-	if err := pw.writeAhead([]planner.Action{a}); err != nil {
-		c.obs.KillAt, c.obs.ProbeKilled = time.Time{}, false
-		pw.log.Error("write-ahead before stopping a container", "container", c.ref.Name, "err", err)
-		return
-	}
+	pw.writeAhead([]planner.Action{a}) // a stop goes ahead even unrecorded
 	pw.removeProbes(c)
 	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", message)
 	pw.stopWith(ctx, c, a, false)

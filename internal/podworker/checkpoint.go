@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 )
@@ -15,7 +16,10 @@ import (
 // Checkpointer stores a pod worker's checkpoint durably. The worker calls
 // SaveCheckpoint before the action the checkpoint guards (write-ahead): a
 // container start, a stop signal, a kill, the start of a termination. Save
-// must be durable when it returns.
+// must be durable when it returns. A failed save is tried again (a start
+// waits for it, a stop does not), also after the pod terminated, until it
+// succeeds: a Checkpointer takes (returns nil for, without storing) the
+// checkpoints of a pod it removed.
 type Checkpointer interface {
 	SaveCheckpoint(uid types.UID, data []byte) error
 }
@@ -274,8 +278,11 @@ func decodeCheckpoint(data []byte) (checkpointV1, error) {
 }
 
 // save writes the checkpoint when it changed since the last save. Before
-// an action (writeAhead) a failure holds the action back; elsewhere it is
-// logged and the next save writes the state again.
+// an action (writeAhead) a failure holds back a start, never a stop;
+// elsewhere it is logged and the next save writes the state again. The
+// first failure after a success is a Warning event (FailedCheckpoint); while
+// saves fail the worker tries again every checkpointRetry (step). Only the
+// pod's goroutine calls it.
 func (pw *podWorker) save() error {
 	cpr := pw.w.cfg.Checkpointer
 	if cpr == nil {
@@ -286,11 +293,20 @@ func (pw *podWorker) save() error {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	if string(data) == string(pw.saved) {
+		pw.saveFailed = false
 		return nil
 	}
 	if err := cpr.SaveCheckpoint(pw.uid, data); err != nil {
+		if !pw.saveFailed {
+			pw.saveFailed = true
+			pw.eventf("", events.Warning, events.FailedCheckpoint, "Cannot save the pod's checkpoint: %v; stopping containers goes on without it, starting them waits until it is saved", err)
+		}
 		pw.log.Error("save checkpoint", "err", err)
 		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if pw.saveFailed {
+		pw.saveFailed = false
+		pw.log.Info("checkpoint saved again")
 	}
 	pw.saved = data
 	return nil

@@ -40,7 +40,9 @@
 // time.
 //
 // act records each action in the checkpoint before doing it
-// (write-ahead); the checkpoint has its own on-disk types (checkpoint.go),
+// (write-ahead); when the checkpoint cannot be saved (a full disk), stops
+// and kills go ahead all the same, starts wait, and the save is tried again
+// every second. The checkpoint has its own on-disk types (checkpoint.go),
 // so that the planner's and the worker's in-memory types may change
 // without changing what a restarted agent reads.
 //

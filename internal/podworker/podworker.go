@@ -24,6 +24,10 @@ const cleanupTimeout = time.Minute
 // a bug can never spin a worker.
 const maxRoundsPerStep = 64
 
+// checkpointRetry is how soon a checkpoint that could not be saved is
+// saved again (and the starts that wait for it are tried again).
+const checkpointRetry = time.Second
+
 // podWorker is the state of one pod, in three zones. The fields set at
 // creation never change and may be read anywhere. The inbox and the
 // published status guard themselves: anyone pushes to the inbox, only the
@@ -40,6 +44,9 @@ type podWorker struct {
 	// terminated is closed when the pod is terminated, before its content
 	// is removed: a delete waits for this, never for the clean-up.
 	terminated chan struct{}
+	// forgotten is closed by Workers.Forget: nothing of the pod is to be
+	// saved any more.
+	forgotten chan struct{}
 	// setupCtx bounds the pod's setup and, while it syncs, its starts and
 	// the defer images' pre-pull; a kill cancels it (inbox.update).
 	setupCtx    context.Context
@@ -95,8 +102,13 @@ type podWorker struct {
 	// worker); prePulled names the defer containers whose image it brought.
 	prePullStarted bool
 	prePulled      map[string]bool
-	// saved is the last checkpoint written.
-	saved []byte
+	// gpEvent is the GracePeriodExceeded message of a plan whose kills
+	// are being carried out: emitted once they were sent.
+	gpEvent string
+	// saved is the last checkpoint written; saveFailed is set while the
+	// latest state could not be saved (a FailedCheckpoint event said so).
+	saved      []byte
+	saveFailed bool
 }
 
 // ctr is what the worker knows of one container.
@@ -138,6 +150,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		log:         w.log.With("pod", pod.Key(), "podUID", pod.UID),
 		done:        make(chan struct{}),
 		terminated:  make(chan struct{}),
+		forgotten:   make(chan struct{}),
 		setupCtx:    ctx,
 		setupCancel: cancel,
 		prePullDone: make(chan struct{}),
@@ -188,6 +201,7 @@ func (pw *podWorker) run(ctx context.Context) {
 		wake := pw.step(ctx)
 		if pw.phase == Terminated {
 			pw.cleanup(ctx)
+			pw.saveUntilSaved(ctx)
 			return
 		}
 		if timer != nil {
@@ -224,8 +238,9 @@ func (pw *podWorker) run(ctx context.Context) {
 //	          has nothing to do now (settle, at most maxRoundsPerStep rounds)
 //
 // What the step learnt is checkpointed and published at its end. It returns
-// when it wants to be woken again (zero: only on news).
-func (pw *podWorker) step(ctx context.Context) time.Time {
+// when it wants to be woken again (zero: only on news); while the
+// checkpoint cannot be saved, in checkpointRetry at the latest.
+func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 	now := pw.w.cfg.Clock.Now()
 	if pw.startTime.IsZero() {
 		pw.startTime = now
@@ -243,6 +258,9 @@ func (pw *podWorker) step(ctx context.Context) time.Time {
 		// What the step learnt (exits, signals, hooks) is kept too.
 		_ = pw.save()
 		pw.publish()
+		if pw.saveFailed && pw.phase != Terminated {
+			wake = earliest(wake, pw.w.cfg.Clock.Now().Add(checkpointRetry))
+		}
 	}()
 	if wake, ok := pw.prepare(now); !ok {
 		return wake
@@ -340,13 +358,7 @@ func (pw *podWorker) settle(ctx context.Context, now time.Time) time.Time {
 			pw.finish()
 			return time.Time{}
 		}
-		acted, wake, err := pw.act(ctx, plan)
-		if err != nil {
-			// Acting without the record would break recovery: try
-			// again shortly.
-			pw.log.Error("write-ahead checkpoint failed; the actions wait", "err", err)
-			return now.Add(time.Second)
-		}
+		acted, wake := pw.act(ctx, plan)
 		if !acted {
 			return wake
 		}
@@ -381,23 +393,25 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 }
 
 // act carries out a plan's actions, each recorded ahead in the checkpoint
-// (writeAhead), then starts the defer images' pre-pull when it is time. It
-// reports whether the pod's state changed; when not, wake is when the plan,
-// or an image pull it had to put off, wants the worker back. An error is a
-// failed write-ahead: nothing was done.
-func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wake time.Time, err error) {
-	if err := pw.writeAhead(plan.Actions); err != nil {
-		return false, time.Time{}, err
-	}
+// (writeAhead: starts wait while it cannot be saved, stops and kills do
+// not), then emits the GracePeriodExceeded event of kills that were sent
+// and starts the defer images' pre-pull when it is time. It reports whether
+// the pod's state changed; when not, wake is when the plan, or an image
+// pull it had to put off, wants the worker back.
+func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wake time.Time) {
 	wake = plan.WakeAt
-	for _, a := range plan.Actions {
+	for _, a := range pw.writeAhead(plan.Actions) {
 		changed, retry := pw.execute(ctx, a)
 		acted = acted || changed
 		wake = earliest(wake, retry)
 	}
-	pw.save()
+	if pw.gpEvent != "" {
+		pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", pw.gpEvent)
+		pw.gpEvent = ""
+	}
+	_ = pw.save()
 	pw.maybePrePull(ctx)
-	return acted, wake, nil
+	return acted, wake
 }
 
 // earliest is the earlier of two wake-up times, zero meaning none.
@@ -580,7 +594,8 @@ func (pw *podWorker) noteBackoffs(p planner.Plan) {
 // reportGracePeriodExceeded emits, once, the GracePeriodExceeded event of
 // the first plan past the deadline: what it kills, what is left the minimum
 // time after its stop signal (signalled now, before, or once its preStop
-// hook is cut off), and the defer containers that did not complete.
+// hook is cut off), and the defer containers that did not complete. When
+// the plan kills, the event waits until the kills were sent (act).
 func (pw *podWorker) reportGracePeriodExceeded(p planner.Plan) {
 	if pw.gpReported {
 		return
@@ -613,6 +628,10 @@ func (pw *podWorker) reportGracePeriodExceeded(p planner.Plan) {
 	}
 	if len(p.DeferIncomplete) > 0 {
 		msg += "; defer containers that did not complete: " + strings.Join(p.DeferIncomplete, ", ")
+	}
+	if len(killed) > 0 {
+		pw.gpEvent = msg
+		return
 	}
 	pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", msg)
 }
@@ -652,6 +671,26 @@ func (pw *podWorker) publish() {
 	pw.storeStatus(pw.w.cfg.Clock.Now())
 	if f := pw.w.cfg.OnChange; f != nil {
 		f(pw.uid)
+	}
+}
+
+// saveUntilSaved saves again, every checkpointRetry, the last checkpoint of
+// a terminated pod that could not be saved (a full disk), until it is
+// saved, the worker is forgotten (the agent removed the pod) or the agent
+// stops.
+func (pw *podWorker) saveUntilSaved(ctx context.Context) {
+	for pw.saveFailed {
+		t := pw.w.cfg.Clock.NewTimer(checkpointRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-pw.forgotten:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		_ = pw.save()
 	}
 }
 

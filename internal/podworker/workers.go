@@ -185,8 +185,9 @@ func (w *Workers) HandleEvent(ev runtime.Event) {
 // to New is done.
 func (w *Workers) Wait() { w.wg.Wait() }
 
-// Forget drops the worker of a terminated pod. It reports false, and keeps
-// the worker, when the pod is not terminated.
+// Forget drops the worker of a terminated pod; a worker still trying to
+// save the pod's last checkpoint gives up (the pod is gone). It reports
+// false, and keeps the worker, when the pod is not terminated.
 func (w *Workers) Forget(uid types.UID) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -198,6 +199,7 @@ func (w *Workers) Forget(uid types.UID) bool {
 		return false
 	}
 	delete(w.pods, uid)
+	close(pw.forgotten)
 	return true
 }
 

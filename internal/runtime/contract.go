@@ -119,3 +119,15 @@ type Info interface {
 	// says why not.
 	Status(ctx context.Context) error
 }
+
+// Warner is the optional ability to report what goes wrong with a container
+// instance besides its exit, for the agent to record as a Warning event of
+// its pod: its output that its log could not take (a full disk), say. A
+// runtime's own diagnostics of an instance go to its log; Warnings carries
+// only what a pod's owner should see.
+type Warner interface {
+	// Warnings reports each warning once, for as long as the runtime is
+	// open. The channel is owned by the runtime; a warning may be dropped
+	// when nobody reads it.
+	Warnings() <-chan Warning
+}

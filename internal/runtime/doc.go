@@ -2,9 +2,9 @@
 // their consumers (the pod worker, the agent, the cluster node): the core
 // Runtime interface, each optional ability as an interface of its own
 // (ContainerLister, PodLister, ImageService, GracefulStopper, PodAddresser,
-// Info) checked with a type assertion, and the vocabulary they share —
-// container handles, exit statuses and typed exit reasons, the events a
-// runtime reports, the errors ErrNotFound and ErrUnsupported.
+// Info, Warner) checked with a type assertion, and the vocabulary they share —
+// container handles, exit statuses and typed exit reasons, the events and
+// warnings a runtime reports, the errors ErrNotFound and ErrUnsupported.
 //
 // The runtimes live in sub-packages: process (host processes under a shim,
 // the embedded default), cri (containers through a CRI v1 runtime) and fake

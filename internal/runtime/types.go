@@ -68,6 +68,28 @@ type Event struct {
 	Exit      ExitStatus
 }
 
+// WarningReason says what a Warning is about. Its text is the reason of the
+// pod's event.
+type WarningReason string
+
+// Warning reasons.
+const (
+	// WarningLogDropped: output of the instance was lost because its log
+	// could not be written (a full disk); a marker line in the log shows
+	// where, once the log could be written again.
+	WarningLogDropped WarningReason = "LogDropped"
+)
+
+// Warning is something that went wrong with a container instance that its
+// pod's owner should see (Warner).
+type Warning struct {
+	PodUID    types.UID
+	Container string // the container's name in the pod
+	ID        string // the instance
+	Reason    WarningReason
+	Message   string
+}
+
 // ContainerStatus is one instance as the runtime knows it, for an agent
 // that re-attaches after a restart and rebuilds its view from the runtime.
 type ContainerStatus struct {

@@ -96,6 +96,15 @@ func newEnv(t *testing.T) *env {
 // newEnvOn is newEnv with the agent on runtime rt.
 func newEnvOn(t *testing.T, rt bintest.Runtime) *env {
 	t.Helper()
+	e := newStoppedEnv(t, rt)
+	e.start()
+	return e
+}
+
+// newStoppedEnv is newEnvOn without starting the agent: the test sets up
+// its root first (a small filesystem, say), then calls start.
+func newStoppedEnv(t *testing.T, rt bintest.Runtime) *env {
+	t.Helper()
 	dir := t.TempDir()
 	e := &env{
 		t:    t,
@@ -128,7 +137,6 @@ func newEnvOn(t *testing.T, rt bintest.Runtime) *env {
 			t.Logf("cleanup: killed %d leftover process(es) of the test", n)
 		}
 	})
-	e.start()
 	return e
 }
 

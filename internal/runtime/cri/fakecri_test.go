@@ -55,6 +55,8 @@ type fakeCRI struct {
 	pullFn    func(req *runtimeapi.PullImageRequest) error
 	// events, when set, serves GetContainerEvents from it.
 	events chan *runtimeapi.ContainerEventResponse
+	// reopenErr fails ReopenContainerLog.
+	reopenErr error
 }
 
 type fakeSandbox struct {
@@ -460,6 +462,30 @@ func (f *fakeCRI) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 		Labels: c.config.Labels, Annotations: c.config.Annotations, LogPath: c.logPath,
 		Mounts: c.config.Mounts,
 	}}, nil
+}
+
+// ReopenContainerLog makes a new, empty log file at the container's log
+// path, as containerd does; the "process" has no output to move over.
+func (f *fakeCRI) ReopenContainerLog(_ context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("ReopenContainerLog")
+	c := f.containers[req.ContainerId]
+	if c == nil {
+		return nil, status.Errorf(codes.NotFound, "container %s not found", req.ContainerId)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running", req.ContainerId)
+	}
+	if f.reopenErr != nil {
+		return nil, f.reopenErr
+	}
+	lf, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "reopen %s: %v", c.logPath, err)
+	}
+	lf.Close()
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
 }
 
 func (f *fakeCRI) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {

@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -576,5 +577,52 @@ func TestIntegrationTerminationMessage(t *testing.T) {
 		if cs.Exit == nil || cs.Container != "fallback" && cs.Exit.Message != want[cs.Container] {
 			t.Errorf("ListContainers: %s exited %+v, want message %q", cs.Container, cs.Exit, want[cs.Container])
 		}
+	}
+}
+
+// TestIntegrationLogRotation rotates a running container's log the
+// kubelet's way against the real CRI runtime: renamed, then
+// ReopenContainerLog makes the runtime write a new file at the path. The
+// Output follower goes on in each new file and gets every line once, in
+// order; the rotated files are kept as the policy says.
+func TestIntegrationLogRotation(t *testing.T) {
+	lines := make(chan string, 1000)
+	cfg := Config{
+		Endpoint: criEndpoint(t), Root: t.TempDir(), Logger: testLogger(), RelistPeriod: time.Second,
+		Output: func(_ *model.Pod, _, stream string, line []byte) {
+			lines <- stream + ": " + string(line)
+		},
+		LogRotation: crilog.Rotation{MaxSize: 1000, MaxFiles: 3}, LogRotationPeriod: 200 * time.Millisecond,
+	}
+	r, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	const n = 300
+	pod := realPod(t, "rotate", map[string]string{
+		"main": "i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo \"line $i of the rotated log\"; sleep 0.01; done; exec sleep 300",
+	}, "main")
+	setUp(t, r, pod)
+	c := startIn(t, r, pod, "main", 0)
+	timeout := time.After(30 * time.Second)
+	for i := range n {
+		want := fmt.Sprintf("stdout: line %d of the rotated log", i+1)
+		select {
+		case got := <-lines:
+			if got != want {
+				t.Fatalf("output line %d is %q, want %q", i, got, want)
+			}
+		case <-timeout:
+			t.Fatalf("no output line %q within 30s", want)
+		}
+	}
+	rotated, err := crilog.RotatedLogs(c.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rotated files: %q", rotated)
+	if len(rotated) == 0 || len(rotated) > 2 {
+		t.Fatalf("rotated files %q: want one or two (MaxFiles 3)", rotated)
 	}
 }

@@ -86,6 +86,14 @@ type Config struct {
 	Clock clock.Clock
 	// Logger gets the runtime's own messages. Default: discarded.
 	Logger *slog.Logger
+	// LogRotation is how the running containers' logs are rotated, as the
+	// kubelet rotates them: every LogRotationPeriod, a log that reached
+	// MaxSize is renamed and the CRI runtime asked to reopen it. Zero
+	// never rotates.
+	LogRotation crilog.Rotation
+	// LogRotationPeriod is how often the logs are looked at; default
+	// DefaultLogRotationPeriod.
+	LogRotationPeriod time.Duration
 	// CallTimeout bounds each CRI call but pulls, StopContainer (which
 	// gets its grace period on top) and ExecSync (bounded by its ctx).
 	// Default DefaultCallTimeout.
@@ -160,14 +168,17 @@ type Runtime struct {
 	callTimeout  time.Duration
 	pullTimeout  time.Duration
 	relistPeriod time.Duration
-	secretsDir   string
-	podNetwork   bool
-	cgroupParent string
-	cgroupRoot   string // /sys/fs/cgroup; tests point it elsewhere
-	nodeIP       string
-	output       func(pod *model.Pod, container, stream string, line []byte)
-	lock         *os.File // flock'ed: one Runtime per root
-	loopWaiting  func(time.Duration)
+	// logRotation and rotationPeriod: see Config.
+	logRotation    crilog.Rotation
+	rotationPeriod time.Duration
+	secretsDir     string
+	podNetwork     bool
+	cgroupParent   string
+	cgroupRoot     string // /sys/fs/cgroup; tests point it elsewhere
+	nodeIP         string
+	output         func(pod *model.Pod, container, stream string, line []byte)
+	lock           *os.File // flock'ed: one Runtime per root
+	loopWaiting    func(time.Duration)
 
 	conn *grpc.ClientConn
 	rt   runtimeapi.RuntimeServiceClient
@@ -212,6 +223,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("CRI runtime: Config.Root is required")
 	}
+	if err := cfg.LogRotation.Validate(); err != nil {
+		return nil, fmt.Errorf("CRI runtime: %w", err)
+	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("CRI runtime root: %w", err)
@@ -238,30 +252,32 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// The lifetime is the Runtime's, not New's: only Close ends it.
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Runtime{
-		root:         root,
-		rootLabel:    hex.EncodeToString(sum[:8]),
-		clock:        cfg.Clock,
-		log:          cfg.Logger,
-		callTimeout:  cmpOr(cfg.CallTimeout, DefaultCallTimeout),
-		pullTimeout:  cmpOr(cfg.PullTimeout, DefaultPullTimeout),
-		relistPeriod: cmpOr(cfg.RelistPeriod, DefaultRelistPeriod),
-		secretsDir:   cfg.PullSecretsDir,
-		podNetwork:   cfg.PodNetwork,
-		cgroupParent: cfg.CgroupParent,
-		cgroupRoot:   "/sys/fs/cgroup",
-		nodeIP:       cfg.NodeIP,
-		output:       cfg.Output,
-		loopWaiting:  cfg.loopWaiting,
-		lock:         lock,
-		conn:         conn,
-		rt:           runtimeapi.NewRuntimeServiceClient(conn),
-		img:          runtimeapi.NewImageServiceClient(conn),
-		events:       make(chan runtime.Event, eventBuffer),
-		poke:         make(chan struct{}, 1),
-		ctx:          life,
-		cancel:       cancel,
-		tracked:      make(map[string]*instance),
-		sandboxes:    make(map[types.UID]sandboxRef),
+		root:           root,
+		rootLabel:      hex.EncodeToString(sum[:8]),
+		clock:          cfg.Clock,
+		log:            cfg.Logger,
+		callTimeout:    cmpOr(cfg.CallTimeout, DefaultCallTimeout),
+		pullTimeout:    cmpOr(cfg.PullTimeout, DefaultPullTimeout),
+		relistPeriod:   cmpOr(cfg.RelistPeriod, DefaultRelistPeriod),
+		logRotation:    cfg.LogRotation,
+		rotationPeriod: cmpOr(cfg.LogRotationPeriod, DefaultLogRotationPeriod),
+		secretsDir:     cfg.PullSecretsDir,
+		podNetwork:     cfg.PodNetwork,
+		cgroupParent:   cfg.CgroupParent,
+		cgroupRoot:     "/sys/fs/cgroup",
+		nodeIP:         cfg.NodeIP,
+		output:         cfg.Output,
+		loopWaiting:    cfg.loopWaiting,
+		lock:           lock,
+		conn:           conn,
+		rt:             runtimeapi.NewRuntimeServiceClient(conn),
+		img:            runtimeapi.NewImageServiceClient(conn),
+		events:         make(chan runtime.Event, eventBuffer),
+		poke:           make(chan struct{}, 1),
+		ctx:            life,
+		cancel:         cancel,
+		tracked:        make(map[string]*instance),
+		sandboxes:      make(map[types.UID]sandboxRef),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -288,6 +304,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.wg.Add(2)
 	go r.relistLoop()
 	go r.watchEvents()
+	if r.logRotation.Enabled() {
+		r.wg.Add(1)
+		go r.rotateLoop()
+	}
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +27,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
@@ -1189,5 +1193,69 @@ func TestFileOrCreateNeedsAReadableFile(t *testing.T) {
 	}
 	if err := prepareHostPath(&v1.HostPathVolumeSource{Path: file, Type: ptr.To(v1.HostPathFile)}); err != nil {
 		t.Fatalf("type File: %v", err)
+	}
+}
+
+// TestRotatesLogsAsTheKubelet follows the kubelet's container log manager
+// (pkg/kubelet/logs/container_log_manager.go, rotateLog): a running
+// container's log that reached MaxSize is renamed to <log>.<YYYYMMDD-hhmmss>
+// and the CRI runtime asked to reopen it (ReopenContainerLog); before that
+// the rotated files are tidied, at most MaxFiles-2 kept, all compressed; a
+// reopen that fails renames the log back.
+func TestRotatesLogsAsTheKubelet(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.LogRotation = crilog.Rotation{MaxSize: 100, MaxFiles: 3} })
+	pod := testPod("uid-1")
+	h.prepare(pod)
+	c := h.start(pod, "app", 0)
+	dir := filepath.Dir(c.LogPath)
+	files := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	stamp := func(d time.Duration) string { return h.clk.Now().Add(d).UTC().Format("20060102-150405") }
+
+	h.r.rotateLogs()
+	if got := files(); !slices.Equal(got, []string{"0.log"}) || h.f.callCount("ReopenContainerLog") != 0 {
+		t.Fatalf("a small log was rotated: %q", got)
+	}
+	writeLog(t, c.LogPath, "stdout", "one", "two", "three")
+	first := stamp(0)
+	h.r.rotateLogs()
+	if got, want := files(), []string{"0.log", "0.log." + first}; !slices.Equal(got, want) || h.f.callCount("ReopenContainerLog") != 1 {
+		t.Fatalf("files %q, want %q, and one reopen", got, want)
+	}
+
+	// The next second, two more rotations' worth: the oldest kept one is
+	// compressed, and the one before it removed.
+	for i := range 2 {
+		h.clk.Step(time.Second)
+		writeLog(t, c.LogPath, "stdout", "four", "five", fmt.Sprint("six ", i))
+		h.r.rotateLogs()
+	}
+	want := []string{"0.log", "0.log." + stamp(-time.Second) + ".gz", "0.log." + stamp(0)}
+	if got := files(); !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+
+	// The runtime cannot reopen: the log is put back.
+	h.clk.Step(time.Second)
+	writeLog(t, c.LogPath, "stdout", "seven", "eight", "nine")
+	h.f.mu.Lock()
+	h.f.reopenErr = status.Error(codes.Unavailable, "busy")
+	h.f.mu.Unlock()
+	h.r.rotateLogs()
+	if got := files(); !slices.Contains(got, "0.log") || slices.Contains(got, "0.log."+stamp(0)) {
+		t.Fatalf("files %q: the log was not put back", got)
+	}
+	if data, err := os.ReadFile(c.LogPath); err != nil || strings.Count(string(data), "\n") != 3 {
+		t.Fatalf("the log put back has %q (%v), want the 3 lines written since the last rotation", data, err)
 	}
 }

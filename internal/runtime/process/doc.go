@@ -39,10 +39,22 @@
 // # Logs and output
 //
 // stdout and stderr go through package crilog into
-// Root/pods/<podUID>/logs/<container>/<attempt>.log. When Config.Output is
-// set, the runtime follows each instance's log and hands every line to it.
-// The logs outlive the pod's cleanup, until RemovePodLogs removes them with
+// Root/pods/<podUID>/logs/<container>/<attempt>.log, which the shim rotates
+// itself as Config.LogRotation says (the kubelet's rules: <attempt>.log.<time>,
+// older ones compressed). When Config.Output is set, the runtime follows
+// each instance's log, across rotations, and hands every line to it. The
+// logs outlive the pod's cleanup, until RemovePodLogs removes them with
 // what is left of the pod's directory (runtime.PodLogRemover).
+//
+// # A full disk
+//
+// A shim whose log (or state directory) cannot be written goes on: its
+// container's output is dropped, a marker line shows the gap once the log
+// takes lines again, and the shim tells the runtime through its notices
+// FIFO, which needs no room on the disk: the shim's warnings and errors go
+// to the runtime's log, the output it dropped to Warnings (a Warning event
+// of the pod), and an exit.json it could not write to the instance's exit,
+// recorded with its real exit code rather than as a lost status.
 //
 // # Volumes
 //

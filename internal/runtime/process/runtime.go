@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
@@ -51,8 +52,12 @@ type Config struct {
 	// clock. Start and finish times and log records are stamped by the
 	// shims, which have their own process and so the real clock.
 	Clock clock.Clock
-	// Logger gets the runtime's own messages. Default: discarded.
+	// Logger gets the runtime's own messages, and the shims' warnings and
+	// errors (their notices). Default: discarded.
 	Logger *slog.Logger
+	// LogRotation is how each instance's shim rotates its log
+	// (crilog.LogFile): the kubelet's rules; zero never rotates.
+	LogRotation crilog.Rotation
 	// Output, when set, also receives every line a container writes (a
 	// line longer than 16 KiB in 16 KiB pieces), for `podward run`, which
 	// prints it prefixed by the container name. The runtime follows each
@@ -79,6 +84,7 @@ var (
 	_ runtime.PodLister       = (*Runtime)(nil)
 	_ runtime.Info            = (*Runtime)(nil)
 	_ runtime.PodLogRemover   = (*Runtime)(nil)
+	_ runtime.Warner          = (*Runtime)(nil)
 )
 
 // Runtime runs containers as host processes, each under a shim of its own
@@ -90,14 +96,17 @@ type Runtime struct {
 	output func(pod *model.Pod, container string, stream string, line []byte)
 	// tethered: see Config.Tethered.
 	tethered bool
-	euid     func() int // os.Geteuid; tests pretend not to be root
+	// logRotation goes into every instance's spec.
+	logRotation crilog.Rotation
+	euid        func() int // os.Geteuid; tests pretend not to be root
 	// uts: containers get a UTS namespace of their own with the pod's
 	// host name (launch.CanUnshareUTS; else they see the host's).
 	uts  bool
 	lock *os.File // flock'ed: one Runtime per root
 
-	events chan runtime.Event
-	done   chan struct{} // closed by Close
+	events   chan runtime.Event
+	warnings chan runtime.Warning
+	done     chan struct{} // closed by Close
 	// ctx ends with Close; watchers wait for their shims under it.
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -138,6 +147,9 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Root == "" {
 		return nil, errors.New("process runtime: Config.Root is required")
 	}
+	if err := cfg.LogRotation.Validate(); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("process runtime root: %w", err)
@@ -158,10 +170,12 @@ func New(cfg Config) (*Runtime, error) {
 		log:         cfg.Logger,
 		output:      cfg.Output,
 		tethered:    cfg.Tethered,
+		logRotation: cfg.LogRotation,
 		euid:        os.Geteuid,
 		uts:         launch.CanUnshareUTS(),
 		lock:        lock,
 		events:      make(chan runtime.Event, eventBuffer),
+		warnings:    make(chan runtime.Warning, warningBuffer),
 		done:        make(chan struct{}),
 		ctx:         ctx,
 		cancel:      cancel,

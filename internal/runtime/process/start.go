@@ -116,6 +116,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		Attempt:      attempt,
 		Process:      proc,
 		LogPath:      logPath,
+		LogRotation:  r.logRotation,
 		Mountpoints:  created,
 
 		TerminationMessage: term,

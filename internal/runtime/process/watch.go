@@ -49,17 +49,19 @@ func (r *Runtime) watch(in *instance, shimProc *shim.Proc, offset int64) {
 	if r.output != nil {
 		f = r.follow(in, offset, log)
 	}
+	notices := r.readNotices(in, log)
 	if err := shimProc.Wait(r.ctx); err != nil {
 		if r.ctx.Err() == nil {
 			log.Error("wait for the shim", "err", err)
 		}
 		// Closed: the instance is the next Runtime's.
+		notices.finish()
 		f.Stop()
 		return
 	}
 	// A shim this process started is its child.
 	shimProc.Reap()
-	status := r.settle(in.dir, log)
+	status := r.settle(in.dir, notices.finish(), log)
 	in.setExit(status)
 	f.Finish()
 	log.Debug("container exited", "exitCode", status.ExitCode, "reason", status.Reason)
@@ -73,12 +75,20 @@ func (r *Runtime) watch(in *instance, shimProc *shim.Proc, offset int64) {
 }
 
 // settle returns how the instance in dir ended, once its shim is gone: as
-// the shim recorded it, or, when the shim died without doing so, as
-// recordLost decides.
-func (r *Runtime) settle(dir string, log *slog.Logger) runtime.ExitStatus {
+// the shim recorded it; as it told in a notice (noticed) when it could not
+// record it (a full disk), which is recorded now if it can be; or, when the
+// shim died without doing either, as recordLost decides.
+func (r *Runtime) settle(dir string, noticed *shim.Exit, log *slog.Logger) runtime.ExitStatus {
 	st, err := shim.Load(dir)
 	if err == nil && st.Exit != nil {
 		return st.Exit.Status()
+	}
+	if noticed != nil {
+		log.Warn("the shim could not record the instance's exit; recording the one it sent")
+		if err := shim.WriteExit(dir, noticed); err != nil {
+			log.Error("record the instance's exit", "err", err)
+		}
+		return noticed.Status()
 	}
 	if err != nil {
 		log.Error("read the instance's state", "err", err)

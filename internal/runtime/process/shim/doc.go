@@ -9,6 +9,9 @@
 //
 //	spec.json       what to run (Spec); written by the agent before the shim starts
 //	control         a FIFO; the shim reads signal numbers from it (Signal)
+//	notices         a FIFO; the shim writes its notices to it (Notice) for
+//	                the agent: its warnings and errors, output its log could
+//	                not take, an exit it could not write to exit.json
 //	shim.json       the shim's identity (Ident), written by the shim first
 //	shim.log        the shim's own stderr
 //	container.json  the container's main process (Started), once it runs
@@ -16,7 +19,7 @@
 //	                one (created by the agent, bind-mounted at its path)
 //	exit.json       how it ended (Exit), written last, durably
 //
-// Every file but the FIFO and shim.log is written whole or not at all (a
+// Every file but the FIFOs and shim.log is written whole or not at all (a
 // temporary file renamed into place); exit.json is also fsynced, as is the
 // directory after the rename, so that an exit is never lost once the shim
 // exited. Identities are (PID, start time, boot ID), which a reused PID
@@ -24,7 +27,7 @@
 //
 // # An instance's life
 //
-//	agent  Create ──> spec.json, control
+//	agent  Create ──> spec.json, control, notices
 //	agent  Start ──> fork/exec the shim: its own session (setsid), stdin
 //	       and stdout /dev/null, stderr shim.log, a socket as fd 3
 //	shim   shim.json ──> open the log, launch the container (package launch)
@@ -33,7 +36,10 @@
 //	agent  reads the report; its ctx still alive? ──> "go" : "abort"
 //	shim   "go" ──> running        "abort" ──> kill the group, exit.json {128 StartError}
 //	       EOF (the agent died) ──> running: the next agent adopts it
-//	shim   running: stdout/stderr ──> the CRI log; "control" and the signals
+//	shim   running: stdout/stderr ──> the CRI log (crilog.LogFile: rotated
+//	       as the spec says; what a full disk cannot take is dropped, and
+//	       marked in the log and noticed once it can be written again);
+//	       "control" and the signals
 //	       the shim itself gets (TERM, INT, HUP, QUIT, USR1, USR2) ──>
 //	       kill(-pgid) while the main process is not reaped
 //	shim   main process exits (waited for without reaping) ──> FinishedAt
@@ -43,12 +49,21 @@
 //	       file, or the log's tail: podspec.TerminationMessage)
 //	       ──> exit.json ──> the shim exits
 //
+// A full state disk must not silence the shim: its own log (shim.log) and
+// its files may not be writable, but a FIFO needs no room, so its warnings
+// and errors, and an exit.json it could not write, also go to the agent as
+// notices. A shim writes a notice only while an agent has the FIFO open
+// (else it keeps a few and tries again every 2 s, and for a second at most
+// once the container exited), and never waits for one:
+// the container never depends on the agent.
+//
 // So everything an instance wrote is in its log before exit.json exists,
 // and exit.json exists before the shim exits: an agent that sees the shim
 // gone (Proc.Wait) and no exit.json knows the shim died (SIGKILL, OOM) and
-// the container's status is lost. The shim never writes to anything the
-// agent holds after its report, and does not depend on the agent in any
-// way once it got "go". Signals go through the shim, which serialises them
+// the container's status is lost (unless a notice told it). The shim
+// writes to nothing the agent holds after its report but the notices FIFO,
+// without ever waiting for it, and does not depend on the agent in any way
+// once it got "go". Signals go through the shim, which serialises them
 // with the reap: a signal can never reach a process group whose ID was
 // reused.
 //

@@ -67,14 +67,21 @@ func MaybeRun() {
 	signal.Notify(sigs, forwarded...)
 	// The container must not inherit the socket to the agent.
 	unix.CloseOnExec(statusFD)
+	clk := clock.RealClock{}
+	notices := newNotifier(dir, clk)
 	s := &supervisor{
-		dir:    dir,
-		clock:  clock.RealClock{},
-		log:    slog.New(slog.NewTextHandler(os.Stderr, nil)).With("dir", dir),
-		status: os.NewFile(statusFD, "shim-status"),
+		dir:     dir,
+		clock:   clk,
+		log:     slog.New(noticeHandler{next: slog.NewTextHandler(os.Stderr, nil), n: notices}).With("dir", dir),
+		notices: notices,
+		status:  os.NewFile(statusFD, "shim-status"),
 	}
-	if err := s.run(sigs); err != nil {
+	err := s.run(sigs)
+	if err != nil {
 		s.log.Error("shim failed", "err", err)
+	}
+	notices.flush()
+	if err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -82,10 +89,13 @@ func MaybeRun() {
 
 // supervisor is the shim's state: one container instance.
 type supervisor struct {
-	dir    string
-	clock  clock.Clock // the real one: the shim has its own process
-	log    *slog.Logger
-	status *os.File
+	dir   string
+	clock clock.Clock // the real one: the shim has its own process
+	// log is the shim's own log: shim.log, and its warnings and errors
+	// also to the agent, through notices.
+	log     *slog.Logger
+	notices *notifier
+	status  *os.File
 
 	spec *Spec
 	cmd  *exec.Cmd
@@ -135,6 +145,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	started := Started{StartedAt: s.clock.Now()}
 
 	sink := crilog.NewSink(logFile, s.clock, nil)
+	sink.OnDrop(s.dropped)
 	copied := make(chan struct{}, 2)
 	go copyStream(pipes[0], crilog.NewWriter(sink, crilog.Stdout), s.log, copied)
 	go copyStream(pipes[1], crilog.NewWriter(sink, crilog.Stderr), s.log, copied)
@@ -166,7 +177,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	} else {
 		s.log.Debug("container started", "pid", s.pgid)
 	}
-	exit := s.finish(logFile, pipes[:2], copied)
+	exit := s.finish(logFile, sink, pipes[:2], copied)
 	if abort != nil {
 		exit = &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
 	} else {
@@ -174,19 +185,29 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 		exit.Message = spec.TerminationMessage.Message(exit.Status(), spec.LogPath)
 	}
 	if err := WriteExit(s.dir, exit); err != nil {
+		// A full disk: the agent records it from the notice instead.
+		s.notices.send(Notice{Exit: exit})
 		return fmt.Errorf("write %s: %w", ExitFile, err)
 	}
 	s.log.Debug("container exited", "exitCode", exit.ExitCode, "reason", exit.Reason)
 	return nil
 }
 
-// openFiles opens the container's log for appending and makes its stdout
-// and stderr pipes: read ends, then write ends.
-func (s *supervisor) openFiles() (*os.File, []*os.File, error) {
+// dropped tells the agent of output the log could not take, once its
+// marker is in the log (or the container exited first).
+func (s *supervisor) dropped(d crilog.Drop) {
+	s.notices.send(Notice{LogDropped: &LogDrop{Stream: d.Stream, Bytes: d.Bytes, Cause: d.Reason(), Marked: d.Marked}})
+}
+
+// openFiles opens the container's log for appending, rotated as the spec
+// says, and makes its stdout and stderr pipes: read ends, then write ends.
+func (s *supervisor) openFiles() (*crilog.LogFile, []*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(s.spec.LogPath), 0o750); err != nil {
 		return nil, nil, err
 	}
-	logFile, err := os.OpenFile(s.spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	logFile, err := crilog.OpenLogFile(s.spec.LogPath, s.spec.LogRotation, s.clock, func(msg string, err error) {
+		s.log.Warn(msg, "err", err)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,6 +231,7 @@ func (s *supervisor) startFailed(cause error) error {
 	exit := &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: cause.Error(), FinishedAt: s.clock.Now()}
 	if err := WriteExit(s.dir, exit); err != nil {
 		s.log.Error("write exit", "err", err)
+		s.notices.send(Notice{Exit: exit})
 	}
 	if err := s.handshake(report{Error: cause.Error()}); err != nil {
 		s.log.Warn("report the start failure", "err", err)
@@ -270,8 +292,9 @@ func (s *supervisor) signal(sig syscall.Signal) {
 
 // finish waits for the container's main process to exit and finishes the
 // instance as the package documentation says, up to exit.json, which it
-// returns for the caller to write.
-func (s *supervisor) finish(logFile *os.File, pipes []*os.File, copied <-chan struct{}) *Exit {
+// returns for the caller to write. Output the log could not take until the
+// end is reported to the agent.
+func (s *supervisor) finish(logFile *crilog.LogFile, sink *crilog.Sink, pipes []*os.File, copied <-chan struct{}) *Exit {
 	if err := launch.WaitExited(s.pgid); err != nil {
 		s.log.Error("wait for the container", "err", err)
 	}
@@ -280,6 +303,9 @@ func (s *supervisor) finish(logFile *os.File, pipes []*os.File, copied <-chan st
 	// reaped below, so its group ID is still the container's.
 	s.signal(unix.SIGKILL)
 	launch.DrainPipes(s.clock, drainTimeout, s.log, pipes, copied)
+	for _, d := range sink.Unmarked() {
+		s.dropped(d)
+	}
 	if err := logFile.Sync(); err != nil {
 		s.log.Warn("sync the container log", "err", err)
 	}
@@ -312,25 +338,32 @@ func exitOf(ps *os.ProcessState, waitErr error, finishedAt time.Time) *Exit {
 
 // copyStream copies a container's stream into its log until the pipe
 // closes. A failing log does not stop the copy: the container must never
-// block on a full pipe.
+// block on a full pipe. What the log cannot take is dropped and counted by
+// the Sink, which marks the gap once the log takes records again (a full
+// disk that got room); the first failure of a run of them is logged, and
+// the recovery.
 func copyStream(src *os.File, w *crilog.Writer, log *slog.Logger, done chan<- struct{}) {
 	defer func() { done <- struct{}{} }()
 	buf := make([]byte, 32*1024)
-	var werr error
+	failing := false
+	note := func(err error) {
+		switch {
+		case err != nil && !failing:
+			log.Warn("cannot write the container log; dropping its output until it can", "err", err)
+		case err == nil && failing:
+			log.Info("the container log is written again")
+		}
+		failing = err != nil
+	}
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && werr == nil {
-			if _, werr = w.Write(buf[:n]); werr != nil {
-				log.Warn("cannot write container log; discarding its output", "err", werr)
-			}
+		if n > 0 {
+			_, werr := w.Write(buf[:n])
+			note(werr)
 		}
 		if err != nil {
 			break
 		}
 	}
-	if werr == nil {
-		if err := w.Close(); err != nil {
-			log.Warn("cannot write container log", "err", err)
-		}
-	}
+	note(w.Close())
 }

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -261,5 +262,110 @@ func TestStartTimeWithOddCommandName(t *testing.T) {
 	waitGone(t, p)
 	if exit, _ := LoadExit(dir); exit == nil || exit.ExitCode != 137 {
 		t.Errorf("exit %+v, want 137", exit)
+	}
+}
+
+// TestShimRotatesItsLog: the shim rotates its container's log as the spec
+// says (the kubelet's rules, crilog.LogFile), and nothing of the output is
+// lost or repeated across the kept files.
+func TestShimRotatesItsLog(t *testing.T) {
+	dir := newInstance(t, `i=0; for b in 1 2 3; do
+		for j in $(seq 50); do i=$((i+1)); echo "line $i"; done
+		[ $b = 3 ] || sleep 1.1
+	done`)
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Spec.LogRotation = crilog.Rotation{MaxSize: 500, MaxFiles: 3}
+	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitGone(t, p)
+	rotated, err := crilog.RotatedLogs(st.Spec.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One rotation at the first line of each second (the log is past
+	// 500 bytes by then): of the three files, the oldest is compressed.
+	if len(rotated) != 2 || !strings.HasSuffix(rotated[0], ".gz") || strings.HasSuffix(rotated[1], ".gz") {
+		t.Fatalf("rotated files %q, want two, the older one compressed", rotated)
+	}
+	var lines []string
+	for _, path := range append(rotated, st.Spec.LogPath) {
+		if strings.HasSuffix(path, ".gz") {
+			continue // its lines are those of the first second
+		}
+		err := crilog.ReadLog(context.Background(), path, crilog.ReadOptions{Tail: crilog.AllLines}, func(l crilog.Line) error {
+			lines = append(lines, string(l.Content))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(lines) != 100 || lines[0] != "line 51" || lines[99] != "line 150" {
+		t.Fatalf("lines of the two newest files: %d, from %q to %q; want 100, line 51 to line 150", len(lines), lines[0], lines[len(lines)-1])
+	}
+}
+
+// TestShimNoticesOutputItsLogDropped: a log that takes nothing (a full
+// disk: /dev/full) drops the container's output; the shim tells the agent
+// through its notices FIFO — which needs no room on the disk — how many
+// bytes of which stream, and its own warning.
+func TestShimNoticesOutputItsLogDropped(t *testing.T) {
+	dir := newInstance(t, "echo hello; echo world")
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Spec.LogPath = "/dev/full"
+	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's side: open for reading and writing, so that the shim
+	// finds a reader and reads never see the end of the FIFO.
+	fifo, err := os.OpenFile(filepath.Join(dir, NoticesFile), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fifo.Close()
+	p, _, err := Start(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitGone(t, p)
+	if err := fifo.SetReadDeadline(time.Now().Add(waitLimit)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(fifo)
+	var warned bool
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("no LogDropped notice (warned: %v): %v", warned, err)
+		}
+		nt, err := DecodeNotice(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nt.Level == "WARN" && strings.Contains(nt.Message, "cannot write the container log") && strings.Contains(nt.Message, "no space left on device") {
+			warned = true
+		}
+		if d := nt.LogDropped; d != nil {
+			if *d != (LogDrop{Stream: crilog.Stdout, Bytes: 12, Cause: "no space left on device"}) {
+				t.Fatalf("LogDropped %+v, want the 12 bytes of stdout, unmarked", *d)
+			}
+			if !warned {
+				t.Fatal("the shim's warning did not come before the drop")
+			}
+			return
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
@@ -19,8 +20,11 @@ import (
 
 // The files of an instance directory.
 const (
-	SpecFile      = "spec.json"
-	ControlFile   = "control"
+	SpecFile    = "spec.json"
+	ControlFile = "control"
+	// NoticesFile is a FIFO the shim writes its notices to (Notice); the
+	// agent reads it.
+	NoticesFile   = "notices"
 	ShimFile      = "shim.json"
 	ShimLogFile   = "shim.log"
 	ContainerFile = "container.json"
@@ -47,6 +51,8 @@ type Spec struct {
 	Process launch.Spec `json:"process"`
 	// LogPath is the CRI log the shim appends to.
 	LogPath string `json:"logPath"`
+	// LogRotation is how the shim rotates it (crilog.LogFile); zero: never.
+	LogRotation crilog.Rotation `json:"logRotation,omitzero"`
 	// Mountpoints are the host paths the runtime created for the pod's
 	// volume mounts and counts the pod as a user of; the shim does not use
 	// them.
@@ -98,14 +104,16 @@ type State struct {
 }
 
 // Create makes the instance directory dir (its parent must exist) with its
-// spec and control FIFO. spec.json is fsynced: an instance directory
-// without it never had a shim and may be removed.
+// spec and its control and notices FIFOs. spec.json is fsynced: an instance
+// directory without it never had a shim and may be removed.
 func Create(dir string, spec *Spec) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	if err := unix.Mkfifo(filepath.Join(dir, ControlFile), 0o600); err != nil {
-		return &fs.PathError{Op: "mkfifo", Path: filepath.Join(dir, ControlFile), Err: err}
+	for _, fifo := range []string{ControlFile, NoticesFile} {
+		if err := unix.Mkfifo(filepath.Join(dir, fifo), 0o600); err != nil {
+			return &fs.PathError{Op: "mkfifo", Path: filepath.Join(dir, fifo), Err: err}
+		}
 	}
 	return writeJSON(dir, SpecFile, spec, true)
 }
