@@ -31,6 +31,13 @@ const (
 	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
 )
 
+// The pod's status reason and message once a node shutdown ended it: the
+// kubelet's words (pkg/kubelet/nodeshutdown/nodeshutdown_manager.go).
+const (
+	reasonNodeShutdown  = "Terminated"
+	messageNodeShutdown = "Pod was terminated in response to imminent node shutdown."
+)
+
 // snapshot renders the worker's state as a pod: a copy of the spec with its
 // status and the defer container statuses annotation. Called by run only
 // (or by its creator before run starts): it reads the owned state.
@@ -56,6 +63,17 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		// until then the phase is the containers' and the reason waits,
 		// as the kubelet's status manager holds both back together.
 		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
+	}
+	shutdown := terminated && pw.termReason == TerminationNodeShutdown
+	if shutdown {
+		// As the kubelet's shutdown manager marks the pods it kills, shown
+		// once terminated like the deadline's (the status manager's
+		// mergePodStatus holds the phase, reason, message and the
+		// DisruptionTarget condition back until then).
+		if st.Phase != v1.PodSucceeded {
+			st.Phase = v1.PodFailed
+		}
+		st.Reason, st.Message = reasonNodeShutdown, messageNodeShutdown
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil
@@ -89,6 +107,11 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		}
 	}
 	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete)
+	if shutdown {
+		st.Conditions = append(st.Conditions, v1.PodCondition{
+			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: messageNodeShutdown,
+		})
+	}
 	st.QOSClass = model.QOSClass(pw.pod.Pod)
 	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
 	if pw.deleted && pw.term != nil {
