@@ -28,6 +28,9 @@ type node struct {
 	st     *store.Store
 	a      *Agent
 	cancel context.CancelFunc
+	// restartShutdownPods is the agents' Config.RestartShutdownPods;
+	// shuttingDown, when set, is told them before they recover.
+	restartShutdownPods, shuttingDown bool
 }
 
 func newNode(t *testing.T) *node {
@@ -58,7 +61,10 @@ func (n *node) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.st, n.cancel = st, cancel
-	n.a = New(ctx, Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st})
+	n.a = New(ctx, Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st, RestartShutdownPods: n.restartShutdownPods})
+	if n.shuttingDown {
+		n.a.SetShuttingDown(true)
+	}
 	if err := n.a.Recover(ctx); err != nil {
 		n.t.Fatal(err)
 	}

@@ -14,6 +14,13 @@ const (
 	// FailedManifest: a static pod manifest could not be read, decoded or
 	// validated; a node event, repeated on each rescan while it stays bad.
 	FailedManifest Reason = "FailedManifest"
+	// NodeShutdown: the node shuts down, or its shutdown was cancelled (a
+	// node event, in the kubelet's words); about a pod, the shutdown
+	// terminates it, or starts it again once the shutdown is over.
+	NodeShutdown Reason = "NodeShutdown"
+	// Rebooted: the agent found the machine rebooted (a new boot ID), a
+	// Warning node event as the kubelet's.
+	Rebooted Reason = "Rebooted"
 )
 
 // Reasons of events about a pod's setup and its images.
