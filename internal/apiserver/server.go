@@ -69,6 +69,8 @@ type Server struct {
 	b   Backend
 	log *slog.Logger
 	mux *http.ServeMux
+	// shutdown is the node shutdown (WithShutdown), nil without one.
+	shutdown NodeShutdown
 }
 
 // New returns a server for b that logs failed requests to log (nil: the
@@ -88,6 +90,7 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
+	s.handle(ShutdownPath, route{http.MethodGet: s.getShutdown, http.MethodPost: s.beginShutdown, http.MethodDelete: s.cancelShutdown})
 	s.handle("/healthz", route{http.MethodGet: func(w http.ResponseWriter, _ *http.Request) error {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, err := w.Write([]byte("ok\n"))

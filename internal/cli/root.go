@@ -67,6 +67,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newDeleteCommand(s, api),
 		newEventsCommand(s, api),
 		newWaitCommand(s, api),
+		newShutdownCommand(s, api),
 	)
 	return root
 }

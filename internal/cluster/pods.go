@@ -248,7 +248,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 	if err == nil {
 		err = p.cfg.Agent.Sync(mp)
 	}
-	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) {
+	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRefused) {
 		return p.reject(ctx, pod, err)
 	}
 	return err
@@ -303,19 +303,25 @@ func restoreLegacyInitContainers(pod *v1.Pod) {
 	}
 }
 
-// reject marks a pod this node cannot run as Failed, as the kubelet does
-// for pods it rejects at admission.
+// reject marks a pod this node cannot run, or does not take now (it shuts
+// down: an *agent.RefusedError, with its reason), as Failed, as the kubelet
+// does for pods it rejects at admission (kubelet.go, rejectPod: the
+// status message "Pod was rejected: " and the admission's message).
 func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
 	p.log.Info("rejecting a pod this node cannot run", "pod", pod.Namespace+"/"+pod.Name, "err", cause)
-	msg := fmt.Sprintf("Pod was rejected: %v", cause)
-	st := v1.PodStatus{Phase: v1.PodFailed, Reason: ReasonUnsupported, Message: msg}
+	reason, msg := ReasonUnsupported, fmt.Sprintf("Pod was rejected: %v", cause)
+	var refused *agent.RefusedError
+	if errors.As(cause, &refused) {
+		reason, msg = refused.Reason, "Pod was rejected: "+refused.Message
+	}
+	st := v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: msg}
 	if err := p.patchStatus(ctx, pod.Namespace, pod.Name, pod.UID, st); err != nil {
 		return err
 	}
 	ev := v1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, time.Now().UnixNano()), Namespace: pod.Namespace},
 		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Reason:         ReasonUnsupported, Message: msg, Type: v1.EventTypeWarning,
+		Reason:         reason, Message: msg, Type: v1.EventTypeWarning,
 		Source:         v1.EventSource{Component: "podward", Host: p.cfg.NodeName},
 		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -65,6 +66,8 @@ type ClusterNode struct {
 	node             *cluster.Node
 	pods             *cluster.Pods
 	kubelet          *cluster.KubeletServer
+	// poked is node once made, for the shutdown manager's changes.
+	poked atomic.Pointer[cluster.Node]
 }
 
 // NewClusterNode connects to the API server of o.Kubeconfig, takes the
@@ -101,7 +104,13 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	if n.store, err = o.openStore(root); err != nil {
 		return nil, err
 	}
-	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}); err != nil {
+	// The shutdown manager's changes reach the Node once it exists.
+	poke := func() {
+		if nd := n.poked.Load(); nd != nil {
+			nd.Poke()
+		}
+	}
+	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}, poke); err != nil {
 		return nil, err
 	}
 	info, ok := n.agent.rt.(runtime.Info)
@@ -111,10 +120,12 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	n.node, err = cluster.NewNode(cluster.NodeConfig{
 		Client: client, NodeName: name, Logger: log, Runtime: info,
 		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root,
+		ShutdownStatus: n.agent.shutdown.ShutdownStatus,
 	})
 	if err != nil {
 		return nil, badOptions(err)
 	}
+	n.poked.Store(n.node)
 	if err := n.node.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
