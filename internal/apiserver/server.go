@@ -90,6 +90,25 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
+	s.handleCommon()
+	return s
+}
+
+// NewShutdownOnly returns a server of the node shutdown sh alone (and
+// /healthz): what `podward node` serves on its local socket, since its
+// pods are the cluster's API server's to serve. Every other path is a 404.
+func NewShutdownOnly(sh NodeShutdown, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{log: log, mux: http.NewServeMux(), shutdown: sh}
+	s.handleCommon()
+	return s
+}
+
+// handleCommon registers what every server serves: the node shutdown,
+// /healthz, and a 404 for anything else.
+func (s *Server) handleCommon() {
 	s.handle(ShutdownPath, route{http.MethodGet: s.getShutdown, http.MethodPost: s.beginShutdown, http.MethodDelete: s.cancelShutdown})
 	s.handle("/healthz", route{http.MethodGet: func(w http.ResponseWriter, _ *http.Request) error {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -99,7 +118,6 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFoundPath)
 	})
-	return s
 }
 
 // ServeHTTP serves one request.

@@ -59,7 +59,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.PersistentFlags().StringVarP(&api.namespace, "namespace", "n", "default", "the namespace of the pods")
 	root.AddCommand(
 		newServeCommand(s, api),
-		newNodeCommand(s),
+		newNodeCommand(s, api),
 		newApplyCommand(s, api),
 		newGetCommand(s, api),
 		newDescribeCommand(s, api),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/cluster"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/store"
@@ -54,6 +56,10 @@ type ClusterOptions struct {
 	// API server for each, or "AlwaysAllow", every authenticated client
 	// may read every log.
 	AuthorizationMode string
+	// Socket, when set, is a unix socket on which the node serves its
+	// node shutdown (`podward shutdown --socket`); its pods are the API
+	// server's to serve. "": none.
+	Socket string
 }
 
 // ClusterNode is `podward node`: a durable agent that is a node of a
@@ -68,6 +74,10 @@ type ClusterNode struct {
 	kubelet          *cluster.KubeletServer
 	// poked is node once made, for the shutdown manager's changes.
 	poked atomic.Pointer[cluster.Node]
+	// ln is the local socket of the node shutdown (ClusterOptions.Socket),
+	// nil without one; Run serves it.
+	ln  net.Listener
+	log *slog.Logger
 }
 
 // NewClusterNode connects to the API server of o.Kubeconfig, takes the
@@ -94,7 +104,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, badOptions(err)
 	}
 
-	n := &ClusterNode{name: name, root: root, host: host}
+	n := &ClusterNode{name: name, root: root, host: host, log: log}
 	started := false
 	defer func() {
 		if !started {
@@ -103,6 +113,11 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	}()
 	if n.store, err = o.openStore(root); err != nil {
 		return nil, err
+	}
+	if o.Socket != "" {
+		if n.ln, err = apiserver.Listen(o.Socket); err != nil {
+			return nil, err
+		}
 	}
 	// The shutdown manager's changes reach the Node once it exists.
 	poke := func() {
@@ -231,8 +246,15 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for _, run := range []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe} {
+	errs := make(chan error, 4)
+	runs := []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe}
+	if ln := n.ln; ln != nil {
+		n.ln = nil // Serve closes it
+		runs = append(runs, func(ctx context.Context) error {
+			return apiserver.NewShutdownOnly(n.agent.shutdown, n.log).Serve(ctx, ln)
+		})
+	}
+	for _, run := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -252,8 +274,13 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops the agent and closes the store. It is idempotent.
+// Close stops the agent and closes the store (and the local socket, when
+// Run has not served it). It is idempotent.
 func (n *ClusterNode) Close() {
+	if n.ln != nil {
+		_ = n.ln.Close()
+		n.ln = nil
+	}
 	if n.agent != nil {
 		n.agent.close()
 	}
