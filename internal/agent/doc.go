@@ -4,7 +4,10 @@
 // runtime's Check), hands every change to the pod's worker by UID, answers
 // the queries of the API server and the cluster's pod source, and — with a
 // Store — persists pods, checkpoints and events so that a restarted agent
-// resumes its pods (Recover).
+// resumes its pods (Recover). It is the node a node shutdown drives
+// (internal/shutdown's Node: shutdown.go) — refusing new pods meanwhile,
+// and starting the pods it stopped again after the reboot or a cancel in
+// standalone mode.
 //
 // internal/node assembles its callers, the daemons: `podward run` drives
 // one in-process agent without a store, `podward serve` puts the unix-socket
