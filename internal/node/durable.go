@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/shutdown"
 	"github.com/podward/podward/internal/store"
 )
@@ -27,7 +28,12 @@ type durable struct {
 	once         sync.Once
 }
 
-var _ shutdown.Node = (*agent.Agent)(nil)
+// The agent is the node a shutdown drives; the manager is what the API
+// serves for it.
+var (
+	_ shutdown.Node          = (*agent.Agent)(nil)
+	_ apiserver.NodeShutdown = (*shutdown.Manager)(nil)
+)
 
 // openStore takes the state's database under root. Its lock is the agent's
 // identity: a second agent on the same state refuses to start before it
