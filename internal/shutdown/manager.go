@@ -371,6 +371,8 @@ func (r *runner) advance() {
 	}
 	r.rec.State, r.rec.EndedAt = Terminated, now
 	r.persist()
+	// Published before Done closes: whoever Done wakes reads the end.
+	r.publish()
 	m.mu.Lock()
 	if m.done == nil {
 		m.done = make(chan struct{})
@@ -378,7 +380,6 @@ func (r *runner) advance() {
 	close(m.done)
 	m.mu.Unlock()
 	m.log.Info("node shutdown: every group is over; the node may go down", "took", now.Sub(r.rec.BeganAt))
-	r.publish()
 }
 
 // startGroup kills the pods of group i and watches them until they are
@@ -465,13 +466,13 @@ func (r *runner) cancel() error {
 	r.rec.State, r.rec.EndedAt = Cancelled, now
 	m.cfg.Node.SetShuttingDown(false)
 	m.cfg.Node.ShutdownEvent("Shutdown manager detected shutdown cancellation")
+	r.publish()
 	m.mu.Lock()
 	if m.done != nil && prev == Terminating {
 		close(m.done)
 	}
 	m.mu.Unlock()
 	m.log.Info("node shutdown cancelled", "was", prev)
-	r.publish()
 	return nil
 }
 

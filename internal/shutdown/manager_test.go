@@ -276,8 +276,9 @@ func TestGroupsInOrderWithinTheirBudgets(t *testing.T) {
 	w.clk.Step(s)
 	w.waitGroupStarted(1)
 	w.waitKills("web=20", "job=5", "dns=10")
+	done := w.m.Done()
 	w.node.terminate("dns")
-	w.waitFor("the shutdown to end", func() bool { return isClosed(w.m.Done()) })
+	<-done // no waitFor: Done must not close before the status says so
 	st = w.m.Status()
 	if st.State != Terminated || st.EndedAt == nil || st.EndedAt.Sub(w.t0) != 20*s {
 		t.Fatalf("status %+v", st)

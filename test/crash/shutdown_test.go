@@ -234,7 +234,9 @@ func testShutdownBudgetBoundsStubbornPod(t *testing.T, rt bintest.Runtime) {
 	if took > 6*time.Second {
 		t.Errorf("the shutdown took %v; want about 3 s", took)
 	}
-	p := e.getPod("stubborn")
+	// Its group's end does not wait for its exit to be seen (on the CRI
+	// runtime, by the next relist).
+	p := e.watchPod("stubborn", "phase Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed }, recordTimeout)
 	if cs := containerStatus(t, p.Status.ContainerStatuses, "app"); cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 137 {
 		t.Errorf("stubborn app: %+v; want killed (137) at its deadline", cs.State)
 	}
