@@ -280,10 +280,13 @@ type runner struct {
 type groupRun struct {
 	index int
 	timer clock.Timer
-	// terminated is closed once every pod of the group is terminated, or
-	// stop was called.
+	// terminated is closed once every pod of the group is terminated (or
+	// gone); never when stop ended the watch first.
 	terminated <-chan struct{}
-	stop       context.CancelFunc
+	// stop ends the watch of the pods; watched is closed once its
+	// goroutines have returned.
+	stop    context.CancelFunc
+	watched <-chan struct{}
 }
 
 // begin starts a shutdown unless one is in progress or over.
@@ -401,17 +404,22 @@ func (r *runner) startGroup(i int, resumed bool, now time.Time) {
 		}
 	}
 	ctx, stop := context.WithCancel(r.ctx)
-	terminated := make(chan struct{})
+	terminated, watched := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	for _, p := range g.Pods {
 		wg.Go(func() { _ = m.cfg.Node.WaitTerminated(ctx, p.UID) })
 	}
 	go func() {
+		defer close(watched)
 		wg.Wait()
-		close(terminated)
+		// A watch ended by stop (the group ended otherwise, or the agent
+		// stops) says nothing of the pods.
+		if ctx.Err() == nil {
+			close(terminated)
+		}
 	}()
 	left := g.StartedAt.Add(g.Budget).Sub(now)
-	r.group = &groupRun{index: i, timer: m.cfg.Clock.NewTimer(max(left, 0)), terminated: terminated, stop: stop}
+	r.group = &groupRun{index: i, timer: m.cfg.Clock.NewTimer(max(left, 0)), terminated: terminated, stop: stop, watched: watched}
 	r.publish()
 	if left <= 0 {
 		r.endGroup("its budget was spent before the agent restarted")
@@ -445,7 +453,7 @@ func (r *runner) stopGroup() {
 	r.group = nil
 	g.timer.Stop()
 	g.stop()
-	<-g.terminated
+	<-g.watched
 }
 
 // cancel calls the shutdown off: recorded first, then no further group,

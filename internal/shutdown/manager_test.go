@@ -211,12 +211,14 @@ func (w *world) waitKills(want ...string) {
 }
 
 // waitGroupStarted waits until group i started: its pods are killed and
-// the timer of its budget is set.
+// the timer of its budget is set (the fake clock has a waiter: the
+// group's timer is the manager's only one), so that a clock step reaches
+// it.
 func (w *world) waitGroupStarted(i int) {
 	w.t.Helper()
 	w.waitFor(fmt.Sprintf("group %d to start", i), func() bool {
 		st := w.m.Status()
-		return len(st.Groups) > i && st.Groups[i].StartedAt != nil && st.Groups[i].EndedAt == nil
+		return len(st.Groups) > i && st.Groups[i].StartedAt != nil && st.Groups[i].EndedAt == nil && w.clk.HasWaiters()
 	})
 }
 
@@ -298,6 +300,7 @@ func TestNextGroupAsSoonAsThePodsAreTerminated(t *testing.T) {
 	w.waitKills("web=20")
 	w.node.terminate("web")
 	w.waitKills("web=20", "dns=10")
+	w.waitGroupStarted(1)
 	st := w.m.Status()
 	if st.Groups[1].StartedAt == nil || !st.Groups[1].StartedAt.Equal(w.t0) {
 		t.Errorf("critical group started at %v, want %v (no clock step)", st.Groups[1].StartedAt, w.t0)
@@ -387,6 +390,9 @@ func TestResumeAfterRestart(t *testing.T) {
 	w.waitGroupStarted(0)
 	w.clk.Step(7 * s)
 	w.stop() // the agent dies; the record stays
+	if rec := w.store.record(t); rec.State != Terminating || !rec.Groups[0].EndedAt.IsZero() {
+		t.Fatalf("the agent's stop changed the record: %+v", rec)
+	}
 
 	w2 := newWorld(t, twoGroups, pods...)
 	w2.store = w.store
