@@ -114,18 +114,10 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	if n.store, err = o.openStore(root); err != nil {
 		return nil, err
 	}
-	if o.Socket != "" {
-		if n.ln, err = apiserver.Listen(o.Socket); err != nil {
-			return nil, err
-		}
+	if n.ln, err = listenLocal(o.Socket); err != nil {
+		return nil, err
 	}
-	// The shutdown manager's changes reach the Node once it exists.
-	poke := func() {
-		if nd := n.poked.Load(); nd != nil {
-			nd.Poke()
-		}
-	}
-	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}, poke); err != nil {
+	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}, n.pokeNode); err != nil {
 		return nil, err
 	}
 	info, ok := n.agent.rt.(runtime.Info)
@@ -150,6 +142,23 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	}
 	started = true
 	return n, nil
+}
+
+// listenLocal listens on the node's local socket, for its node shutdown;
+// none (nil) without one.
+func listenLocal(socket string) (net.Listener, error) {
+	if socket == "" {
+		return nil, nil
+	}
+	return apiserver.Listen(socket)
+}
+
+// pokeNode is the shutdown manager's OnChange: the Node, once made, posts
+// its readiness at once.
+func (n *ClusterNode) pokeNode() {
+	if nd := n.poked.Load(); nd != nil {
+		nd.Poke()
+	}
 }
 
 // kubeletServer is the kubelet API of node name, serving logs. The API
