@@ -69,6 +69,12 @@ type Config struct {
 	// Store, when set, makes the agent durable: pods, their workers'
 	// checkpoints and events survive a restart (see Recover).
 	Store Store
+	// RestartShutdownPods starts the pods a node shutdown terminated again
+	// once the node no longer shuts down — after the reboot, or when the
+	// shutdown is cancelled — as standalone mode wants (see
+	// SetShuttingDown). Without it (cluster mode) they stay terminated, for
+	// their controllers to replace. It needs a Store.
+	RestartShutdownPods bool
 }
 
 // Agent is one node's pod engine.
@@ -97,6 +103,16 @@ type Agent struct {
 	// orphans are pods being killed because the store no longer knows
 	// them: their exits go to these channels instead of a worker.
 	orphans map[types.UID]chan struct{}
+	// shuttingDown: the node shuts down (SetShuttingDown); new pods are
+	// refused.
+	shuttingDown bool
+
+	// bootOnce decides Rebooted once: whether the boot ID changed
+	// (rebooted, or bootErr), and this boot's ID.
+	bootOnce sync.Once
+	rebooted bool
+	bootErr  error
+	bootID   string
 
 	wg sync.WaitGroup
 }
@@ -114,6 +130,9 @@ type entry struct {
 	// it means the pod is removed once terminated.
 	deletion      *metav1.Time
 	deletionGrace int64
+	// rerunning: the pod, terminated by a node shutdown, is to start
+	// again once its worker is done (maybeRerun).
+	rerunning bool
 }
 
 // maxFinal bounds how many removed pods' last statuses (and events) are
@@ -253,6 +272,9 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	if err := a.Admit(pod); err != nil {
 		return nil, err
 	}
+	if err := a.refusal(); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	if e := a.lookupLocked(pod.Namespace, pod.Name); e != nil {
 		a.mu.Unlock()
@@ -303,6 +325,9 @@ func (a *Agent) Sync(pod *model.Pod) error {
 		return nil
 	}
 	if err := a.Admit(pod); err != nil {
+		return err
+	}
+	if err := a.refusal(); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -385,7 +410,8 @@ func (a *Agent) podChanged(uid types.UID) {
 		a.rv++
 		e.rv = a.rv
 	}
-	reap := ok && e.deletion != nil && !e.reaping && a.workers.IsPodKnownTerminated(uid)
+	terminated := ok && a.workers.IsPodKnownTerminated(uid)
+	reap := terminated && e.deletion != nil && !e.reaping
 	if reap {
 		e.reaping = true
 	}
@@ -393,6 +419,8 @@ func (a *Agent) podChanged(uid types.UID) {
 	a.notify()
 	if reap {
 		a.reap(uid)
+	} else if terminated {
+		a.maybeRerun(uid)
 	}
 }
 

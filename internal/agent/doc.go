@@ -6,7 +6,10 @@
 // Store — persists pods, checkpoints and events so that a restarted agent
 // resumes its pods (Recover). What a removed pod leaves is collected: its
 // stored state at once, its logs once kept for
-// Config.KeepTerminatedPodLogs (podlogs.go).
+// Config.KeepTerminatedPodLogs (podlogs.go). It is the node a node shutdown
+// drives (internal/shutdown's Node: shutdown.go) — refusing new pods
+// meanwhile, and starting the pods it stopped again after the reboot or a
+// cancel in standalone mode.
 //
 // internal/node assembles its callers, the daemons: `podward run` drives
 // one in-process agent without a store, `podward serve` puts the unix-socket

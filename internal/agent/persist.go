@@ -261,23 +261,18 @@ func (a *Agent) Recover(ctx context.Context) error {
 	if s == nil {
 		return errors.New("recover: the agent has no store")
 	}
-	boot, err := readBootID()
+	rebooted, err := a.Rebooted()
 	if err != nil {
 		return err
-	}
-	prevBoot, err := s.GetMeta("bootID")
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
-	}
-	rebooted := prevBoot != "" && prevBoot != boot
-	if err := s.PutMeta("bootID", boot); err != nil {
-		return fmt.Errorf("recover: %w", err)
 	}
 	evs, err := s.ListAllEvents()
 	if err != nil {
 		return fmt.Errorf("recover events: %w", err)
 	}
 	a.recorder.Load(evs)
+	if rebooted {
+		a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, events.Rebooted, "Node %s has been rebooted, boot id: %s", a.cfg.NodeName, a.bootID)
+	}
 	pods, err := s.ListPods()
 	if err != nil {
 		return fmt.Errorf("recover pods: %w", err)
@@ -294,6 +289,36 @@ func (a *Agent) Recover(ctx context.Context) error {
 	a.logs.sweep(ctx, func(uid types.UID) bool { return known[uid] || orphans[uid] })
 	a.notify()
 	return nil
+}
+
+// Rebooted reports whether the machine rebooted since the last agent on
+// the store ran (the boot ID changed), and records this boot's ID. The
+// first call decides; later calls repeat its answer. Recover calls it; a
+// part that must know before the pods are recovered (the node shutdown
+// manager) calls it first.
+func (a *Agent) Rebooted() (bool, error) {
+	a.bootOnce.Do(func() { a.rebooted, a.bootErr = a.checkBoot() })
+	return a.rebooted, a.bootErr
+}
+
+func (a *Agent) checkBoot() (bool, error) {
+	s := a.cfg.Store
+	if s == nil {
+		return false, errors.New("boot ID: the agent has no store")
+	}
+	boot, err := readBootID()
+	if err != nil {
+		return false, err
+	}
+	prevBoot, err := s.GetMeta("bootID")
+	if err != nil {
+		return false, fmt.Errorf("boot ID: %w", err)
+	}
+	if err := s.PutMeta("bootID", boot); err != nil {
+		return false, fmt.Errorf("boot ID: %w", err)
+	}
+	a.bootID = boot
+	return prevBoot != "" && prevBoot != boot, nil
 }
 
 func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) error {
@@ -326,6 +351,15 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 			a.logs.removed(p.UID)
 			return nil
 		}
+		if hasCheckpoint && shutdownTerminated(cp) {
+			if a.cfg.RestartShutdownPods {
+				a.recordStored(p)
+				return a.rerun(p, cp, "the node rebooted after its shutdown")
+			}
+			// Cluster mode: it ends as the shutdown had it, Failed, for
+			// its controller; nothing of it runs any more.
+			return a.restore(p, cp, nil)
+		}
 		if hasCheckpoint && checkpointTerminated(cp) {
 			// A completed pod keeps its outcome.
 			return a.restore(p, cp, nil)
@@ -335,6 +369,11 @@ func (a *Agent) recoverPod(ctx context.Context, p *model.Pod, rebooted bool) err
 		if err := s.PutCheckpoint(p.UID, nil); err != nil {
 			return err
 		}
+	}
+	if hasCheckpoint && checkpointTerminated(cp) && shutdownTerminated(cp) && deletion == nil && a.restartsShutdownPods() {
+		// Its shutdown was cancelled while the agent was down.
+		a.recordStored(p)
+		return a.rerun(p, cp, "the node shutdown was cancelled")
 	}
 	if hasCheckpoint && len(cp) > 0 {
 		return a.restore(p, cp, deletion)

@@ -92,9 +92,14 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 		return nil, 0, err
 	}
 	pod.Spec.NodeName = a.cfg.NodeName
+	refused := a.refusal()
 	a.mu.Lock()
 	e := a.lookupLocked(pod.Namespace, pod.Name)
 	if e == nil {
+		if refused != nil {
+			a.mu.Unlock()
+			return nil, 0, refused
+		}
 		a.addLocked(pod)
 		a.mu.Unlock()
 		if err := a.launch(pod); err != nil {
@@ -112,6 +117,10 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 		a.mu.Unlock()
 		p, _, err := a.Get(e.pod.UID)
 		return p, Unchanged, err
+	}
+	if refused != nil {
+		a.mu.Unlock()
+		return nil, 0, refused
 	}
 	e.replacement = pod
 	old := e.pod.UID

@@ -32,6 +32,9 @@ type node struct {
 	config func(*Config)
 	// maxPods is the MaxPods of the next start.
 	maxPods int
+	// restartShutdownPods is the agents' Config.RestartShutdownPods;
+	// shuttingDown, when set, is told them before they recover.
+	restartShutdownPods, shuttingDown bool
 }
 
 func newNode(t *testing.T) *node { return newNodeWith(t, nil) }
@@ -65,11 +68,14 @@ func (n *node) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.st, n.cancel = st, cancel
-	cfg := Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st, MaxPods: n.maxPods}
+	cfg := Config{Runtime: n.rt, Clock: n.clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), Store: st, MaxPods: n.maxPods, RestartShutdownPods: n.restartShutdownPods}
 	if n.config != nil {
 		n.config(&cfg)
 	}
 	n.a = New(ctx, cfg)
+	if n.shuttingDown {
+		n.a.SetShuttingDown(true)
+	}
 	if err := n.a.Recover(ctx); err != nil {
 		n.t.Fatal(err)
 	}

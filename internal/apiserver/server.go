@@ -78,6 +78,8 @@ type Server struct {
 	b   Backend
 	log *slog.Logger
 	mux *http.ServeMux
+	// shutdown is the node shutdown (WithShutdown), nil without one.
+	shutdown NodeShutdown
 }
 
 // New returns a server for b that logs failed requests to log (nil: the
@@ -97,11 +99,30 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
+	s.handleCommon()
+	return s
+}
+
+// NewShutdownOnly returns a server of the node shutdown sh alone (and
+// /healthz): what `podward node` serves on its local socket, since its
+// pods are the cluster's API server's to serve. Every other path is a 404.
+func NewShutdownOnly(sh NodeShutdown, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{log: log, mux: http.NewServeMux(), shutdown: sh}
+	s.handleCommon()
+	return s
+}
+
+// handleCommon registers what every server serves: the node shutdown,
+// /healthz, and a 404 for anything else.
+func (s *Server) handleCommon() {
+	s.handle(ShutdownPath, route{http.MethodGet: s.getShutdown, http.MethodPost: s.beginShutdown, http.MethodDelete: s.cancelShutdown})
 	s.handle("/healthz", route{http.MethodGet: s.healthz})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFoundPath)
 	})
-	return s
 }
 
 // ServeHTTP serves one request.

@@ -71,6 +71,12 @@ var rules = []rule{
 		Why:  "the agent is the engine the sources and servers above it drive",
 	},
 	{
+		From:  "internal/shutdown",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the node shutdown manager drives the agent and the store through the interfaces it declares; its callers (logind, the API) know it, not the reverse",
+	},
+	{
 		From:  "internal/node",
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,

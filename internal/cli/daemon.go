@@ -61,6 +61,14 @@ func addAgentFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
 	f.IntVar(&o.EventsPerPod, "events-per-pod", def.EventsPerPod, "events kept per pod (the newest)")
 	f.IntVar(&o.MaxEvents, "max-events", def.MaxEvents, "events kept in all (the newest, whichever pod they are of)")
 	f.DurationVar(&o.KeepTerminatedPodLogs, "keep-terminated-pod-logs", def.KeepTerminatedPodLogs, "how long the logs of a removed pod are kept on disk (0: removed with the pod; negative: for good)")
+	addShutdownFlags(f, &o.Shutdown)
+}
+
+// addShutdownFlags registers the kubelet's graceful node shutdown flags.
+func addShutdownFlags(f *pflag.FlagSet, o *node.ShutdownOptions) {
+	f.DurationVar(&o.GracePeriod, "shutdown-grace-period", 0, "node shutdown: how long the node's pods get in all, whole seconds (0: no graceful shutdown unless podward shutdown --grace-period asks for one)")
+	f.DurationVar(&o.CriticalPods, "shutdown-grace-period-critical-pods", 0, "node shutdown: the part of --shutdown-grace-period kept for the critical pods (priority classes system-cluster-critical, system-node-critical), which end last")
+	f.StringVar(&o.ByPodPriority, "shutdown-grace-period-by-pod-priority", "", "node shutdown by priority groups instead: priority=seconds,... (e.g. 0=20,100000=10,2000000000=10); a pod is in the group of the highest priority not above its own")
 }
 
 // addRuntimeFlags registers the flags that select and configure the

@@ -12,7 +12,7 @@ import (
 	"github.com/podward/podward/internal/node"
 )
 
-func newNodeCommand(s Streams) *cobra.Command {
+func newNodeCommand(s Streams, api *apiOptions) *cobra.Command {
 	var o node.ClusterOptions
 	cmd := &cobra.Command{
 		Use:   "node --kubeconfig FILE",
@@ -25,9 +25,13 @@ soon as the pod is terminated (its defer containers done), not when its grace
 period runs out.
 
 State lives under --root; SIGTERM or Ctrl-C stops the agent, never the
-containers.`,
+containers. With --socket, the node serves its node shutdown there, for
+'podward shutdown --socket' (its pods are the API server's to show).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The node's pods are the API server's: its local socket, only
+			// when --socket names one, serves its node shutdown alone.
+			o.Socket = api.socket
 			return runNode(cmd.Context(), s, o)
 		},
 	}

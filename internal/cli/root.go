@@ -59,7 +59,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.PersistentFlags().StringVarP(&api.namespace, "namespace", "n", "default", "the namespace of the pods")
 	root.AddCommand(
 		newServeCommand(s, api),
-		newNodeCommand(s),
+		newNodeCommand(s, api),
 		newApplyCommand(s, api),
 		newGetCommand(s, api),
 		newDescribeCommand(s, api),
@@ -67,6 +67,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newDeleteCommand(s, api),
 		newEventsCommand(s, api),
 		newWaitCommand(s, api),
+		newShutdownCommand(s, api),
 	)
 	return root
 }

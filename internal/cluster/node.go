@@ -142,6 +142,11 @@ type NodeConfig struct {
 	LeaseDuration time.Duration
 	// RenewInterval is how often the Lease is renewed; default 10s.
 	RenewInterval time.Duration
+	// ShutdownStatus, when set, is the node shutdown manager's: an error
+	// while the node shuts down, which makes the Node NotReady with it as
+	// the kubelet's Ready condition does (reason KubeletNotReady, message
+	// "node is shutting down"). Poke posts a change at once.
+	ShutdownStatus func() error
 }
 
 // Node registers podward as a Node of a cluster and keeps it alive, as the
@@ -182,6 +187,9 @@ type Node struct {
 	// lease is the last Lease the API server returned; only the lease
 	// goroutine uses it.
 	lease leaseState
+
+	// poke asks the status loop for a readiness check now (1-slot).
+	poke chan struct{}
 }
 
 // NewNode checks cfg, fills in its defaults and describes the machine.
@@ -227,7 +235,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if cfg.RootDir == "" {
 		cfg.RootDir = "/"
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), poke: make(chan struct{}, 1)}
 	if cfg.Machine != nil {
 		n.machine = *cfg.Machine
 	} else {
@@ -379,6 +387,8 @@ func (n *Node) statusLoop(ctx context.Context, tick <-chan time.Time) {
 		case <-ctx.Done():
 			return
 		case now = <-tick:
+		case <-n.poke:
+			now = n.cfg.Clock.Now()
 		}
 		runtimeErr := n.runtimeStatus(ctx)
 		failing := n.stateError() != nil
@@ -408,14 +418,29 @@ func (n *Node) statusLoop(ctx context.Context, tick <-chan time.Time) {
 	}
 }
 
-// runtimeStatus asks the runtime whether it is ready.
+// runtimeStatus asks the runtime whether it is ready, then the node
+// shutdown manager whether the node shuts down: the error the Ready
+// condition reports, the runtime's first.
 func (n *Node) runtimeStatus(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if err := n.cfg.Runtime.Status(cctx); err != nil {
 		return fmt.Errorf("container runtime not ready: %w", err)
 	}
+	if f := n.cfg.ShutdownStatus; f != nil {
+		return f()
+	}
 	return nil
+}
+
+// Poke makes the status loop check readiness and post a change now rather
+// than at its next tick (the node shutdown began or was cancelled). It
+// never blocks.
+func (n *Node) Poke() {
+	select {
+	case n.poke <- struct{}{}:
+	default:
+	}
 }
 
 // postStatus sets the Node's status and posts it (UpdateStatus), from the

@@ -686,3 +686,40 @@ func TestNewNodeDefaults(t *testing.T) {
 		}
 	}
 }
+
+// While the node shuts down it is NotReady with the shutdown manager's
+// error, as the kubelet's Ready condition has it (nodestatus.ReadyCondition
+// with the shutdown manager's ShutdownStatus): reason KubeletNotReady,
+// message "node is shutting down"; Poke posts the change at once, without
+// waiting for the next runtime check.
+func TestNotReadyWhileShuttingDown(t *testing.T) {
+	f := newNodeFixture(t)
+	var mu sync.Mutex
+	var shutting error
+	f.node.cfg.ShutdownStatus = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return shutting
+	}
+	if err := f.node.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t)
+	f.actions.waitFor(t, "the lease", isAction("create", "leases", ""))
+
+	mu.Lock()
+	shutting = errors.New("node is shutting down")
+	mu.Unlock()
+	f.node.Poke()
+	a := f.actions.waitFor(t, "Ready=False", statusUpdate(v1.ConditionFalse))
+	c := nodeCondition(a.(k8stesting.UpdateAction).GetObject().(*v1.Node), v1.NodeReady)
+	if c.Reason != "KubeletNotReady" || c.Message != "node is shutting down" || !c.LastTransitionTime.Time.Equal(nodeT0) {
+		t.Errorf("Ready = %+v", c)
+	}
+
+	mu.Lock()
+	shutting = nil
+	mu.Unlock()
+	f.node.Poke()
+	f.actions.waitFor(t, "Ready=True", statusUpdate(v1.ConditionTrue))
+}

@@ -26,6 +26,13 @@ const (
 	// CheckpointSaved: the agent's checkpoints are saved again (a node
 	// event, after FailedCheckpoint).
 	CheckpointSaved Reason = "CheckpointSaved"
+	// NodeShutdown: the node shuts down, or its shutdown was cancelled (a
+	// node event, in the kubelet's words); about a pod, the shutdown
+	// terminates it, or starts it again once the shutdown is over.
+	NodeShutdown Reason = "NodeShutdown"
+	// Rebooted: the agent found the machine rebooted (a new boot ID), a
+	// Warning node event as the kubelet's.
+	Rebooted Reason = "Rebooted"
 )
 
 // Reasons of events about a pod's setup and its images.

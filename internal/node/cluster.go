@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/cluster"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/store"
@@ -53,6 +56,10 @@ type ClusterOptions struct {
 	// API server for each, or "AlwaysAllow", every authenticated client
 	// may read every log.
 	AuthorizationMode string
+	// Socket, when set, is a unix socket on which the node serves its
+	// node shutdown (`podward shutdown --socket`); its pods are the API
+	// server's to serve. "": none.
+	Socket string
 }
 
 // ClusterNode is `podward node`: a durable agent that is a node of a
@@ -65,6 +72,12 @@ type ClusterNode struct {
 	node             *cluster.Node
 	pods             *cluster.Pods
 	kubelet          *cluster.KubeletServer
+	// poked is node once made, for the shutdown manager's changes.
+	poked atomic.Pointer[cluster.Node]
+	// ln is the local socket of the node shutdown (ClusterOptions.Socket),
+	// nil without one; Run serves it.
+	ln  net.Listener
+	log *slog.Logger
 }
 
 // NewClusterNode connects to the API server of o.Kubeconfig, takes the
@@ -94,7 +107,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, badOptions(err)
 	}
 
-	n := &ClusterNode{name: name, root: root, host: host}
+	n := &ClusterNode{name: name, root: root, host: host, log: log}
 	started := false
 	defer func() {
 		if !started {
@@ -104,7 +117,10 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	if n.store, err = o.openStore(root); err != nil {
 		return nil, err
 	}
-	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}); err != nil {
+	if n.ln, err = listenLocal(o.Socket); err != nil {
+		return nil, err
+	}
+	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}, n.pokeNode); err != nil {
 		return nil, err
 	}
 	info, ok := n.agent.rt.(runtime.Info)
@@ -114,10 +130,12 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	n.node, err = cluster.NewNode(cluster.NodeConfig{
 		Client: client, NodeName: name, Logger: log, Runtime: info, StateError: n.agent.StateError,
 		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root, MaxPods: int64(o.MaxPods),
+		ShutdownStatus: n.agent.shutdown.ShutdownStatus,
 	})
 	if err != nil {
 		return nil, badOptions(err)
 	}
+	n.poked.Store(n.node)
 	if err := n.node.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
@@ -127,6 +145,23 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	}
 	started = true
 	return n, nil
+}
+
+// listenLocal listens on the node's local socket, for its node shutdown;
+// none (nil) without one.
+func listenLocal(socket string) (net.Listener, error) {
+	if socket == "" {
+		return nil, nil
+	}
+	return apiserver.Listen(socket)
+}
+
+// pokeNode is the shutdown manager's OnChange: the Node, once made, posts
+// its readiness at once.
+func (n *ClusterNode) pokeNode() {
+	if nd := n.poked.Load(); nd != nil {
+		nd.Poke()
+	}
 }
 
 // kubeletServer is the kubelet API of node name, serving logs. The API
@@ -223,8 +258,15 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for _, run := range []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe} {
+	errs := make(chan error, 4)
+	runs := []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe}
+	if ln := n.ln; ln != nil {
+		n.ln = nil // Serve closes it
+		runs = append(runs, func(ctx context.Context) error {
+			return apiserver.NewShutdownOnly(n.agent.shutdown, n.log).Serve(ctx, ln)
+		})
+	}
+	for _, run := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -244,8 +286,13 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops the agent and closes the store. It is idempotent.
+// Close stops the agent and closes the store (and the local socket, when
+// Run has not served it). It is idempotent.
 func (n *ClusterNode) Close() {
+	if n.ln != nil {
+		_ = n.ln.Close()
+		n.ln = nil
+	}
 	if n.agent != nil {
 		n.agent.close()
 	}

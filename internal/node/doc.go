@@ -8,6 +8,10 @@
 //	                               pods + the API server on a unix socket
 //	NewClusterNode  podward node   store + runtime + agent (recovered) +
 //	                               cluster.Node, cluster.Pods, the kubelet API
+//	                               (+ the node shutdown on --socket)
+//
+// Both long-running daemons run the node shutdown manager (internal/shutdown)
+// over their agent and store, loaded before the agent recovers its pods.
 //
 // One Options holds what the three share: the state directory, the
 // planner's timings (the planner's configuration is built from them here,

@@ -69,6 +69,17 @@ func TestErrorClasses(t *testing.T) {
 	if !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), "--kubeconfig: ") {
 		t.Errorf("cluster node without a kubeconfig: %v", err)
 	}
+	badShutdown := options(t.TempDir())
+	badShutdown.Shutdown = ShutdownOptions{GracePeriod: 10 * time.Second, CriticalPods: 20 * time.Second}
+	_, err = NewAgent(ctx, AgentOptions{Options: badShutdown, Socket: filepath.Join(shortDir(t), "pw.sock")})
+	if !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), "--shutdown-grace-period-critical-pods 20s must be <= --shutdown-grace-period 10s") {
+		t.Errorf("agent with a critical shutdown period longer than the whole: %v", err)
+	}
+	badShutdown.Shutdown = ShutdownOptions{ByPodPriority: "0=x"}
+	_, err = NewAgent(ctx, AgentOptions{Options: badShutdown, Socket: filepath.Join(shortDir(t), "pw.sock")})
+	if !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), "--shutdown-grace-period-by-pod-priority") {
+		t.Errorf("agent with a bad --shutdown-grace-period-by-pod-priority: %v", err)
+	}
 	if err := internal(errors.New("boom")); !errors.Is(err, ErrInternal) || errors.Is(err, ErrBadOptions) || err.Error() != "boom" {
 		t.Errorf("internal: %v", err)
 	}

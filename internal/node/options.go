@@ -20,6 +20,7 @@ import (
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cri"
 	"github.com/podward/podward/internal/runtime/process"
+	"github.com/podward/podward/internal/shutdown"
 	"github.com/podward/podward/internal/store"
 )
 
@@ -68,6 +69,33 @@ type Options struct {
 	// the runtime to reopen them.
 	ContainerLogMaxSize  int64
 	ContainerLogMaxFiles int
+	// Shutdown configures the node shutdown of the long-running daemons
+	// (NewAgent, NewClusterNode); the foreground run has none.
+	Shutdown ShutdownOptions
+}
+
+// ShutdownOptions are the kubelet's graceful node shutdown settings
+// (internal/shutdown): GracePeriod and its CriticalPods part make two
+// priority groups; ByPodPriority ("priority=seconds,...") makes one group
+// per entry instead. All zero: a shutdown needs a grace of its own
+// (`podward shutdown --grace-period`), as the kubelet then does nothing.
+type ShutdownOptions struct {
+	GracePeriod   time.Duration
+	CriticalPods  time.Duration
+	ByPodPriority string
+}
+
+// groups are the shutdown's priority groups, or the flag that is wrong.
+func (o *ShutdownOptions) groups() ([]shutdown.Group, error) {
+	byPriority, err := shutdown.ParseGroups(o.ByPodPriority)
+	if err != nil {
+		return nil, badOptions(err)
+	}
+	groups, err := shutdown.Groups(o.GracePeriod, o.CriticalPods, byPriority)
+	if err != nil {
+		return nil, badOptions(err)
+	}
+	return groups, nil
 }
 
 // RuntimeOptions select and configure the container runtime.

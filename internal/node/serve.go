@@ -89,7 +89,7 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 	if a.ln, err = apiserver.Listen(o.Socket); err != nil {
 		return nil, err
 	}
-	if a.agent, err = o.startDurable(ctx, root, a.store, a.log, agent.Config{}); err != nil {
+	if a.agent, err = o.startDurable(ctx, root, a.store, a.log, agent.Config{RestartShutdownPods: true}, nil); err != nil {
 		return nil, err
 	}
 	if o.Manifests != "" {
@@ -129,7 +129,7 @@ func (a *Agent) Socket() string { return a.socket }
 // ErrInternal.
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
-	err := apiserver.New(a.agent.Agent, a.log).Serve(ctx, a.ln)
+	err := apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
 		return internal(err)

@@ -4,7 +4,10 @@
 //	         UpdatePod(kill) or pod completed        nothing runs any more
 //	Syncing ─────────────────────────────▶ Terminating ─────────────────────▶ Terminated
 //
-// Each transition is one-way. Everything that wants a pod gone calls
+// Each transition is one-way; a pod a node shutdown terminated (kill
+// reason NodeShutdown, which ends it without deleting it) gets a new
+// worker from Rerun when it is to run again, with its containers' history
+// (rerun.go). Everything that wants a pod gone calls
 // UpdatePod with a kill; everything that wants to know whether a pod may
 // still have running containers asks the Workers by UID. The worker executes
 // the plans of package planner against a Runtime, re-planning on every

@@ -211,8 +211,9 @@ func effectiveKill(kill *KillOptions, pod *model.Pod) *KillOptions {
 	return &k
 }
 
-// mergeKill coalesces two pending kills: the shorter grace period wins. It
-// returns a copy, so the caller's KillOptions is never kept.
+// mergeKill coalesces two pending kills: the shorter grace period wins,
+// and the first reason but that a delete outranks a node shutdown's kill.
+// It returns a copy, so the caller's KillOptions is never kept.
 func mergeKill(old, next *KillOptions) *KillOptions {
 	if old == nil {
 		k := *next
@@ -223,6 +224,11 @@ func mergeKill(old, next *KillOptions) *KillOptions {
 		return &k
 	}
 	k := *old
+	if k.Reason == TerminationNodeShutdown && next.Reason != TerminationNodeShutdown {
+		// A delete that comes with a node shutdown's kill still deletes
+		// the pod.
+		k.Reason = next.Reason
+	}
 	if next.GracePeriodSeconds != nil && (k.GracePeriodSeconds == nil || *next.GracePeriodSeconds < *k.GracePeriodSeconds) {
 		g := *next.GracePeriodSeconds
 		k.GracePeriodSeconds = &g

@@ -450,7 +450,9 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 	if grace < 0 {
 		grace = 0
 	}
-	pw.deleted = true
+	if kill.Reason != TerminationNodeShutdown {
+		pw.deleted = true
+	}
 	switch pw.phase {
 	case Syncing:
 		pw.begin(now, grace, kill.Reason)
@@ -654,6 +656,8 @@ func (pw *podWorker) eventFor(pod *model.Pod, fieldPath, eventType string, reaso
 type publishedStatus struct {
 	pod   *v1.Pod
 	phase Phase
+	// reason is why the termination began; "" while the pod syncs.
+	reason TerminationReason
 }
 
 // published returns what the goroutine last published; any goroutine may
@@ -663,7 +667,7 @@ func (pw *podWorker) published() *publishedStatus { return pw.status.Load() }
 // storeStatus renders the worker's state and stores it for the queries.
 // Only the goroutine calls it, or its creator before it starts.
 func (pw *podWorker) storeStatus(now time.Time) {
-	pw.status.Store(&publishedStatus{pod: pw.snapshot(now), phase: pw.phase})
+	pw.status.Store(&publishedStatus{pod: pw.snapshot(now), phase: pw.phase, reason: pw.termReason})
 }
 
 // publish stores the status for the queries and tells OnChange.

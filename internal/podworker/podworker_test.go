@@ -227,6 +227,20 @@ func TestUpdatesCoalesceAndKillIsSticky(t *testing.T) {
 	}
 }
 
+// A delete that coalesces with a node shutdown's kill (a busy worker gets
+// both at once) still deletes the pod; a shutdown's kill does not turn a
+// delete into none.
+func TestDeleteOutranksShutdownKill(t *testing.T) {
+	shutdown := &KillOptions{GracePeriodSeconds: ptr.To[int64](10), Reason: TerminationNodeShutdown}
+	deleted := &KillOptions{GracePeriodSeconds: ptr.To[int64](20), Reason: TerminationDeleted}
+	for _, order := range [][2]*KillOptions{{shutdown, deleted}, {deleted, shutdown}} {
+		k := mergeKill(mergeKill(nil, order[0]), order[1])
+		if k.Reason != TerminationDeleted || *k.GracePeriodSeconds != 10 {
+			t.Errorf("%s then %s: reason %s, grace %d; want Deleted, 10", order[0].Reason, order[1].Reason, k.Reason, *k.GracePeriodSeconds)
+		}
+	}
+}
+
 // dispatchEvents feeds a fake runtime's events to the workers until ctx ends, as
 // the agent's dispatcher does.
 func dispatchEvents(ctx context.Context, w *Workers, events <-chan runtime.Event) {

@@ -97,6 +97,19 @@ func (s *scenario) act(d plannertest.Directive) error {
 		s.unblock()
 	case "reboot":
 		s.rt.Reboot()
+	case "rerun":
+		// The agent's Rerun, from the checkpoint last saved: on these
+		// Workers (a shutdown cancelled), or on new ones (after a reboot).
+		data := s.cps.get(scenarioUID)
+		if data == nil {
+			return d.Errorf("no checkpoint to start the pod again from")
+		}
+		if s.w == nil {
+			s.startAgent()
+		}
+		if err := s.w.Rerun(s.pod, data); err != nil {
+			return d.Errorf("%v", err)
+		}
 	case "probe":
 		if s.w == nil {
 			return d.Errorf("the agent is down")

@@ -31,6 +31,13 @@ const (
 	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
 )
 
+// The pod's status reason and message once a node shutdown ended it: the
+// kubelet's words (pkg/kubelet/nodeshutdown/nodeshutdown_manager.go).
+const (
+	reasonNodeShutdown  = "Terminated"
+	messageNodeShutdown = "Pod was terminated in response to imminent node shutdown."
+)
+
 // snapshot renders the worker's state as a pod: a copy of the spec with its
 // status and the defer container statuses annotation. Called by run only
 // (or by its creator before run starts): it reads the owned state.
@@ -51,11 +58,8 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		t := metav1.NewTime(pw.startTime)
 		st.StartTime = &t
 	}
-	if terminated && pw.termReason == TerminationDeadlineExceeded {
-		// Failed once terminated, whatever the containers' exit codes;
-		// until then the phase is the containers' and the reason waits,
-		// as the kubelet's status manager holds both back together.
-		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
+	if terminated {
+		pw.endedBy(&st)
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil
@@ -106,6 +110,26 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		}
 	}
 	return pod
+}
+
+// endedBy gives a terminated pod's status what its termination's cause
+// says of it: after the active deadline, Failed with reason
+// DeadlineExceeded whatever the containers' exit codes; after a node
+// shutdown, what the kubelet's shutdown manager writes (Failed unless
+// Succeeded, reason Terminated, its message; the DisruptionTarget
+// condition is conditions'). Until the pod is terminated the phase is its
+// containers' and the reason waits, as the kubelet's status manager holds
+// both back together (mergePodStatus).
+func (pw *podWorker) endedBy(st *v1.PodStatus) {
+	switch pw.termReason {
+	case TerminationDeadlineExceeded:
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
+	case TerminationNodeShutdown:
+		if st.Phase != v1.PodSucceeded {
+			st.Phase = v1.PodFailed
+		}
+		st.Reason, st.Message = reasonNodeShutdown, messageNodeShutdown
+	}
 }
 
 // Reasons of the pod's conditions, as the kubelet writes them
@@ -167,6 +191,11 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	}
 	if planner.CouldRestartAll(pw.pod) {
 		conds = append(conds, pw.allContainersRestarting(phase))
+	}
+	if pw.phase == Terminated && pw.termReason == TerminationNodeShutdown {
+		conds = append(conds, v1.PodCondition{
+			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: messageNodeShutdown,
+		})
 	}
 	return conds
 }

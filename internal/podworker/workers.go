@@ -101,6 +101,12 @@ const (
 	// spec.activeDeadlineSeconds (planner.ActiveDeadline); it ends Failed
 	// with reason DeadlineExceeded.
 	TerminationDeadlineExceeded TerminationReason = "DeadlineExceeded"
+	// TerminationNodeShutdown: the node shuts down (internal/shutdown).
+	// The pod ends as for a delete but is not deleted: no
+	// deletionTimestamp, and once terminated it shows what the kubelet
+	// writes (Failed unless Succeeded, reason Terminated, the
+	// DisruptionTarget condition) until it starts again (Rerun).
+	TerminationNodeShutdown TerminationReason = "NodeShutdown"
 )
 
 // KillOptions asks for a pod's termination.

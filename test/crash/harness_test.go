@@ -71,6 +71,8 @@ type env struct {
 	// every container mounts the test's directory at the same path, so
 	// that scripts find the record file and triggers there.
 	rt bintest.Runtime
+	// args are more flags of every agent of the test.
+	args []string
 
 	agent *agentProc // nil while the agent is down
 	gen   int        // agents started so far
@@ -96,19 +98,26 @@ func newEnv(t *testing.T) *env {
 // newEnvOn is newEnv with the agent on runtime rt.
 func newEnvOn(t *testing.T, rt bintest.Runtime) *env {
 	t.Helper()
-	e := newStoppedEnv(t, rt)
+	return newEnvArgs(t, rt)
+}
+
+// newEnvArgs is newEnvOn with args added to every agent's command line.
+func newEnvArgs(t *testing.T, rt bintest.Runtime, args ...string) *env {
+	t.Helper()
+	e := newStoppedEnv(t, rt, args...)
 	e.start()
 	return e
 }
 
-// newStoppedEnv is newEnvOn without starting the agent: the test sets up
+// newStoppedEnv is newEnvArgs without starting the agent: the test sets up
 // its root first (a small filesystem, say), then calls start.
-func newStoppedEnv(t *testing.T, rt bintest.Runtime) *env {
+func newStoppedEnv(t *testing.T, rt bintest.Runtime, args ...string) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{
 		t:    t,
 		rt:   rt,
+		args: args,
 		dir:  dir + "/",
 		root: filepath.Join(dir, "root"),
 		rec:  filepath.Join(dir, "rec", "log"),
@@ -161,7 +170,8 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	a := &agentProc{ready: make(chan struct{}), done: make(chan struct{})}
-	a.cmd = exec.Command(podwardBin, append([]string{"serve", "--root", e.root, "--socket", e.socket, "-v"}, e.rt.Args...)...)
+	args := append([]string{"serve", "--root", e.root, "--socket", e.socket, "-v"}, e.rt.Args...)
+	a.cmd = exec.Command(podwardBin, append(args, e.args...)...)
 	// Files, not writers: no copying goroutine that a process holding
 	// the pipe could keep alive.
 	a.cmd.Stdout, a.cmd.Stderr = pw, pw
