@@ -44,6 +44,15 @@
 // is carried out (the kubelet waits for a signal that has come already);
 // and logind being absent never stops the agent.
 //
+// # Wiring
+//
+// `podward serve` and `podward node` start one Watcher each, when a
+// shutdown budget is configured, with internal/shutdown's Manager as the
+// Shutdowner — its Cancel and Done as they are, its Begin given the reason
+// (shutdown.ReasonLogind) by a one-method adapter in internal/node — the
+// sum of the groups' budgets as Budget, and `go w.Run(ctx)` for the
+// daemon's lifetime. Run returns by itself on a machine without logind.
+//
 // It imports nothing of podward: internal/node wires it to the node
 // shutdown.
 package logind
