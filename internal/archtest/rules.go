@@ -60,6 +60,12 @@ var rules = []rule{
 		Why:   "the socket directory's rules are a leaf that the client and the API server share",
 	},
 	{
+		From:  "internal/logind",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the logind watch declares the node shutdown it triggers (Shutdowner); internal/node wires it to the shutdown manager",
+	},
+	{
 		From:  "internal/podworker",
 		Not:   []string{"internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
 		Why:   "the pod worker knows the runtime contract, not a runtime, and nothing above it",
