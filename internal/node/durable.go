@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/logind"
 	"github.com/podward/podward/internal/shutdown"
 	"github.com/podward/podward/internal/store"
 )
@@ -24,8 +26,11 @@ type durable struct {
 	// with the agent.
 	shutdown     *shutdown.Manager
 	shutdownDone chan struct{}
-	stop         context.CancelFunc
-	once         sync.Once
+	// logindDone is closed when the logind watcher (which triggers the
+	// shutdown when the machine powers off) has returned; nil without one.
+	logindDone chan struct{}
+	stop       context.CancelFunc
+	once       sync.Once
 }
 
 // The agent is the node a shutdown drives; the manager is what the API
@@ -82,6 +87,9 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 		defer close(d.shutdownDone)
 		d.shutdown.Run(agentCtx)
 	}()
+	if err == nil {
+		err = d.watchLogind(agentCtx, groups, clk, log)
+	}
 	if err != nil {
 		d.close()
 		return nil, err
@@ -89,12 +97,51 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	return d, nil
 }
 
+// watchLogind starts logind's watcher for the machine's power-off when a
+// shutdown budget is configured (internal/logind, "Wiring"): it holds a
+// delay inhibitor lock and begins the node shutdown on PrepareForShutdown.
+// Without logind it says so once and returns.
+func (d *durable) watchLogind(ctx context.Context, groups []shutdown.Group, clk clock.Clock, log *slog.Logger) error {
+	var budget time.Duration
+	for _, g := range groups {
+		budget += g.Budget
+	}
+	if budget <= 0 {
+		return nil
+	}
+	w, err := logind.New(logind.Config{Shutdowner: logindShutdown{d.shutdown}, Budget: budget, Logger: log, Clock: clk})
+	if err != nil {
+		return err
+	}
+	d.logindDone = make(chan struct{})
+	go func() {
+		defer close(d.logindDone)
+		w.Run(ctx)
+	}()
+	return nil
+}
+
+// logindShutdown is the node shutdown as logind's watcher drives it: a
+// shutdown it begins has the reason logind.
+type logindShutdown struct{ m *shutdown.Manager }
+
+func (s logindShutdown) Begin(ctx context.Context, grace time.Duration) error {
+	return s.m.Begin(ctx, grace, shutdown.ReasonLogind)
+}
+func (s logindShutdown) Cancel(ctx context.Context) error { return s.m.Cancel(ctx) }
+func (s logindShutdown) Done() <-chan struct{}            { return s.m.Done() }
+
+var _ logind.Shutdowner = logindShutdown{}
+
 // close stops the agent — never its containers — and closes the runtime.
 // It is idempotent.
 func (d *durable) close() {
 	d.once.Do(func() {
 		d.stop()
 		<-d.shutdownDone
+		if d.logindDone != nil {
+			<-d.logindDone
+		}
 		d.Wait()
 		_ = d.rt.Close()
 	})
