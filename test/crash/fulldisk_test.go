@@ -120,15 +120,17 @@ func TestFullStateDisk(t *testing.T) {
 	events.wait(t, "the flood pod's FailedCheckpoint event", func(ev v1.Event) bool {
 		return ev.InvolvedObject.Name == "flood" && ev.Reason == "FailedCheckpoint" && ev.Type == v1.EventTypeWarning
 	})
-	// The agent is up and says what it cannot do. Its state check follows
-	// the saves, which it retries every second: the test looks until it
-	// says so, within the grace period.
-	stateFailed := func() bool {
-		code, body := e.healthz(t)
-		return code == http.StatusInternalServerError && strings.Contains(body, "[-]state failed:") && strings.Contains(body, "no space left on device")
-	}
-	if !e.eventually(stateFailed, grace) {
-		t.Errorf("healthz on a full state disk never said 500 with the state check failed for want of space within %v", grace)
+	// The agent is up and says what it cannot do: once the node's
+	// FailedCheckpoint event says the state is not saved, /healthz fails
+	// — unless a retried save succeeded since, which the node's
+	// CheckpointSaved event then says.
+	events.wait(t, "the node's FailedCheckpoint event", func(ev v1.Event) bool {
+		return ev.InvolvedObject.Kind == "Node" && ev.Reason == "FailedCheckpoint" && strings.Contains(ev.Message, "no space left on device")
+	})
+	if code, body := e.healthz(t); code != http.StatusInternalServerError || !strings.Contains(body, "[-]state failed:") || !strings.Contains(body, "no space left on device") {
+		events.wait(t, fmt.Sprintf("the node's CheckpointSaved event, since healthz said %d %q on a full state disk", code, body), func(ev v1.Event) bool {
+			return ev.InvolvedObject.Kind == "Node" && ev.Reason == "CheckpointSaved"
+		})
 	}
 	// Stopped within its grace period: SIGKILL at the deadline, the 2 s
 	// minimum after the stop signal being within it too.
@@ -281,20 +283,5 @@ func (w *eventWatch) stop() {
 	w.cancel()
 	_ = w.cmd.Wait()
 	for range w.events {
-	}
-}
-
-// eventually says whether cond held once within d, asked every 100 ms
-// (healthz has no event to wait on).
-func (e *env) eventually(cond func() bool, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -534,39 +534,16 @@ func (e *env) waitRecords(what string, ok func([]string) bool, within time.Durat
 func (e *env) waitInDir(dir, what string, cond func() bool, detail func() string, within time.Duration) {
 	t := e.t
 	t.Helper()
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	ok, err := bintest.WaitInDir(dir, cond, within)
 	if err != nil {
-		t.Fatalf("inotify: %v", err)
+		t.Fatal(err)
 	}
-	defer unix.Close(fd)
-	// Watch first, then look: a change after the look wakes the poll.
-	mask := uint32(unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_MOVED_TO)
-	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
-		t.Fatalf("inotify watch %s: %v", dir, err)
-	}
-	deadline := time.Now().Add(within)
-	buf := make([]byte, 64*1024)
-	for {
-		if cond() {
-			return
+	if !ok {
+		msg := ""
+		if detail != nil {
+			msg = "; " + detail()
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			msg := ""
-			if detail != nil {
-				msg = "; " + detail()
-			}
-			t.Fatalf("no %s within %v%s", what, within, msg)
-		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, int(left/time.Millisecond)+1); err != nil && !errors.Is(err, unix.EINTR) {
-			t.Fatalf("poll inotify: %v", err)
-		}
-		for {
-			if n, err := unix.Read(fd, buf); n <= 0 || err != nil {
-				break
-			}
-		}
+		t.Fatalf("no %s within %v%s", what, within, msg)
 	}
 }
 

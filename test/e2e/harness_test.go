@@ -365,26 +365,29 @@ func mkdirs(t *testing.T, dirs ...string) {
 }
 
 // readPID reads a process ID that a container writes to a file, waiting up
-// to lineTimeout for it: a container counts as started (and Ready, without a
-// probe) once its process exists, which can be before its script wrote the
-// file.
+// to lineTimeout for it (on inotify events in its directory): a container
+// counts as started (and Ready, without a probe) once its process exists,
+// which can be before its script wrote the file.
 func readPID(t *testing.T, file string) int {
 	t.Helper()
-	deadline := time.Now().Add(lineTimeout)
-	for {
-		data, err := os.ReadFile(file)
-		var pid int
-		if err == nil && strings.HasSuffix(string(data), "\n") {
-			if _, err := fmt.Sscan(string(data), &pid); err != nil || pid <= 0 {
-				t.Fatalf("read the container's pid from %q: %v", data, err)
-			}
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("read the container's pid: %q after %v: %v", data, lineTimeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var data []byte
+	written := func() bool {
+		var err error
+		data, err = os.ReadFile(file)
+		return err == nil && strings.HasSuffix(string(data), "\n")
 	}
+	ok, err := bintest.WaitInDir(filepath.Dir(file), written, lineTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatalf("read the container's pid: %s holds %q after %v", file, data, lineTimeout)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(data), &pid); err != nil || pid <= 0 {
+		t.Fatalf("read the container's pid from %q: %v", data, err)
+	}
+	return pid
 }
 
 // fileLines returns the lines of a file a container wrote.
