@@ -82,6 +82,19 @@ func TestApplyGetDescribeDelete(t *testing.T) {
 	if !strings.HasPrefix(r.out, "{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",") {
 		t.Fatalf("-o json is not kubectl's layout:\n%s", r.out[:min(len(r.out), 200)])
 	}
+	// kubectl's template formats: one object by name, a List otherwise.
+	if r = e.ok("get", "pod", "web", "-o", "jsonpath={.kind}/{.metadata.name} {.status.phase}"); r.out != "Pod/web Running" {
+		t.Fatalf("-o jsonpath: %q", r.out)
+	}
+	if r = e.ok("get", "pods", "-o", "jsonpath", "--template", "{.kind}: {.items[*].metadata.name}"); r.out != "List: web" {
+		t.Fatalf("-o jsonpath --template: %q", r.out)
+	}
+	if r = e.ok("get", "pods", "-o", "go-template={{range .items}}{{.metadata.labels.app}}{{end}}"); r.out != "web" {
+		t.Fatalf("-o go-template: %q", r.out)
+	}
+	if r = e.run("get", "pods", "-o", "jsonpath={.items[0].nothing}", "--allow-missing-template-keys=false"); r.code != 1 || !strings.Contains(r.err, "nothing is not found") {
+		t.Fatalf("a missing key with --allow-missing-template-keys=false: %+v", r)
+	}
 	r = e.ok("get", "pods", "-o", "yaml")
 	var list struct {
 		Kind  string   `json:"kind"`
@@ -133,6 +146,9 @@ func TestApplyGetDescribeDelete(t *testing.T) {
 	var events v1.EventList
 	if err := json.Unmarshal([]byte(e.ok("events", "-o", "json").out), &events); err != nil || events.Kind != "EventList" || len(events.Items) < 5 {
 		t.Fatalf("events -o json: %v %+v", err, events.TypeMeta)
+	}
+	if r := e.ok("events", "--for", "pod/web", "-o", "jsonpath={.kind} {.items[0].reason}"); r.out != "EventList Scheduled" {
+		t.Fatalf("events -o jsonpath: %q", r.out)
 	}
 
 	// Ready says the container runs, not that it has written its line yet:

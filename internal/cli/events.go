@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/podward/podward/internal/client"
 )
@@ -16,6 +17,7 @@ type eventsOptions struct {
 	forObject     string
 	watch         bool
 	output        string
+	templates     templateFlags
 	allNamespaces bool
 	types         []string
 }
@@ -40,14 +42,15 @@ the command goes on printing each new event until interrupted.`,
 	f := cmd.Flags()
 	f.StringVar(&o.forObject, "for", "", "only the events of this pod: pod/NAME")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print each new event until interrupted")
-	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml")
+	f.StringVarP(&o.output, "output", "o", "", "output format: json, yaml, jsonpath=TEMPLATE, jsonpath-file=FILE, jsonpath-as-json=TEMPLATE, go-template=TEMPLATE or go-template-file=FILE")
+	o.templates.add(cmd)
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "the events of every namespace")
 	f.StringSliceVar(&o.types, "types", nil, "only events of these types: Normal, Warning")
 	return cmd
 }
 
 func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions) error {
-	opts, err := o.listOptions()
+	opts, tmpl, err := o.listOptions()
 	if err != nil {
 		return usageError(err)
 	}
@@ -76,7 +79,7 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 	}
 	sortEvents(items)
 
-	pr := &eventPrinter{objectStream: objectStream{out: s.Out, format: o.output}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
+	pr := &eventPrinter{objectStream: objectStream{out: s.Out, format: o.output, template: tmpl}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
 	if o.output != outputTable && !o.watch {
 		list.Items = items
 		list.Kind, list.APIVersion = "EventList", "v1"
@@ -102,28 +105,29 @@ func runEvents(ctx context.Context, s Streams, api *apiOptions, o eventsOptions)
 }
 
 // listOptions checks the flags and returns the list's (and the watch's)
-// selection.
-func (o eventsOptions) listOptions() (client.ListOptions, error) {
+// selection, and the printer of a template output format.
+func (o eventsOptions) listOptions() (client.ListOptions, printers.ResourcePrinter, error) {
 	opts := client.ListOptions{}
-	if err := checkOutput(o.output, outputTable, outputJSON, outputYAML); err != nil {
-		return opts, err
+	tmpl, err := checkOutputOrTemplate(o.output, o.templates, outputTable, outputJSON, outputYAML)
+	if err != nil {
+		return opts, nil, err
 	}
 	for _, t := range o.types {
 		if !strings.EqualFold(t, v1.EventTypeNormal) && !strings.EqualFold(t, v1.EventTypeWarning) {
-			return opts, fmt.Errorf("valid --types are Normal or Warning, got %q", t)
+			return opts, nil, fmt.Errorf("valid --types are Normal or Warning, got %q", t)
 		}
 	}
 	if o.forObject != "" {
 		kind, name, ok := strings.Cut(o.forObject, "/")
 		if !ok || name == "" {
-			return opts, fmt.Errorf("--for must be pod/NAME, got %q", o.forObject)
+			return opts, nil, fmt.Errorf("--for must be pod/NAME, got %q", o.forObject)
 		}
 		if !isPodResource(kind) {
-			return opts, unknownResource(kind)
+			return opts, nil, unknownResource(kind)
 		}
 		opts.FieldSelector = "involvedObject.kind=Pod,involvedObject.name=" + name
 	}
-	return opts, nil
+	return opts, tmpl, nil
 }
 
 func (o eventsOptions) wants(e *v1.Event) bool {

@@ -15,6 +15,7 @@ import (
 
 type getOptions struct {
 	output        string
+	templates     templateFlags
 	watch         bool
 	allNamespaces bool
 }
@@ -40,7 +41,8 @@ for every change until interrupted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE, jsonpath-as-json=TEMPLATE, go-template=TEMPLATE or go-template-file=FILE")
+	o.templates.add(cmd)
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
 	return cmd
@@ -51,7 +53,8 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 	if err != nil {
 		return usageError(err)
 	}
-	if err := checkOutput(o.output, outputTable, outputWide, outputJSON, outputYAML, outputName); err != nil {
+	tmpl, err := checkOutputOrTemplate(o.output, o.templates, outputTable, outputWide, outputJSON, outputYAML, outputName)
+	if err != nil {
 		return usageError(err)
 	}
 	if o.watch && len(names) > 1 {
@@ -75,7 +78,7 @@ func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args 
 	if err != nil {
 		return report(s, err)
 	}
-	pr := &podPrinter{objectStream: objectStream{out: s.Out, format: o.output}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
+	pr := &podPrinter{objectStream: objectStream{out: s.Out, format: o.output, template: tmpl}, allNamespaces: o.allNamespaces, table: newTable(s.Out)}
 	if err := pr.printGot(s, ns, names, pods); err != nil {
 		return err
 	}

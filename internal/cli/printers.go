@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podward/podward/internal/model"
@@ -358,18 +359,23 @@ func eventTime(e *v1.Event) time.Time {
 // kubectl does for a list and then for each change while watching: YAML
 // documents are separated by "---".
 type objectStream struct {
-	out     io.Writer
-	format  string
-	printed int // YAML documents so far
+	out    io.Writer
+	format string
+	// template prints the template formats (jsonpath, go-template).
+	template printers.ResourcePrinter
+	printed  int // YAML documents so far
 }
 
 // objects reports whether the format prints objects rather than rows.
 func (o *objectStream) objects() bool {
-	return o.format == outputJSON || o.format == outputYAML
+	return o.format == outputJSON || o.format == outputYAML || o.template != nil
 }
 
 // printObject prints obj; it is called only when objects() holds.
 func (o *objectStream) printObject(obj any) error {
+	if o.template != nil {
+		return printTemplate(o.out, o.template, obj)
+	}
 	if o.format == outputJSON {
 		return printJSON(o.out, obj)
 	}

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -212,49 +215,72 @@ func TestEventInterval(t *testing.T) {
 	}
 }
 
-func TestJSONPath(t *testing.T) {
-	pod := withCondition(podOf(nil, []string{"app", "side"}, nil, []v1.ContainerStatus{withRestarts(runningCS("app", true), 2, time.Minute), runningCS("side", false)}), v1.PodReady)
-	tests := map[string]string{
-		"{.status.phase}":  `"Running"`,
-		"{.metadata.name}": `"web"`,
-		"{.status.containerStatuses[0].restartCount}":                     "2",
-		"{.status.containerStatuses[-1].name}":                            `"side"`,
-		`{.status.conditions[?(@.type=="Ready")].status}`:                 `"True"`,
-		`{.status.containerStatuses[?(@.name=='side')].ready}`:            "false",
-		`{.status.containerStatuses[?(@.name!="side")].name}`:             `"app"`,
-		"{.status.containerStatuses[*].name}":                             `"app" "side"`,
-		"{.status.containerStatuses[0].state.running.startedAt}":          `"2026-03-01T11:59:00Z"`,
-		"{.status.nothing}":                                               "",
-		"{.spec.containers[5]}":                                           "",
-		"{.status.containerStatuses[0].lastState.terminated.exitCode}":    "1",
-		"{.status.containerStatuses[0].lastState.terminated['exitCode']}": "1",
+// TestTemplateOutput: -o jsonpath and go-template print as kubectl
+// prints them (cli-runtime's printers), with its messages for bad input.
+func TestTemplateOutput(t *testing.T) {
+	pod := withPodKind(withCondition(podOf(nil, []string{"app", "side"}, nil, []v1.ContainerStatus{withRestarts(runningCS("app", true), 2, time.Minute), runningCS("side", false)}), v1.PodReady))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tmpl")
+	if err := os.WriteFile(file, []byte("{.kind}/{.status.containerStatuses[1].name}"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	for expr, want := range tests {
-		p, err := parseJSONPath(expr)
-		if err != nil {
-			t.Errorf("%s: %v", expr, err)
+	missingOK, strict := templateFlags{allowMissingKeys: true}, templateFlags{}
+	tests := []struct {
+		format string
+		flags  templateFlags
+		want   string
+	}{
+		{"jsonpath={.status.phase}", missingOK, "Running"},
+		{"jsonpath={.status.containerStatuses[0].restartCount}", missingOK, "2"},
+		{"jsonpath={.status.containerStatuses[-1].name}", missingOK, "side"},
+		{`jsonpath={.status.conditions[?(@.type=="Ready")].status}`, missingOK, "True"},
+		{"jsonpath={.status.containerStatuses[*].name}", missingOK, "app side"},
+		{`jsonpath={range .status.containerStatuses[*]}{.name}={.ready}{"\n"}{end}`, missingOK, "app=true\nside=false\n"},
+		{"jsonpath={.status.nothing}", missingOK, ""},
+		{"jsonpath-as-json={.status.containerStatuses[*].name}", missingOK, "[\n    \"app\",\n    \"side\"\n]\n"},
+		{"jsonpath-file=" + file, missingOK, "Pod/side"},
+		{"jsonpath", templateFlags{template: "{.metadata.name}", allowMissingKeys: true}, pod.Name},
+		{"go-template={{.status.phase}} {{len .status.containerStatuses}}", missingOK, "Running 2"},
+	}
+	for _, tc := range tests {
+		p, err := checkOutputOrTemplate(tc.format, tc.flags, outputTable, outputJSON)
+		if err != nil || p == nil {
+			t.Errorf("%s: printer %v, %v", tc.format, p, err)
 			continue
 		}
-		values, err := p.eval(pod)
-		if err != nil {
-			t.Errorf("%s: %v", expr, err)
+		var b bytes.Buffer
+		o := objectStream{out: &b, format: tc.format, template: p}
+		if !o.objects() {
+			t.Errorf("%s: objects() = false", tc.format)
+		}
+		if err := o.printObject(pod); err != nil {
+			t.Errorf("%s: %v", tc.format, err)
 			continue
 		}
-		var got []string
-		for _, v := range values {
-			s := valueText(v)
-			if _, isString := v.(string); isString {
-				s = `"` + s + `"`
-			}
-			got = append(got, s)
-		}
-		if strings.Join(got, " ") != want {
-			t.Errorf("%s = %s, want %s", expr, strings.Join(got, " "), want)
+		if b.String() != tc.want {
+			t.Errorf("%s printed %q, want %q", tc.format, b.String(), tc.want)
 		}
 	}
-	for _, bad := range []string{"status.phase", "{.status.phase", "{.a..b}", "{.a[x]}", "{.a[?(@.x>1)]}", "{.a[0}"} {
-		if _, err := parseJSONPath(bad); err == nil {
-			t.Errorf("%q parsed", bad)
+	// A list, as get prints several pods.
+	p, _ := templatePrinter("jsonpath={.items[*].metadata.name}", missingOK)
+	var b bytes.Buffer
+	if err := printTemplate(&b, p, newList([]any{pod, pod})); err != nil || b.String() != pod.Name+" "+pod.Name {
+		t.Errorf("a list: %q %v", b.String(), err)
+	}
+	// Missing keys are an error with --allow-missing-template-keys=false.
+	p, _ = templatePrinter("jsonpath={.status.nothing}", strict)
+	if err := printTemplate(&b, p, pod); err == nil || !strings.Contains(errors.Unwrap(err).Error(), "nothing is not found") {
+		t.Errorf("a missing key, strict: %v", err)
+	}
+	for format, want := range map[string]string{
+		"jsonpath":                  "template format specified but no template given",
+		"jsonpath={.status.phase":   "error parsing jsonpath {.status.phase, unclosed action",
+		"go-template={{.x":          "error parsing template {{.x",
+		"jsonpath-file=/nonexist/x": "error reading --template /nonexist/x",
+		"custom-columns=NAME:.x":    `unable to match a printer suitable for the output format "custom-columns=NAME:.x", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,template,templatefile`,
+	} {
+		if _, err := checkOutputOrTemplate(format, missingOK, outputTable, outputJSON); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("-o %s: %v, want %q", format, err, want)
 		}
 	}
 }
@@ -289,6 +315,11 @@ func TestParseWaitFor(t *testing.T) {
 		if _, err := parseWaitFor(bad); err == nil {
 			t.Errorf("--for=%s parsed", bad)
 		}
+	}
+	// kubectl wait's rules (JSONPathWait): one value, a scalar when compared.
+	nested, _ := parseWaitFor("jsonpath={.status.containerStatuses[0].state}=x")
+	if _, err := nested.met(ready); err == nil || !strings.Contains(err.Error(), "nested object or list which is not supported") {
+		t.Errorf("a path to an object compared with a value: %v", err)
 	}
 	many, _ := parseWaitFor("jsonpath={.status.conditions[*].status}=True")
 	withCondition(ready, v1.PodInitialized)

@@ -33,8 +33,7 @@ Conditions:
   --for=delete                       the pod is gone
   --for=jsonpath='{.status.phase}'=Succeeded
                                      a field has a value; without =VALUE, the field exists.
-                                     Paths are dotted field names with [N], [*] and
-                                     [?(@.key=="value")] filters.`,
+                                     kubectl's JSONPath: the path must match one value.`,
 		Example: `  podward wait pod/web --for=condition=Ready --timeout 60s
   podward wait pod/job --for=jsonpath='{.status.phase}'=Succeeded
   podward wait pod/web --for=delete`,
@@ -54,9 +53,7 @@ type waitCondition struct {
 	deleted    bool
 	condType   string // condition=TYPE[=STATUS]
 	condStatus string
-	path       *jsonPath // jsonpath={PATH}[=VALUE]
-	value      string
-	hasValue   bool
+	path       *jsonPathWait // jsonpath={PATH}[=VALUE]
 }
 
 func parseWaitFor(s string) (*waitCondition, error) {
@@ -78,18 +75,17 @@ func parseWaitFor(s string) (*waitCondition, error) {
 		if !strings.HasPrefix(rest, "{") || end < 0 {
 			return nil, fmt.Errorf("jsonpath wait format must be --for=jsonpath='{.status.phase}'=Succeeded, got --for=%s", s)
 		}
-		path, err := parseJSONPath(rest[:end+1])
+		path, err := newJSONPathWait(rest[:end+1])
 		if err != nil {
 			return nil, err
 		}
-		c := &waitCondition{path: path}
 		if after := rest[end+1:]; after != "" {
 			if !strings.HasPrefix(after, "=") {
 				return nil, fmt.Errorf("jsonpath wait format must be --for=jsonpath='{.status.phase}'=Succeeded, got --for=%s", s)
 			}
-			c.value, c.hasValue = after[1:], true
+			path.value, path.hasValue = after[1:], true
 		}
-		return c, nil
+		return &waitCondition{path: path}, nil
 	default:
 		return nil, fmt.Errorf("unrecognized condition: %q", s)
 	}
@@ -105,21 +101,7 @@ func (c *waitCondition) met(p *v1.Pod) (bool, error) {
 		}
 		return false, nil
 	}
-	values, err := c.path.eval(withPodKind(p))
-	if err != nil {
-		return false, err
-	}
-	if !c.hasValue {
-		return len(values) > 0, nil
-	}
-	switch len(values) {
-	case 0:
-		return false, nil
-	case 1:
-		return valueText(values[0]) == c.value, nil
-	default:
-		return false, errors.New("given jsonpath expression matches more than one value")
-	}
+	return c.path.met(withPodKind(p))
 }
 
 func runWait(ctx context.Context, s Streams, api *apiOptions, o waitOptions, args []string) error {
