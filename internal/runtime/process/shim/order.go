@@ -297,13 +297,17 @@ func (s *supervisor) stopInOrder(o *podOrder, sig syscall.Signal) {
 	case <-s.exited:
 		return
 	}
+	sig = o.StopSignal
+	if sig <= 0 {
+		sig = unix.SIGTERM // a spec without one: the kubelet's default
+	}
 	signalled := s.clock.Now()
-	s.signal(o.StopSignal)
-	s.log.Info("sent the stop signal", "signal", o.StopSignal)
+	s.signal(sig)
+	s.log.Info("sent the stop signal", "signal", sig)
 
 	killAt := deadline
-	if min := signalled.Add(MinKillDelay); min.After(killAt) {
-		killAt = min
+	if earliest := signalled.Add(MinKillDelay); earliest.After(killAt) {
+		killAt = earliest
 	}
 	kill := s.clock.NewTimer(killAt.Sub(s.clock.Now()))
 	defer kill.Stop()
