@@ -36,6 +36,18 @@
 // state left, for the agent to clean up those it does not know any more.
 // One Runtime at a time holds a root (a lock file).
 //
+// # The pod's order without the agent
+//
+// Each instance's spec carries the container's place in its pod's stop
+// order (shim.Order: role, start-order index, the pod's grace period, the
+// stop signal), the pod's shared order directory Root/pods/<podUID>/order/
+// and Root/agent.lock, which a Runtime locks while it is open. When the
+// shims are told to stop by someone else while no Runtime holds the root
+// (an init system at shutdown, StopLeft for `podward stop-pods`), they stop
+// the pod in its order within its grace period, on their own; their exits
+// are on disk for the next Runtime, as any exit while none watched.
+// StartContainer forgets the pod's last such stop (shim.ResetStop).
+//
 // # Logs and output
 //
 // stdout and stderr go through package crilog into

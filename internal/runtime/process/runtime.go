@@ -28,6 +28,10 @@ import (
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
+// agentLockFile, under the root, is locked by the Runtime for the shims
+// (shim.HoldAgentLock); runtime.lock is the Runtimes' own.
+const agentLockFile = "agent.lock"
+
 // eventBuffer is how many exit events wait for the consumer before watchers
 // start to wait for it.
 const eventBuffer = 128
@@ -103,6 +107,9 @@ type Runtime struct {
 	// host name (launch.CanUnshareUTS; else they see the host's).
 	uts  bool
 	lock *os.File // flock'ed: one Runtime per root
+	// agentLock is held while the Runtime is open, so that shims know an
+	// agent runs (shim.Order.AgentLock).
+	agentLock *os.File
 
 	events   chan runtime.Event
 	warnings chan runtime.Warning
@@ -163,6 +170,11 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	agentLock, err := shim.HoldAgentLock(filepath.Join(root, agentLockFile))
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("process runtime root: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		root:        root,
@@ -174,6 +186,7 @@ func New(cfg Config) (*Runtime, error) {
 		euid:        os.Geteuid,
 		uts:         launch.CanUnshareUTS(),
 		lock:        lock,
+		agentLock:   agentLock,
 		events:      make(chan runtime.Event, eventBuffer),
 		warnings:    make(chan runtime.Warning, warningBuffer),
 		done:        make(chan struct{}),
@@ -221,7 +234,8 @@ func (r *Runtime) Close() error {
 		close(r.done)
 		r.cancel()
 		r.watchers.Wait()
-		// Closing the file releases the lock.
+		// Closing the files releases the locks.
+		r.agentLock.Close()
 		r.lock.Close()
 	})
 	return nil
@@ -261,6 +275,10 @@ func (r *Runtime) instancesDir(uid types.UID) string {
 func (r *Runtime) instanceDir(uid types.UID, id string) string {
 	return filepath.Join(r.instancesDir(uid), id)
 }
+
+// orderDir is the directory the pod's shims share for its stop order
+// (shim.Order.PodDir).
+func (r *Runtime) orderDir(uid types.UID) string { return filepath.Join(r.podDir(uid), "order") }
 
 // instance is one started container instance, running or exited.
 type instance struct {

@@ -107,6 +107,10 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if err := os.MkdirAll(r.instancesDir(pod.UID), 0o750); err != nil {
 		return runtime.Container{}, err
 	}
+	order, err := r.stopOrder(pod, ref, c)
+	if err != nil {
+		return runtime.Container{}, err
+	}
 	spec := &shim.Spec{
 		ID:           id,
 		PodUID:       pod.UID,
@@ -120,6 +124,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		Mountpoints:  created,
 
 		TerminationMessage: term,
+		Order:              order,
 	}
 	if r.tethered {
 		spec.Tether = os.Getpid()
@@ -147,4 +152,40 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		"pid", started.Process.Pid, "shimPid", shimProc.Ident().Pid, "attempt", attempt)
 	r.track(in, shimProc, offset)
 	return runtime.Container{ID: id, StartedAt: started.StartedAt, LogPath: logPath}, nil
+}
+
+// shimRoles are the model's roles as the shims know them.
+var shimRoles = map[model.Role]shim.Role{
+	model.RoleInit: shim.RoleInit, model.RoleSidecar: shim.RoleSidecar,
+	model.RoleMain: shim.RoleMain, model.RoleDefer: shim.RoleDefer,
+}
+
+// stopOrder is the place of c (ref) in its pod's stop order, for its shim
+// to keep when it is told to stop while no agent runs (shim.Order). It
+// makes the pod's order directory and, since an agent now starts one of
+// the pod's containers, forgets the pod's last such stop.
+func (r *Runtime) stopOrder(pod *model.Pod, ref model.ContainerRef, c *v1.Container) (*shim.Order, error) {
+	dir := r.orderDir(pod.UID)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("stop order directory: %w", err)
+	}
+	if err := shim.ResetStop(dir); err != nil {
+		return nil, fmt.Errorf("stop order directory: %w", err)
+	}
+	index := -1
+	for i, other := range pod.Containers() {
+		if other == ref {
+			index = i
+			break
+		}
+	}
+	sig, _ := model.StopSignal(c) // validated; else SIGTERM, as the pod worker sends
+	return &shim.Order{
+		Role:               shimRoles[ref.Role],
+		Index:              index,
+		GracePeriodSeconds: pod.GracePeriodSeconds(),
+		StopSignal:         sig,
+		PodDir:             dir,
+		AgentLock:          filepath.Join(r.root, agentLockFile),
+	}, nil
 }

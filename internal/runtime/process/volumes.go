@@ -121,8 +121,10 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 
 	var errs []error
-	if err := os.RemoveAll(r.instancesDir(pod.UID)); err != nil {
-		errs = append(errs, err)
+	for _, dir := range []string{r.orderDir(pod.UID), r.instancesDir(pod.UID)} {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := hostfs.RemoveVolumes(filepath.Join(r.podDir(pod.UID), "volumes")); err != nil {
 		errs = append(errs, err)

@@ -41,7 +41,8 @@
 //	       marked in the log and noticed once it can be written again);
 //	       "control" and the signals
 //	       the shim itself gets (TERM, INT, HUP, QUIT, USR1, USR2) ──>
-//	       kill(-pgid) while the main process is not reaped
+//	       kill(-pgid) while the main process is not reaped (a TERM, INT
+//	       or QUIT while no agent runs: in the pod's order, see below)
 //	shim   main process exits (waited for without reaping) ──> FinishedAt
 //	       ──> SIGKILL to what is left of its process group
 //	       ──> pipes drained into the log (cut after 2s) ──> log fsynced, closed
@@ -66,6 +67,26 @@
 // once it got "go". Signals go through the shim, which serialises them
 // with the reap: a signal can never reach a process group whose ID was
 // reused.
+//
+// # The pod's order without an agent
+//
+// A spec with an Order (every spec of this version) gives the container's
+// place in its pod's stop order, and a directory the pod's shims share
+// (Order.PodDir, which the runtime creates):
+//
+//	ROLE.INDEX.ID.lock  one per running instance, flocked by its shim
+//	                    from before the container starts until its
+//	                    process group is gone (released by the kernel if
+//	                    the shim dies), then removed
+//	stop-began          made by the first shim told to stop: its time
+//	                    starts the pod's grace period
+//
+// A stop request the shim gets itself while no agent holds Order.AgentLock
+// stops the container in the pod's order: mains and init containers at
+// once, sidecars once the mains and the later sidecars left, SIGKILL at the
+// pod's grace deadline (order.go has the timeline). While an agent runs,
+// signals go to the container at once: the agent is in charge. The order
+// never makes the shim wait on a write, nor the container on the agent.
 //
 // MaybeRun, which the binary's main calls first (through
 // process.MaybeRunInit), is the shim's entry point.

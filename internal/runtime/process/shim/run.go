@@ -44,7 +44,8 @@ const (
 )
 
 // forwarded are the signals the shim passes on to the container's process
-// group instead of dying of them.
+// group instead of dying of them (in its pod's order, for a stop request
+// while no agent runs: order.go).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // report is the shim's one message to Start.
@@ -75,6 +76,7 @@ func MaybeRun() {
 		log:     slog.New(noticeHandler{next: slog.NewTextHandler(os.Stderr, nil), n: notices}).With("dir", dir),
 		notices: notices,
 		status:  os.NewFile(statusFD, "shim-status"),
+		exited:  make(chan struct{}),
 	}
 	err := s.run(sigs)
 	if err != nil {
@@ -100,6 +102,12 @@ type supervisor struct {
 	spec *Spec
 	cmd  *exec.Cmd
 	pgid int
+	// order is the instance's place in its pod's stop order, nil when its
+	// spec has none (order.go).
+	order    *podOrder
+	stopOnce sync.Once
+	// exited is closed once the container's main process exited.
+	exited chan struct{}
 
 	mu sync.Mutex
 	// reaped is set just before the main process is reaped: from then on
@@ -130,6 +138,9 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	if err != nil {
 		return s.startFailed(err)
 	}
+	// Before the container starts, so that the pod's others never miss it.
+	s.order = s.joinPod(&spec)
+	defer s.order.leave()
 	// stdout, stderr: read ends, then write ends.
 	cmd, err := launch.Start(context.Background(), spec.Process, pipes[2], pipes[3])
 	// The child has its copies; ours would keep the pipes open for ever.
@@ -151,7 +162,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	go copyStream(pipes[1], crilog.NewWriter(sink, crilog.Stderr), s.log, copied)
 	go func() {
 		for sig := range sigs {
-			s.signal(sig.(syscall.Signal))
+			s.outside(sig.(syscall.Signal))
 		}
 	}()
 	go func() {
@@ -299,9 +310,12 @@ func (s *supervisor) finish(logFile *crilog.LogFile, sink *crilog.Sink, pipes []
 		s.log.Error("wait for the container", "err", err)
 	}
 	finishedAt := s.clock.Now()
+	close(s.exited)
 	// Orphans die with their container. The leader is a zombie until it is
 	// reaped below, so its group ID is still the container's.
 	s.signal(unix.SIGKILL)
+	// Gone: those of the pod that stop after it may go on.
+	s.order.leave()
 	launch.DrainPipes(s.clock, drainTimeout, s.log, pipes, copied)
 	for _, d := range sink.Unmarked() {
 		s.dropped(d)

@@ -66,6 +66,11 @@ type Spec struct {
 	// with it, even when it is SIGKILLed. Zero: the container outlives its
 	// agent, for the next one to adopt.
 	Tether int `json:"tether,omitempty"`
+	// Order is the container's place in its pod's stop order, which the
+	// shim keeps on its own when it is told to stop while no agent runs.
+	// Nil (a spec of an older agent): every signal the shim gets goes to
+	// the container at once.
+	Order *Order `json:"order,omitempty"`
 }
 
 // Mountpoint is a path the runtime created on the host to mount a volume on.
