@@ -283,7 +283,7 @@ func (p *Proc) wait(ch <-chan Event, what string, within time.Duration) Event {
 	case <-p.done:
 		p.t.Fatalf("the login1 stand-in exited while the test waited for %s:\n%s", what, p.stderr.String())
 	case <-timer.C:
-		p.t.Fatalf("no %s within %v", what, within)
+		p.t.Fatalf("timed out after %v waiting for %s", within, what)
 	}
 	return Event{}
 }
