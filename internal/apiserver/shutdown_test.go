@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/shutdown"
@@ -131,13 +132,19 @@ func TestShutdownEndpoint(t *testing.T) {
 	status(t, do(http.MethodPost, ShutdownPath, ""), http.StatusInternalServerError, metav1.StatusReasonInternalError)
 }
 
-// While the node shuts down, a new pod is refused as an admission refusal
-// is: 403 Forbidden, with the kubelet's message.
-func TestCreateWhileShuttingDownIsForbidden(t *testing.T) {
+// While the node shuts down, a new pod is rejected as the kubelet rejects
+// one at admission (its node shutdown manager's Admit, reported by
+// rejectPod): it is created, Failed with reason NodeShutdown — 201 with the
+// pod, as for a pod the node has no room for.
+func TestCreateWhileShuttingDownIsRejected(t *testing.T) {
 	e := newEnv(t)
 	e.agent.SetShuttingDown(true)
-	st := status(t, e.do(http.MethodPost, "/api/v1/namespaces/default/pods", "application/yaml", podYAML), http.StatusForbidden, metav1.StatusReasonForbidden)
-	if st.Message != `pods "web" is forbidden: Pod was rejected as the node is shutting down.` {
-		t.Errorf("message %q", st.Message)
+	r := e.do(http.MethodPost, "/api/v1/namespaces/default/pods", "application/yaml", podYAML)
+	if r.code != http.StatusCreated {
+		t.Fatalf("POST while shutting down: %d %s", r.code, r.body)
+	}
+	p := decodeAs[v1.Pod](t, r)
+	if p.Status.Phase != v1.PodFailed || p.Status.Reason != "NodeShutdown" || p.Status.Message != "Pod was rejected: Pod was rejected as the node is shutting down." {
+		t.Errorf("the pod: phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
 }

@@ -30,7 +30,7 @@ func newShutdownCommand(s Streams, api *apiOptions) *cobra.Command {
 		Short: "Shut the node down gracefully: terminate its pods by priority, as when the machine powers off",
 		Long: `Shutdown asks the running agent for the node shutdown logind would start when the
 machine powers off (for machines without logind, and for scripts): the agent
-refuses new pods, then terminates its pods by priority group, lowest first —
+rejects new pods, then terminates its pods by priority group, lowest first —
 each pod as a delete does (its defer containers, then its containers, then its
 sidecars in reverse), with the group's budget or its own grace period if
 shorter — each group once the previous one is terminated or out of budget.
@@ -42,9 +42,9 @@ The groups are the agent's --shutdown-grace-period (with
 shutdown in progress is left as it is. The shutdown is durable: an agent that
 restarts goes on with it, with the same deadlines.
 
-Until the machine reboots (or --cancel), the node refuses pods. After the
-reboot, the pods the shutdown terminated start again (serve), or stay Failed
-for their controllers (node). --wait returns once every group is over, which
+Until the machine reboots (or --cancel), the node rejects new pods (Failed,
+reason NodeShutdown). After the reboot, the pods the shutdown terminated start
+again (serve), or stay Failed for their controllers (node). --wait returns once every group is over, which
 is when the machine may go down; --status prints the last shutdown; --cancel
 calls it off: standalone pods already stopped start again.`,
 		Example: `  podward shutdown --wait

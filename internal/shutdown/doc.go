@@ -61,7 +61,7 @@
 //	         └─ budget 1 ───────────────────────┘
 //
 // The pods a shutdown terminates are those not terminated when it begins;
-// from Begin until a reboot or Cancel, the node refuses new pods (reason
+// from Begin until a reboot or Cancel, the node rejects new pods (reason
 // NodeShutdown, the kubelet's message). After a reboot the record is
 // dropped: the shutdown belonged to the previous boot.
 //

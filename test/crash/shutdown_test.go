@@ -2,7 +2,6 @@ package crash
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,17 +170,14 @@ func testShutdownInOrderByPriority(t *testing.T, rt bintest.Runtime) {
 		// serving exits 0 on SIGTERM: Succeeded stays Succeeded.
 		assertShutdownMarks(t, e.getPod(name), v1.PodSucceeded)
 	}
-	// The node refuses new pods until the reboot.
-	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "bash", Command: []string{rt.Bash, "-c", "sleep 100"}}}}}
-	other.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-	data, _ := json.Marshal(other)
-	path := filepath.Join(e.dir, "late.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
+	// The node rejects new pods until the reboot, as the kubelet's
+	// shutdown manager does at admission: Failed, reason NodeShutdown;
+	// nothing of them runs.
+	e.apply(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: v1.PodSpec{Containers: []v1.Container{e.container("app", serving("late"))}}})
+	if p := e.getPod("late"); p.Status.Phase != v1.PodFailed || p.Status.Reason != "NodeShutdown" || p.Status.Message != "Pod was rejected: Pod was rejected as the node is shutting down." {
+		t.Errorf("a pod applied while the node shuts down: phase %s reason %q message %q; want Failed, NodeShutdown", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
-	if _, err := e.cli("apply", "-f", path); err == nil || !strings.Contains(err.Error(), "Pod was rejected as the node is shutting down.") {
-		t.Errorf("apply while the node shuts down: %v", err)
-	}
+	e.assertCounts(map[string]int{"start late ": 0})
 	e.finish()
 }
 
