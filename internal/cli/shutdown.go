@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podward/podward/internal/client"
+	"github.com/podward/podward/internal/wire"
 )
 
 type shutdownOptions struct {
@@ -77,7 +77,7 @@ func runShutdown(ctx context.Context, s Streams, api *apiOptions, o shutdownOpti
 	}
 	c := api.client()
 	defer c.Close()
-	var st *client.NodeShutdown
+	var st *wire.NodeShutdown
 	var err error
 	switch {
 	case o.status:
@@ -116,7 +116,7 @@ func runShutdown(ctx context.Context, s Streams, api *apiOptions, o shutdownOpti
 	if err := printShutdown(s.Out, o.output, st); err != nil {
 		return err
 	}
-	if st.State == "Cancelled" {
+	if st.State == wire.ShutdownCancelled {
 		fmt.Fprintln(s.Err, "error: the node shutdown was cancelled")
 		return &ExitError{Code: ExitFailed}
 	}
@@ -125,7 +125,7 @@ func runShutdown(ctx context.Context, s Streams, api *apiOptions, o shutdownOpti
 
 // printShutdown prints a shutdown as JSON, or as text: its state, then
 // each group with its pods and their deadlines.
-func printShutdown(w io.Writer, output string, st *client.NodeShutdown) error {
+func printShutdown(w io.Writer, output string, st *wire.NodeShutdown) error {
 	if output == "json" {
 		b, err := json.MarshalIndent(st, "", "    ")
 		if err != nil {
@@ -134,7 +134,7 @@ func printShutdown(w io.Writer, output string, st *client.NodeShutdown) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	if st.State == "" {
+	if st.State == 0 {
 		_, err := fmt.Fprintln(w, "no node shutdown")
 		return err
 	}

@@ -65,6 +65,8 @@
 // NodeShutdown, the kubelet's message). After a reboot the record is
 // dropped: the shutdown belonged to the previous boot.
 //
-// It imports nothing of podward: the node (the agent) and the store are
+// It imports nothing of podward but internal/wire, where its Status, State
+// and Reason are declared once for the API server and the client (the
+// names here are aliases of those): the node (the agent) and the store are
 // injected through the Node and Store interfaces declared here.
 package shutdown

@@ -215,7 +215,7 @@ func (m *Manager) Done() <-chan struct{} {
 func (m *Manager) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.status.copy()
+	return copyStatus(m.status)
 }
 
 // ShutdownStatus is ErrShuttingDown from Begin until a Cancel (or the
@@ -514,7 +514,7 @@ func (r *runner) publish() {
 }
 
 // copy is a deep copy of the status.
-func (s Status) copy() Status {
+func copyStatus(s Status) Status {
 	c := s
 	c.Groups = nil
 	for _, g := range s.Groups {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/logind/logindtest"
+	"github.com/podward/podward/internal/wire"
 	"github.com/podward/podward/test/internal/bintest"
 )
 
@@ -107,7 +108,7 @@ func TestLogindShutdownAndCancel(t *testing.T) {
 	if !login.Held(1) {
 		t.Fatal("the lock was released while the first group's pods were still being stopped")
 	}
-	if st := e.shutdownStatus(); st.State != "Terminating" || st.Reason != "Logind" {
+	if st := e.shutdownStatus(); st.State != wire.ShutdownTerminating || st.Reason != wire.ShutdownReasonLogind {
 		t.Errorf("the shutdown while the defer container runs: %+v; want Terminating, reason Logind", st)
 	}
 	e.trigger("d")
@@ -115,7 +116,7 @@ func TestLogindShutdownAndCancel(t *testing.T) {
 	// Released only once every pod was done: each container recorded its
 	// stop before it exited, and the agent saw every exit before the end.
 	e.assertOrder("defer web-d", "done web-d", "stop web-app", "stop web-s2", "stop web-s1", "defer dns-d", "stop dns-app", "stop dns-s")
-	if st := e.shutdownStatus(); st.State != "Terminated" || st.Reason != "Logind" {
+	if st := e.shutdownStatus(); st.State != wire.ShutdownTerminated || st.Reason != wire.ShutdownReasonLogind {
 		t.Errorf("the shutdown once the lock is released: %+v; want Terminated", st)
 	}
 
@@ -131,7 +132,7 @@ func TestLogindShutdownAndCancel(t *testing.T) {
 			t.Errorf("%s app after the cancelled shutdown: restartCount %d, want 1", name, cs.RestartCount)
 		}
 	}
-	if st := e.shutdownStatus(); st.State != "Cancelled" {
+	if st := e.shutdownStatus(); st.State != wire.ShutdownCancelled {
 		t.Errorf("the shutdown after PrepareForShutdown(false): %+v; want Cancelled", st)
 	}
 	e.assertCounts(map[string]int{"defer web-d": 1, "stop web-app": 1, "stop web-s1": 1, "defer dns-d": 1, "stop dns-s": 1})
