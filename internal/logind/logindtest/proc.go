@@ -55,93 +55,114 @@ type Event struct {
 }
 
 // Serve runs the protocol for s until commands end: it reads commands
-// from commands and writes events to events. It returns the first error
-// writing an event or reading a command.
+// from commands and writes events to events. It returns the error reading
+// the commands, if any.
 func Serve(s *StandIn, commands io.Reader, events io.Writer) error {
-	var (
-		mu    sync.Mutex
-		locks []*Lock
-		enc   = json.NewEncoder(events)
-		wg    sync.WaitGroup
-	)
-	write := func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = enc.Encode(e)
-	}
+	sv := &server{s: s, enc: json.NewEncoder(events)}
 	stop := make(chan struct{})
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		sv.relay(stop)
+	}()
 	defer func() {
 		close(stop)
-		wg.Wait()
+		<-relayed
 	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case l := <-s.Inhibits:
-				mu.Lock()
-				locks = append(locks, l)
-				n := len(locks)
-				mu.Unlock()
-				write(Event{Kind: EventInhibit, Lock: n, Args: l.Args, Sender: l.Sender})
-			case <-s.Reloads:
-			case <-stop:
-				return
-			}
-		}
-	}()
-	lock := func(arg string) (*Lock, int, error) {
-		n, err := strconv.Atoi(arg)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil || n < 1 || n > len(locks) {
-			return nil, 0, fmt.Errorf("no lock %q", arg)
-		}
-		return locks[n-1], n, nil
-	}
-	write(Event{Kind: EventReady})
+	sv.write(Event{Kind: EventReady})
 	sc := bufio.NewScanner(commands)
 	for sc.Scan() {
-		verb, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-		var err error
-		switch verb {
-		case "emit":
-			var active bool
-			if active, err = strconv.ParseBool(arg); err == nil {
-				err = s.Emit(active)
-			}
-		case "drop":
-			var l *Lock
-			var n int
-			if l, n, err = lock(arg); err == nil {
-				err = l.Drop()
-			}
-			if err == nil {
-				go func() {
-					// Until the lock is released, or Close ends it.
-					if l.WaitReleased(0) == nil {
-						write(Event{Kind: EventReleased, Lock: n})
-					}
-				}()
-			}
-		case "held":
-			var l *Lock
-			var n int
-			if l, n, err = lock(arg); err == nil {
-				var held bool
-				if held, err = l.Held(); err == nil {
-					write(Event{Kind: EventHeld, Lock: n, Held: held})
-				}
-			}
-		default:
-			err = fmt.Errorf("unknown command %q", sc.Text())
-		}
-		if err != nil {
-			write(Event{Kind: EventError, Error: fmt.Sprintf("%s: %v", sc.Text(), err)})
+		if err := sv.command(strings.TrimSpace(sc.Text())); err != nil {
+			sv.write(Event{Kind: EventError, Error: fmt.Sprintf("%s: %v", sc.Text(), err)})
 		}
 	}
 	return sc.Err()
+}
+
+// server is Serve's state: the locks handed out so far, numbered from 1,
+// and the encoder of the events, under mu.
+type server struct {
+	s     *StandIn
+	mu    sync.Mutex
+	enc   *json.Encoder
+	locks []*Lock
+}
+
+// write writes one event; an error writing is the test's end.
+func (sv *server) write(e Event) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	_ = sv.enc.Encode(e)
+}
+
+// relay numbers and reports the locks Inhibit hands out, and drains the
+// reloads, until stop is closed.
+func (sv *server) relay(stop <-chan struct{}) {
+	for {
+		select {
+		case l := <-sv.s.Inhibits:
+			sv.mu.Lock()
+			sv.locks = append(sv.locks, l)
+			n := len(sv.locks)
+			sv.mu.Unlock()
+			sv.write(Event{Kind: EventInhibit, Lock: n, Args: l.Args, Sender: l.Sender})
+		case <-sv.s.Reloads:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// lock is the lock numbered arg.
+func (sv *server) lock(arg string) (*Lock, int, error) {
+	n, err := strconv.Atoi(arg)
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if err != nil || n < 1 || n > len(sv.locks) {
+		return nil, 0, fmt.Errorf("no lock %q", arg)
+	}
+	return sv.locks[n-1], n, nil
+}
+
+// command carries one command out.
+func (sv *server) command(line string) error {
+	verb, arg, _ := strings.Cut(line, " ")
+	switch verb {
+	case "emit":
+		active, err := strconv.ParseBool(arg)
+		if err != nil {
+			return err
+		}
+		return sv.s.Emit(active)
+	case "drop":
+		l, n, err := sv.lock(arg)
+		if err == nil {
+			err = l.Drop()
+		}
+		if err != nil {
+			return err
+		}
+		go func() {
+			// Until the lock is released, or Close ends the wait.
+			if l.WaitReleased(0) == nil {
+				sv.write(Event{Kind: EventReleased, Lock: n})
+			}
+		}()
+		return nil
+	case "held":
+		l, n, err := sv.lock(arg)
+		if err != nil {
+			return err
+		}
+		held, err := l.Held()
+		if err != nil {
+			return err
+		}
+		sv.write(Event{Kind: EventHeld, Lock: n, Held: held})
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q", line)
+	}
 }
 
 // Proc is the stand-in program run by a test, on a Bus, and the test's
