@@ -89,15 +89,7 @@ func TestLogindShutdownAndCancel(t *testing.T) {
 	}
 	// The defer container holds the shutdown until the test lets it go.
 	withDefer(t, web, e.container("d", "echo defer web-d >> {rec}; "+waitTrigger("d")+"; echo done web-d >> {rec}"))
-	dns := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns"},
-		Spec: v1.PodSpec{
-			PriorityClassName: "system-node-critical",
-			InitContainers:    []v1.Container{e.sidecar("s", serving("dns-s"))},
-			Containers:        []v1.Container{e.container("app", serving("dns-app"))},
-		},
-	}
-	withDefer(t, dns, e.container("d", "echo defer dns-d >> {rec}"))
+	dns := e.criticalPod("dns")
 	e.apply(web)
 	e.apply(dns)
 	e.waitPod("web", "condition=Ready", recordTimeout)

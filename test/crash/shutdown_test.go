@@ -99,6 +99,22 @@ func assertShutdownMarks(t *testing.T, p *v1.Pod, phase v1.PodPhase) {
 	}
 }
 
+// criticalPod is the critical pod of the shutdown tests (priority class
+// system-node-critical: the last group), each container of it recording
+// itself: a sidecar NAME-s, a main NAME-app, a defer container NAME-d.
+func (e *env) criticalPod(name string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PodSpec{
+			PriorityClassName: "system-node-critical",
+			InitContainers:    []v1.Container{e.sidecar("s", serving(name+"-s"))},
+			Containers:        []v1.Container{e.container("app", serving(name+"-app"))},
+		},
+	}
+	withDefer(e.t, p, e.container("d", "echo defer "+name+"-d >> {rec}"))
+	return p
+}
+
 func groupPods(g wire.NodeShutdownGroup) map[string]int64 {
 	m := map[string]int64{}
 	for _, p := range g.Pods {
@@ -133,15 +149,7 @@ func testShutdownInOrderByPriority(t *testing.T, rt bintest.Runtime) {
 		},
 	}
 	withDefer(t, job, e.container("d", "echo defer job-d >> {rec}"))
-	dns := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns"},
-		Spec: v1.PodSpec{
-			PriorityClassName: "system-node-critical",
-			InitContainers:    []v1.Container{e.sidecar("s", serving("dns-s"))},
-			Containers:        []v1.Container{e.container("app", serving("dns-app"))},
-		},
-	}
-	withDefer(t, dns, e.container("d", "echo defer dns-d >> {rec}"))
+	dns := e.criticalPod("dns")
 	for _, p := range []*v1.Pod{web, job, dns} {
 		e.apply(p)
 	}
