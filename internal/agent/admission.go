@@ -19,10 +19,12 @@ const DefaultMaxPods = 110
 // ErrRejected is matched (errors.Is) by every *RejectedError.
 var ErrRejected = errors.New("pod rejected")
 
-// RejectedError is a valid pod the node has no room for. Reason and Message
-// are the kubelet's for the same refusal (pkg/kubelet/lifecycle/
-// predicate.go): reason OutOfpods, message "Node didn't have enough
-// resource: pods, requested: 1, used: 110, capacity: 110". It matches
+// RejectedError is a valid pod the node does not admit: it has no room for
+// it (OutOfPods), or it shuts down (NodeShutdownRejection). Reason and
+// Message are the kubelet's for the same admission failure, which it
+// reports as it reports every one (kubelet.go, rejectPod): the pod Failed,
+// with that reason. In the pod API of serve the pod is recorded so (see
+// Status); Sync returns the error, for its source to report. It matches
 // ErrRejected.
 type RejectedError struct {
 	Reason  events.Reason
@@ -49,12 +51,37 @@ func (e *RejectedError) Status(pod *v1.Pod) v1.PodStatus {
 	}
 }
 
-// OutOfPods is the refusal of a pod when used of capacity pods are active.
+// OutOfPods is the rejection of a pod when used of capacity pods are
+// active: the kubelet's (pkg/kubelet/lifecycle/predicate.go), reason
+// OutOfpods, message "Node didn't have enough resource: pods, requested: 1,
+// used: 110, capacity: 110".
 func OutOfPods(used, capacity int) *RejectedError {
 	return &RejectedError{
 		Reason:  events.OutOfPods,
 		Message: fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", used, capacity),
 	}
+}
+
+// NodeShutdownRejection is the rejection of a pod while the node shuts
+// down: the kubelet's node shutdown manager's (pkg/kubelet/nodeshutdown/
+// nodeshutdown_manager.go, Admit), reason NodeShutdown.
+func NodeShutdownRejection() *RejectedError {
+	return &RejectedError{Reason: events.NodeShutdown, Message: "Pod was rejected as the node is shutting down."}
+}
+
+// admitLocked is nil when the node admits one more pod now, else the
+// rejection. The room comes first, then the shutdown, in the order of the
+// kubelet's admit handlers (kubelet.go, NewMainKubelet: the predicate
+// handler before the shutdown manager's); the first that fails is the
+// pod's rejection. a.mu must be held.
+func (a *Agent) admitLocked() *RejectedError {
+	if why := a.roomLocked(); why != nil {
+		return why
+	}
+	if a.shuttingDown {
+		return NodeShutdownRejection()
+	}
+	return nil
 }
 
 // roomLocked is nil when the node can take one more pod, else the refusal.
@@ -82,13 +109,23 @@ func (a *Agent) roomLocked() *RejectedError {
 }
 
 // isRejected says whether the pod was rejected at admission: the agent
-// recorded it with the status of its rejection, and nothing of it ever ran.
-// Such a pod has no worker, is Failed for good, and is removed at once when
-// deleted. The agent clears the status of every pod it creates, so a
-// manifest cannot make a pod look rejected; the store keeps the status, so
-// a rejected pod stays rejected across a restart.
+// recorded it with the status of its rejection (a RejectedError's reason),
+// and nothing of it ever ran. Such a pod has no worker, is Failed for good
+// — also after a reboot, as a pod the kubelet rejected stays Failed in the
+// API server — and is removed at once when deleted. The agent clears the
+// status of every pod it creates, so a manifest cannot make a pod look
+// rejected; the store keeps the status, so a rejected pod stays rejected
+// across a restart. (A pod a node shutdown terminated is Failed with
+// reason Terminated, not NodeShutdown.)
 func isRejected(p *model.Pod) bool {
-	return p.Status.Phase == v1.PodFailed && p.Status.Reason == string(events.OutOfPods)
+	if p.Status.Phase != v1.PodFailed {
+		return false
+	}
+	switch events.Reason(p.Status.Reason) {
+	case events.OutOfPods, events.NodeShutdown:
+		return true
+	}
+	return false
 }
 
 // reject records that pod was rejected, in its own status (the agent owns
@@ -101,7 +138,7 @@ func reject(pod *model.Pod, why *RejectedError) {
 // event with the reason and the message (without the status's "Pod was
 // rejected: ").
 func (a *Agent) recordRejection(pod *model.Pod) {
-	a.log.Info("rejected a pod: the node has no room for it", "pod", pod.Key(), "podUID", pod.UID, "reason", pod.Status.Reason)
+	a.log.Info("rejected a pod at admission", "pod", pod.Key(), "podUID", pod.UID, "reason", pod.Status.Reason)
 	msg := strings.TrimPrefix(pod.Status.Message, rejectedPrefix)
 	a.recorder.Eventf(pod, "", events.Warning, events.Reason(pod.Status.Reason), "%s", msg)
 }

@@ -63,8 +63,9 @@ type Config struct {
 	KeepTerminatedPodLogs time.Duration
 	// MaxPods is how many pods the agent runs at once, as the kubelet's
 	// --max-pods (0: DefaultMaxPods). A pod created beyond it is rejected
-	// (RejectedError): in the pod API it is Failed with reason OutOfpods;
-	// Sync returns the refusal to its caller.
+	// (RejectedError, as one created while the node shuts down): in the
+	// pod API it is Failed with reason OutOfpods; Sync returns the
+	// rejection to its caller.
 	MaxPods int
 	// Store, when set, makes the agent durable: pods, their workers'
 	// checkpoints and events survive a restart (see Recover).
@@ -272,9 +273,6 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	if err := a.Admit(pod); err != nil {
 		return nil, err
 	}
-	if err := a.refusal(); err != nil {
-		return nil, err
-	}
 	a.mu.Lock()
 	if e := a.lookupLocked(pod.Namespace, pod.Name); e != nil {
 		a.mu.Unlock()
@@ -290,14 +288,15 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 
 // addLocked gives pod its identity and records it; a.mu must be held. As
 // the API server does on create, the status written in the manifest is
-// dropped. A pod the node has no room for is recorded rejected (see
-// isRejected); launch then starts nothing of it.
+// dropped. A pod the node does not admit now (admitLocked: no room, or the
+// node shuts down) is recorded rejected (see isRejected); launch then
+// starts nothing of it.
 func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
 	pod.Status = v1.PodStatus{}
-	if why := a.roomLocked(); why != nil {
+	if why := a.admitLocked(); why != nil {
 		reject(pod, why)
 	}
 	a.recordLocked(pod)
@@ -312,8 +311,8 @@ func (a *Agent) recordLocked(pod *model.Pod) {
 // Sync hands the agent a pod that another source owns — in cluster mode
 // the API server, which gave it its UID and node. A pod it does not know is
 // admitted and started (InvalidError when it cannot run here, RejectedError
-// when the node has no room for it: nothing is recorded then, the source
-// reports the rejection); one it knows is left as it is: a pod's spec does not change, and its deletion
+// when the node does not admit it now — no room, or it shuts down: nothing
+// is recorded then, the source reports the rejection); one it knows is left as it is: a pod's spec does not change, and its deletion
 // comes through Delete. Pods are told apart by UID only: a pod deleted and
 // created again under the same name is another pod.
 func (a *Agent) Sync(pod *model.Pod) error {
@@ -327,15 +326,12 @@ func (a *Agent) Sync(pod *model.Pod) error {
 	if err := a.Admit(pod); err != nil {
 		return err
 	}
-	if err := a.refusal(); err != nil {
-		return err
-	}
 	a.mu.Lock()
 	if a.knownLocked(pod.UID) {
 		a.mu.Unlock()
 		return nil
 	}
-	if why := a.roomLocked(); why != nil {
+	if why := a.admitLocked(); why != nil {
 		a.mu.Unlock()
 		return why
 	}

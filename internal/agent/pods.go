@@ -85,21 +85,18 @@ func (a *Agent) ListPods(ns string) []*v1.Pod {
 }
 
 // Apply creates the pod, or replaces the pod of the same namespace/name
-// when its spec changed, or does nothing when it did not.
+// when its spec changed, or does nothing when it did not. A pod it creates
+// — the replacement too, once the old pod is gone — that the node does not
+// admit then is recorded rejected, as by Create.
 func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 	model.Default(pod)
 	if err := a.Admit(pod); err != nil {
 		return nil, 0, err
 	}
 	pod.Spec.NodeName = a.cfg.NodeName
-	refused := a.refusal()
 	a.mu.Lock()
 	e := a.lookupLocked(pod.Namespace, pod.Name)
 	if e == nil {
-		if refused != nil {
-			a.mu.Unlock()
-			return nil, 0, refused
-		}
 		a.addLocked(pod)
 		a.mu.Unlock()
 		if err := a.launch(pod); err != nil {
@@ -117,10 +114,6 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 		a.mu.Unlock()
 		p, _, err := a.Get(e.pod.UID)
 		return p, Unchanged, err
-	}
-	if refused != nil {
-		a.mu.Unlock()
-		return nil, 0, refused
 	}
 	e.replacement = pod
 	old := e.pod.UID

@@ -15,7 +15,7 @@ import (
 
 // The agent's side of a node shutdown: internal/shutdown's manager drives
 // it through these methods (its Node interface). While the node shuts
-// down, new pods are refused; the manager kills the pods group by group
+// down, new pods are rejected (NodeShutdownRejection); the manager kills the pods group by group
 // (KillForShutdown) and waits for them (WaitTerminated). With
 // Config.RestartShutdownPods (standalone mode), a pod the shutdown
 // terminated starts again, under its UID, as soon as the node no longer
@@ -23,42 +23,9 @@ import (
 // (Recover); in cluster mode it stays terminated, Failed, for its
 // controller to replace.
 
-// ErrRefused is matched by every *RefusedError.
-var ErrRefused = errors.New("pod refused")
-
-// RefusedError is a pod the node does not take now, whatever it asks: the
-// kubelet's admission refusal, with its reason and message. It matches
-// ErrRefused.
-type RefusedError struct {
-	Reason  string
-	Message string
-}
-
-func (e *RefusedError) Error() string { return e.Message }
-
-// Is makes errors.Is(err, ErrRefused) true.
-func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
-
-// The kubelet's refusal of a pod while its node shuts down
-// (pkg/kubelet/nodeshutdown/nodeshutdown_manager.go, Admit).
-const (
-	ReasonNodeShutdown        = "NodeShutdown"
-	messageNodeShutdownRefuse = "Pod was rejected as the node is shutting down."
-)
-
-// refusal is the error a new pod gets now: a *RefusedError while the node
-// shuts down, nil otherwise.
-func (a *Agent) refusal() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.shuttingDown {
-		return &RefusedError{Reason: ReasonNodeShutdown, Message: messageNodeShutdownRefuse}
-	}
-	return nil
-}
-
 // SetShuttingDown says whether the node shuts down: while it does, new pods
-// are refused (Create, Apply, Sync). When it no longer does, the pods a node
+// are rejected (NodeShutdownRejection: recorded Failed by Create, Apply and
+// an apply's replacement, returned by Sync). When it no longer does, the pods a node
 // shutdown terminated start again (Config.RestartShutdownPods), each once
 // its worker is done.
 func (a *Agent) SetShuttingDown(on bool) {
@@ -77,14 +44,15 @@ func (a *Agent) SetShuttingDown(on bool) {
 }
 
 // ActivePods returns the pods a node shutdown terminates: every pod the
-// agent knows whose worker has not terminated it. The caller owns them.
+// agent knows whose worker has not terminated it, but the pods rejected at
+// admission, which never ran (and have no worker). The caller owns them.
 func (a *Agent) ActivePods() []*v1.Pod {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []*v1.Pod
 	for _, m := range []map[types.UID]*entry{a.pods, a.forced} {
 		for uid, e := range m {
-			if !a.workers.IsPodKnownTerminated(uid) {
+			if !isRejected(e.pod) && !a.workers.IsPodKnownTerminated(uid) {
 				out = append(out, e.pod.Pod.DeepCopy())
 			}
 		}

@@ -75,43 +75,89 @@ func (n *node) waitRunningAgain(name string, restarts int32) *v1.Pod {
 	return got
 }
 
+// waitEvent waits until pod name (in default) has an event with reason
+// whose message contains msg.
+func (n *node) waitEvent(name, reason, msg string) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := n.a.WatchEvents(ctx, "default") // before the look: nothing is missed
+	for !hasEvent(n.a.ListEvents("default", name), reason, msg) {
+		if _, ok := <-w; !ok {
+			n.t.Fatalf("timed out waiting for the %s event %q of pod %s", reason, msg, name)
+		}
+	}
+}
+
 func hasEvent(evs []v1.Event, reason, msg string) bool {
 	return slices.ContainsFunc(evs, func(e v1.Event) bool { return e.Reason == reason && strings.Contains(e.Message, msg) })
 }
 
-// While the node shuts down it refuses new pods with the kubelet's reason
-// and message, and takes them again once it no longer does; an apply that
-// changes nothing is no new pod.
-func TestShuttingDownRefusesNewPods(t *testing.T) {
+// While the node shuts down it rejects new pods as the kubelet's shutdown
+// manager does (pkg/kubelet/nodeshutdown/nodeshutdown_manager.go, Admit,
+// reported by kubelet.go's rejectPod as every admission failure): Create
+// and Apply record them Failed with reason NodeShutdown and a warning
+// event — an apply's replacement too, once the old pod is gone — and Sync
+// returns the rejection. None of them is a pod a shutdown terminates, and
+// they stay rejected once the node no longer shuts down, when new pods are
+// admitted again. An apply that changes nothing is no new pod.
+func TestShuttingDownRejectsNewPods(t *testing.T) {
 	n := newNode(t)
 	if _, _, err := n.a.Apply(decode(t, manifest)); err != nil {
 		t.Fatal(err)
 	}
 	n.a.SetShuttingDown(true)
-	other := strings.Replace(manifest, "name: web", "name: other", 1)
-	var refused *RefusedError
-	if _, err := n.a.Create(decode(t, other)); !errors.As(err, &refused) || !errors.Is(err, ErrRefused) ||
-		refused.Reason != "NodeShutdown" || refused.Message != "Pod was rejected as the node is shutting down." {
+	named := func(name string) string { return strings.Replace(manifest, "name: web", "name: "+name, 1) }
+	const msg = "Pod was rejected as the node is shutting down."
+	isRejected := func(name string) bool {
+		p, err := n.a.GetPod("default", name)
+		return err == nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "NodeShutdown" && p.Status.Message == "Pod was rejected: "+msg
+	}
+	wantRejected := func(name string) {
+		t.Helper()
+		if p, err := n.a.GetPod("default", name); !isRejected(name) {
+			t.Errorf("pod %s: %v, %+v; want Failed, NodeShutdown, the kubelet's message", name, err, p)
+		}
+		if !hasEvent(n.a.ListEvents("default", name), "NodeShutdown", msg) {
+			t.Errorf("pod %s: no NodeShutdown event %q: %+v", name, msg, n.a.ListEvents("default", name))
+		}
+	}
+	if _, err := n.a.Create(decode(t, named("other"))); err != nil {
 		t.Fatalf("Create while shutting down: %v", err)
 	}
-	if _, _, err := n.a.Apply(decode(t, other)); !errors.Is(err, ErrRefused) {
-		t.Errorf("Apply of a new pod: %v", err)
+	wantRejected("other")
+	if _, res, err := n.a.Apply(decode(t, named("third"))); err != nil || res != Created {
+		t.Fatalf("Apply of a new pod: %v %v", res, err)
 	}
-	if _, _, err := n.a.Apply(decode(t, strings.Replace(manifest, `"100"`, `"200"`, 1))); !errors.Is(err, ErrRefused) {
-		t.Errorf("Apply of a changed pod (a replacement): %v", err)
-	}
+	wantRejected("third")
 	if _, res, err := n.a.Apply(decode(t, manifest)); err != nil || res != Unchanged {
 		t.Errorf("Apply of the same pod: %v %v", res, err)
 	}
-	synced := decode(t, other)
+	if _, res, err := n.a.Apply(decode(t, strings.Replace(manifest, `"100"`, `"200"`, 1))); err != nil || res != Replaced {
+		t.Fatalf("Apply of a changed pod (a replacement): %v %v", res, err)
+	}
+	// The replacement is recorded, then its events: wait for its last.
+	n.waitEvent("web", "NodeShutdown", msg)
+	wantRejected("web")
+	synced := decode(t, named("synced"))
 	synced.UID = "api-uid"
-	if err := n.a.Sync(synced); !errors.Is(err, ErrRefused) {
+	var rejected *RejectedError
+	if err := n.a.Sync(synced); !errors.As(err, &rejected) || !errors.Is(err, ErrRejected) || rejected.Reason != "NodeShutdown" || rejected.Message != msg {
 		t.Errorf("Sync of a new pod: %v", err)
 	}
+	if n.a.Known("api-uid") {
+		t.Error("Sync recorded the pod it rejected")
+	}
+	if active := n.a.ActivePods(); len(active) != 0 {
+		t.Errorf("ActivePods lists %d pods; the rejected ones never ran", len(active))
+	}
+
 	n.a.SetShuttingDown(false)
-	if _, err := n.a.Create(decode(t, other)); err != nil {
+	if _, err := n.a.Create(decode(t, named("fourth"))); err != nil {
 		t.Errorf("Create once the node no longer shuts down: %v", err)
 	}
+	n.waitPod("default", "fourth", func(err error, running bool) bool { return err == nil && running })
+	wantRejected("other")
 }
 
 // A pod the shutdown terminated is kept, marked as the kubelet marks it;

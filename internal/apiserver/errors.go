@@ -93,10 +93,6 @@ func statusFor(err error, name string) *apierrors.StatusError {
 		return apierrors.NewNotFound(podsResource, name)
 	case errors.Is(err, agent.ErrAlreadyExists):
 		return apierrors.NewAlreadyExists(podsResource, name)
-	case errors.Is(err, agent.ErrRefused):
-		// An admission refusal (the node shuts down), as the API server
-		// answers one: 403.
-		return apierrors.NewForbidden(podsResource, name, err)
 	case errors.As(err, &bad):
 		return apierrors.NewBadRequest(bad.Message)
 	case errors.Is(err, model.ErrInvalidManifest):

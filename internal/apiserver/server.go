@@ -16,6 +16,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/wire"
 )
 
 // Pods is the pod API of the agent.
@@ -118,7 +119,7 @@ func NewShutdownOnly(sh NodeShutdown, log *slog.Logger) *Server {
 // handleCommon registers what every server serves: the node shutdown,
 // /healthz, and a 404 for anything else.
 func (s *Server) handleCommon() {
-	s.handle(ShutdownPath, route{http.MethodGet: s.getShutdown, http.MethodPost: s.beginShutdown, http.MethodDelete: s.cancelShutdown})
+	s.handle(wire.ShutdownPath, route{http.MethodGet: s.getShutdown, http.MethodPost: s.beginShutdown, http.MethodDelete: s.cancelShutdown})
 	s.handle("/healthz", route{http.MethodGet: s.healthz})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFoundPath)

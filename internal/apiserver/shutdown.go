@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/shutdown"
+	"github.com/podward/podward/internal/wire"
 )
 
 // NodeShutdown is the node shutdown manager as the API serves it: `podward
@@ -25,21 +26,8 @@ type NodeShutdown interface {
 	Status() shutdown.Status
 }
 
-// ShutdownPath is the node shutdown's endpoint, podward's own (Kubernetes
-// has none): GET its status (wait=true: once the shutdown is over), POST
-// to begin one, DELETE to cancel it.
-const ShutdownPath = "/podward/v1/shutdown"
-
-// ShutdownRequest is the body of POST ShutdownPath; empty is the
-// configured budgets.
-type ShutdownRequest struct {
-	// GracePeriodSeconds, when set and positive, bounds the whole
-	// shutdown: the groups shrink in proportion to fit (0 or unset: the
-	// configured budgets).
-	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
-}
-
-// WithShutdown serves sh on ShutdownPath; without it the path answers 404.
+// WithShutdown serves sh on wire.ShutdownPath (podward's own endpoint:
+// Kubernetes has none); without it the path answers 404.
 // It is called before Serve.
 func (s *Server) WithShutdown(sh NodeShutdown) *Server {
 	s.shutdown = sh
@@ -51,7 +39,7 @@ var errNoShutdown = &apierrors.StatusError{ErrStatus: metav1.Status{
 	Message: "this agent has no node shutdown",
 }}
 
-// getShutdown serves GET ShutdownPath: the last shutdown's status; with
+// getShutdown serves GET wire.ShutdownPath: the last shutdown's status; with
 // wait=true, once it is over (every group done, or cancelled), or at once
 // when none began.
 func (s *Server) getShutdown(w http.ResponseWriter, r *http.Request) error {
@@ -84,7 +72,7 @@ func (s *Server) getShutdown(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-// beginShutdown serves POST ShutdownPath: 202 with the shutdown begun (or
+// beginShutdown serves POST wire.ShutdownPath: 202 with the shutdown begun (or
 // the one in progress: a second POST changes nothing).
 func (s *Server) beginShutdown(w http.ResponseWriter, r *http.Request) error {
 	if s.shutdown == nil {
@@ -94,7 +82,7 @@ func (s *Server) beginShutdown(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req ShutdownRequest
+	var req wire.ShutdownRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
@@ -120,7 +108,7 @@ func (s *Server) beginShutdown(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusAccepted, s.shutdown.Status())
 }
 
-// cancelShutdown serves DELETE ShutdownPath: the shutdown in progress is
+// cancelShutdown serves DELETE wire.ShutdownPath: the shutdown in progress is
 // called off; 200 with its status (also when there was none).
 func (s *Server) cancelShutdown(w http.ResponseWriter, r *http.Request) error {
 	if s.shutdown == nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podward/podward/internal/client"
+	"github.com/podward/podward/internal/wire"
 )
 
 type shutdownOptions struct {
@@ -30,7 +30,7 @@ func newShutdownCommand(s Streams, api *apiOptions) *cobra.Command {
 		Short: "Shut the node down gracefully: terminate its pods by priority, as when the machine powers off",
 		Long: `Shutdown asks the running agent for the node shutdown logind would start when the
 machine powers off (for machines without logind, and for scripts): the agent
-refuses new pods, then terminates its pods by priority group, lowest first —
+rejects new pods, then terminates its pods by priority group, lowest first —
 each pod as a delete does (its defer containers, then its containers, then its
 sidecars in reverse), with the group's budget or its own grace period if
 shorter — each group once the previous one is terminated or out of budget.
@@ -42,9 +42,9 @@ The groups are the agent's --shutdown-grace-period (with
 shutdown in progress is left as it is. The shutdown is durable: an agent that
 restarts goes on with it, with the same deadlines.
 
-Until the machine reboots (or --cancel), the node refuses pods. After the
-reboot, the pods the shutdown terminated start again (serve), or stay Failed
-for their controllers (node). --wait returns once every group is over, which
+Until the machine reboots (or --cancel), the node rejects new pods (Failed,
+reason NodeShutdown). After the reboot, the pods the shutdown terminated start
+again (serve), or stay Failed for their controllers (node). --wait returns once every group is over, which
 is when the machine may go down; --status prints the last shutdown; --cancel
 calls it off: standalone pods already stopped start again.`,
 		Example: `  podward shutdown --wait
@@ -77,7 +77,7 @@ func runShutdown(ctx context.Context, s Streams, api *apiOptions, o shutdownOpti
 	}
 	c := api.client()
 	defer c.Close()
-	var st *client.NodeShutdown
+	var st *wire.NodeShutdown
 	var err error
 	switch {
 	case o.status:
@@ -116,7 +116,7 @@ func runShutdown(ctx context.Context, s Streams, api *apiOptions, o shutdownOpti
 	if err := printShutdown(s.Out, o.output, st); err != nil {
 		return err
 	}
-	if st.State == "Cancelled" {
+	if st.State == wire.ShutdownCancelled {
 		fmt.Fprintln(s.Err, "error: the node shutdown was cancelled")
 		return &ExitError{Code: ExitFailed}
 	}
@@ -125,7 +125,7 @@ func runShutdown(ctx context.Context, s Streams, api *apiOptions, o shutdownOpti
 
 // printShutdown prints a shutdown as JSON, or as text: its state, then
 // each group with its pods and their deadlines.
-func printShutdown(w io.Writer, output string, st *client.NodeShutdown) error {
+func printShutdown(w io.Writer, output string, st *wire.NodeShutdown) error {
 	if output == "json" {
 		b, err := json.MarshalIndent(st, "", "    ")
 		if err != nil {
@@ -134,7 +134,7 @@ func printShutdown(w io.Writer, output string, st *client.NodeShutdown) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	if st.State == "" {
+	if st.State == 0 {
 		_, err := fmt.Fprintln(w, "no node shutdown")
 		return err
 	}

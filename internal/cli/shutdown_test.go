@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podward/podward/internal/client"
+	"github.com/podward/podward/internal/wire"
 )
 
 func TestPrintShutdown(t *testing.T) {
@@ -14,13 +14,13 @@ func TestPrintShutdown(t *testing.T) {
 		v := time.Date(2026, 3, 1, 12, 0, 0, 0, time.Local).Add(time.Duration(s * float64(time.Second)))
 		return &v
 	}
-	st := &client.NodeShutdown{
-		State: "Terminating", Reason: "API", BeganAt: at(0),
-		Groups: []client.NodeShutdownGroup{
-			{Priority: 0, Budget: "20s", StartedAt: at(0), EndedAt: at(1.5), Pods: []client.NodeShutdownPod{
+	st := &wire.NodeShutdown{
+		State: wire.ShutdownTerminating, Reason: wire.ShutdownReasonAPI, BeganAt: at(0),
+		Groups: []wire.NodeShutdownGroup{
+			{Priority: 0, Budget: "20s", StartedAt: at(0), EndedAt: at(1.5), Pods: []wire.NodeShutdownPod{
 				{Namespace: "default", Name: "web", GracePeriodSeconds: 20, Deadline: at(20)},
 			}},
-			{Priority: 2000000000, Budget: "10s", Pods: []client.NodeShutdownPod{{Namespace: "kube-system", Name: "dns", GracePeriodSeconds: 10}}},
+			{Priority: 2000000000, Budget: "10s", Pods: []wire.NodeShutdownPod{{Namespace: "kube-system", Name: "dns", GracePeriodSeconds: 10}}},
 		},
 	}
 	var b bytes.Buffer
@@ -37,7 +37,7 @@ func TestPrintShutdown(t *testing.T) {
 		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := printShutdown(&b, "", &client.NodeShutdown{}); err != nil || b.String() != "no node shutdown\n" {
+	if err := printShutdown(&b, "", &wire.NodeShutdown{}); err != nil || b.String() != "no node shutdown\n" {
 		t.Errorf("no shutdown: %q %v", b.String(), err)
 	}
 	b.Reset()

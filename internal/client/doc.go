@@ -16,6 +16,7 @@
 // is not a stream has its own timeout (DefaultTimeout); streams (watches,
 // followed logs) last until their ctx ends or the agent ends them.
 //
-// It imports only the Kubernetes API types, the standard library and
-// internal/sockdir, not the server or the agent.
+// It imports only the Kubernetes API types, the standard library,
+// internal/sockdir and internal/wire (podward's own wire types: the node
+// shutdown's), not the server or the agent.
 package client

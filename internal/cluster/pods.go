@@ -248,7 +248,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 	if err == nil {
 		err = p.cfg.Agent.Sync(mp)
 	}
-	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRejected) || errors.Is(err, agent.ErrRefused) {
+	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRejected) {
 		return p.reject(ctx, pod, err)
 	}
 	return err
@@ -303,25 +303,20 @@ func restoreLegacyInitContainers(pod *v1.Pod) {
 	}
 }
 
-// reject marks a pod this node cannot run, or does not take now, as Failed,
-// as the kubelet does for pods it rejects at admission (kubelet.go,
+// reject marks a pod this node cannot run, or does not admit now, as
+// Failed, as the kubelet does for pods it rejects at admission (kubelet.go,
 // rejectPod: the status message "Pod was rejected: " and the admission's
-// message): a pod the node has no room for with the kubelet's reason and
-// message (agent.RejectedError, whose message the event has without the
-// status's "Pod was rejected: "), one refused while the node shuts down
-// with its reason (agent.RefusedError), any other with ReasonUnsupported.
+// message): a pod the node does not admit (agent.RejectedError: no room, or
+// the node shuts down) with the kubelet's reason and message, which the
+// event has without the status's "Pod was rejected: ", any other with
+// ReasonUnsupported.
 func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
 	p.log.Info("rejecting a pod this node cannot run", "pod", pod.Namespace+"/"+pod.Name, "err", cause)
 	msg := fmt.Sprintf("Pod was rejected: %v", cause)
 	st := v1.PodStatus{Phase: v1.PodFailed, Reason: ReasonUnsupported, Message: msg}
-	var noRoom *agent.RejectedError
-	var refused *agent.RefusedError
-	switch {
-	case errors.As(cause, &noRoom):
-		st, msg = noRoom.Status(pod), noRoom.Message
-	case errors.As(cause, &refused):
-		msg = "Pod was rejected: " + refused.Message
-		st.Reason, st.Message = refused.Reason, msg
+	var rejected *agent.RejectedError
+	if errors.As(cause, &rejected) {
+		st, msg = rejected.Status(pod), rejected.Message
 	}
 	if err := p.patchStatus(ctx, pod.Namespace, pod.Name, pod.UID, st); err != nil {
 		return err

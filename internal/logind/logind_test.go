@@ -13,6 +13,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"go.uber.org/goleak"
+
+	"github.com/podward/podward/internal/logind/logindtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -50,15 +52,15 @@ func run(t *testing.T, budget time.Duration, dropInDir string) *harness {
 // lockTaken waits for the watcher to take a lock from s and to say so,
 // then drops the stand-in's copy of its fd: from then on the watcher's
 // copy alone holds the lock.
-func (h *harness) lockTaken(s *standIn) *heldLock {
+func (h *harness) lockTaken(s *logindtest.StandIn) *logindtest.Lock {
 	h.t.Helper()
-	l := waitFor(h.t, s.inhibits, "an Inhibit call")
+	l := waitFor(h.t, s.Inhibits, "an Inhibit call")
 	h.locks++
 	h.logs.wait(h.t, "took logind's delay inhibitor lock", h.locks)
-	if err := l.w.Close(); err != nil {
+	if err := l.Drop(); err != nil {
 		h.t.Fatal(err)
 	}
-	if !l.held(h.t) {
+	if !held(h.t, l) {
 		h.t.Fatal("the lock was released as soon as it was taken")
 	}
 	return l
@@ -75,30 +77,30 @@ func TestLockHeldDuringTheShutdownAndTakenAgainAfterACancel(t *testing.T) {
 	h := run(t, 30*time.Second, dropIns)
 
 	l1 := h.lockTaken(login)
-	if want := []string{"shutdown", "podward", inhibitWhy, "delay"}; !slices.Equal(l1.args, want) {
-		t.Fatalf("Inhibit%q, want Inhibit%q", l1.args, want)
+	if want := []string{"shutdown", "podward", inhibitWhy, "delay"}; !slices.Equal(l1.Args, want) {
+		t.Fatalf("Inhibit%q, want Inhibit%q", l1.Args, want)
 	}
 
-	login.emit(true)
+	emit(t, login, true)
 	if grace := waitFor(t, h.shut.begins, "the node shutdown"); grace != 30*time.Second {
 		t.Fatalf("Begin(grace %v), want the budget, 30s", grace)
 	}
-	if !l1.held(t) {
+	if !held(t, l1) {
 		t.Fatal("the lock was released before the node shutdown was done")
 	}
 	h.shut.finish()
-	l1.waitReleased(t)
+	waitReleased(t, l1)
 	h.logs.wait(t, "the node shutdown is done: released logind's lock", 1)
 
-	login.emit(false)
+	emit(t, login, false)
 	waitFor(t, h.shut.cancels, "the node shutdown's cancellation")
 	l2 := h.lockTaken(login)
 
 	// The second lock works as the first.
-	login.emit(true)
+	emit(t, login, true)
 	waitFor(t, h.shut.begins, "the second node shutdown")
 	h.shut.finish()
-	l2.waitReleased(t)
+	waitReleased(t, l2)
 
 	if entries, err := os.ReadDir(dropIns); err != nil || len(entries) != 0 {
 		t.Fatalf("logind's delay was long enough, yet the drop-in directory has %v (%v)", entries, err)
@@ -113,19 +115,19 @@ func TestCancelDuringTheShutdownKeepsTheLock(t *testing.T) {
 	h := run(t, 30*time.Second, t.TempDir())
 	l1 := h.lockTaken(login)
 
-	login.emit(true)
+	emit(t, login, true)
 	waitFor(t, h.shut.begins, "the node shutdown")
-	login.emit(false)
+	emit(t, login, false)
 	waitFor(t, h.shut.cancels, "the node shutdown's cancellation")
-	if !l1.held(t) {
+	if !held(t, l1) {
 		t.Fatal("a cancelled shutdown released the lock")
 	}
 
-	login.emit(true)
+	emit(t, login, true)
 	waitFor(t, h.shut.begins, "the second node shutdown")
 	h.shut.finish()
-	l1.waitReleased(t)
-	if !nothingIn(login.inhibits) {
+	waitReleased(t, l1)
+	if !nothingIn(login.Inhibits) {
 		t.Fatal("a second lock was taken although the first was held")
 	}
 }
@@ -138,17 +140,17 @@ func TestBudgetSpentReleasesTheLock(t *testing.T) {
 	h := run(t, 30*time.Second, t.TempDir())
 	l1 := h.lockTaken(login)
 
-	login.emit(true)
+	emit(t, login, true)
 	waitFor(t, h.shut.begins, "the node shutdown")
 	if d := waitFor(t, h.clk.armed, "the budget timer"); d != 30*time.Second {
 		t.Fatalf("timer of %v, want the budget, 30s", d)
 	}
 	h.clk.Step(29 * time.Second)
-	if !l1.held(t) {
+	if !held(t, l1) {
 		t.Fatal("the lock was released before the budget was spent")
 	}
 	h.clk.Step(time.Second)
-	l1.waitReleased(t)
+	waitReleased(t, l1)
 	h.logs.wait(t, "the node shutdown's budget is spent", 1)
 }
 
@@ -162,7 +164,7 @@ func TestDropInRaisesInhibitDelayMax(t *testing.T) {
 	login := newStandIn(t, bus, 5*time.Second, dropIns)
 	h := run(t, 90*time.Second, dropIns)
 
-	if call := waitFor(t, login.reloads, "logind's reload"); call != "systemd-logind.service all 1" {
+	if call := waitFor(t, login.Reloads, "logind's reload"); call != "systemd-logind.service all 1" {
 		t.Fatalf("KillUnit(%s), want KillUnit(systemd-logind.service all 1), SIGHUP", call)
 	}
 	data, err := os.ReadFile(filepath.Join(dropIns, "99-podward.conf"))
@@ -180,7 +182,7 @@ func TestDropInRaisesInhibitDelayMax(t *testing.T) {
 	}
 
 	h.lockTaken(login)
-	login.emit(true)
+	emit(t, login, true)
 	if grace := waitFor(t, h.shut.begins, "the node shutdown"); grace != 90*time.Second {
 		t.Fatalf("Begin(grace %v), want the budget, 1m30s", grace)
 	}
@@ -194,10 +196,10 @@ func TestInhibitDelayMaxStillBelowTheBudgetCutsTheGrace(t *testing.T) {
 	login := newStandIn(t, bus, 5*time.Second, "") // its reload changes nothing
 	h := run(t, 90*time.Second, t.TempDir())
 
-	waitFor(t, login.reloads, "logind's reload")
+	waitFor(t, login.Reloads, "logind's reload")
 	h.logs.wait(t, "but logind still has less", 1)
 	h.lockTaken(login)
-	login.emit(true)
+	emit(t, login, true)
 	if grace := waitFor(t, h.shut.begins, "the node shutdown"); grace != 5*time.Second {
 		t.Fatalf("Begin(grace %v), want logind's 5s", grace)
 	}
@@ -237,7 +239,7 @@ func TestPrepareForShutdownFromAnotherSenderIsIgnored(t *testing.T) {
 	h := run(t, 30*time.Second, t.TempDir())
 	l1 := h.lockTaken(login)
 
-	rogue := bus.connect()
+	rogue := bus.Connect()
 	if err := rogue.Emit(logindPath, managerInterface+".PrepareForShutdown", true); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +249,7 @@ func TestPrepareForShutdownFromAnotherSenderIsIgnored(t *testing.T) {
 			dbus.FieldPath:        dbus.MakeVariant(logindPath),
 			dbus.FieldInterface:   dbus.MakeVariant(managerInterface),
 			dbus.FieldMember:      dbus.MakeVariant("PrepareForShutdown"),
-			dbus.FieldDestination: dbus.MakeVariant(l1.sender),
+			dbus.FieldDestination: dbus.MakeVariant(l1.Sender),
 			dbus.FieldSignature:   dbus.MakeVariant(dbus.SignatureOf(true)),
 		},
 		Body: []any{true},
@@ -261,11 +263,11 @@ func TestPrepareForShutdownFromAnotherSenderIsIgnored(t *testing.T) {
 	if !strings.Contains(rec, "sender="+rogue.Names()[0]) {
 		t.Errorf("log record %q does not name the sender %s", rec, rogue.Names()[0])
 	}
-	if !nothingIn(h.shut.begins) || !l1.held(t) {
+	if !nothingIn(h.shut.begins) || !held(t, l1) {
 		t.Fatal("a PrepareForShutdown from another sender began the node shutdown")
 	}
 
-	login.emit(true)
+	emit(t, login, true)
 	waitFor(t, h.shut.begins, "the node shutdown logind asked for")
 }
 
@@ -277,24 +279,24 @@ func TestLostBusIsDialledAgainAndTheLockTakenAgain(t *testing.T) {
 	h := run(t, 30*time.Second, t.TempDir())
 	l1 := h.lockTaken(login)
 
-	bus.stop()
+	bus.Stop()
 	h.logs.wait(t, "lost the system D-Bus", 1)
 	if d := waitFor(t, h.clk.armed, "the redial timer"); d != time.Second {
 		t.Fatalf("redial in %v, want 1s", d)
 	}
-	if !l1.held(t) {
+	if !held(t, l1) {
 		t.Fatal("the lock was released with the bus")
 	}
-	bus.start()
+	bus.Start()
 	login2 := newStandIn(t, bus, time.Minute, "")
 	h.clk.Step(time.Second)
 	l2 := h.lockTaken(login2)
-	l1.waitReleased(t)
+	waitReleased(t, l1)
 
-	login2.emit(true)
+	emit(t, login2, true)
 	waitFor(t, h.shut.begins, "the node shutdown")
 	h.shut.finish()
-	l2.waitReleased(t)
+	waitReleased(t, l2)
 }
 
 // A watcher that starts while logind already prepares for the shutdown (an
@@ -304,7 +306,7 @@ func TestLostBusIsDialledAgainAndTheLockTakenAgain(t *testing.T) {
 func TestShutdownAlreadyUnderwayAtStart(t *testing.T) {
 	bus := startBus(t)
 	login := newStandIn(t, bus, time.Minute, "")
-	login.preparing.Store(true)
+	login.SetPreparing(true)
 	h := run(t, 30*time.Second, t.TempDir())
 	l1 := h.lockTaken(login)
 
@@ -313,7 +315,7 @@ func TestShutdownAlreadyUnderwayAtStart(t *testing.T) {
 	}
 	h.logs.wait(t, "logind is already preparing for the machine's shutdown", 1)
 	h.shut.finish()
-	l1.waitReleased(t)
+	waitReleased(t, l1)
 }
 
 // A node shutdown that does not start holds nothing back.
@@ -324,9 +326,9 @@ func TestShutdownThatDoesNotStartReleasesTheLock(t *testing.T) {
 	h.shut.fail(errors.New("the store is closed"))
 	l1 := h.lockTaken(login)
 
-	login.emit(true)
+	emit(t, login, true)
 	waitFor(t, h.shut.begins, "the node shutdown")
-	l1.waitReleased(t)
+	waitReleased(t, l1)
 	h.logs.wait(t, "the node shutdown did not start", 1)
 }
 

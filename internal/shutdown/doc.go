@@ -61,10 +61,12 @@
 //	         └─ budget 1 ───────────────────────┘
 //
 // The pods a shutdown terminates are those not terminated when it begins;
-// from Begin until a reboot or Cancel, the node refuses new pods (reason
+// from Begin until a reboot or Cancel, the node rejects new pods (reason
 // NodeShutdown, the kubelet's message). After a reboot the record is
 // dropped: the shutdown belonged to the previous boot.
 //
-// It imports nothing of podward: the node (the agent) and the store are
+// It imports nothing of podward but internal/wire, where its Status, State
+// and Reason are declared once for the API server and the client (the
+// names here are aliases of those): the node (the agent) and the store are
 // injected through the Node and Store interfaces declared here.
 package shutdown

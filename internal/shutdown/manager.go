@@ -33,7 +33,7 @@ type Node interface {
 	// ends.
 	WaitTerminated(ctx context.Context, uid types.UID) error
 	// SetShuttingDown tells the node whether it is shutting down. While it
-	// is, new pods are refused (the kubelet's NodeShutdown admission). Once
+	// is, new pods are rejected (the kubelet's NodeShutdown admission). Once
 	// it is not — the shutdown was cancelled — the pods the shutdown
 	// terminated start again in standalone mode (in cluster mode their
 	// controllers replace them). It must not block.
@@ -215,7 +215,7 @@ func (m *Manager) Done() <-chan struct{} {
 func (m *Manager) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.status.copy()
+	return copyStatus(m.status)
 }
 
 // ShutdownStatus is ErrShuttingDown from Begin until a Cancel (or the
@@ -303,7 +303,7 @@ func (r *runner) begin(grace time.Duration, reason Reason) error {
 		}
 		groups = []Group{{Priority: 0, Budget: grace}}
 	}
-	// Refuse new pods before listing the pods: none comes in between.
+	// Reject new pods before listing the pods: none comes in between.
 	m.cfg.Node.SetShuttingDown(true)
 	now := m.cfg.Clock.Now()
 	rec := newRecord(groups, m.cfg.Node.ActivePods(), reason, now)
@@ -514,7 +514,7 @@ func (r *runner) publish() {
 }
 
 // copy is a deep copy of the status.
-func (s Status) copy() Status {
+func copyStatus(s Status) Status {
 	c := s
 	c.Groups = nil
 	for _, g := range s.Groups {

@@ -30,8 +30,9 @@ import (
 	"github.com/podward/podward/test/internal/bintest"
 )
 
-// podwardBin is the binary built once by TestMain.
-var podwardBin string
+// podwardBin is the binary built once by TestMain, and login1Bin the
+// stand-in logind (test/internal/login1standin) of the logind test.
+var podwardBin, login1Bin string
 
 func TestMain(m *testing.M) {
 	// client-go keeps its connections to the API server until the end.
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 	}
-	os.Exit(bintest.Main(m, "cluster", &podwardBin))
+	os.Exit(bintest.Main(m, "cluster", &podwardBin, bintest.Program{Pkg: "github.com/podward/podward/test/internal/login1standin", Bin: &login1Bin}))
 }
 
 // The control plane comes from hack/with-control-plane.sh: its env file
@@ -153,6 +154,7 @@ type node struct {
 	root string
 	port int
 	args []string // runtime flags
+	env  []string // more of its environment ("KEY=value")
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -184,13 +186,43 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// waitLine waits until the buffer has n lines containing s, for at most
+// within; it says whether it has.
+func (l *lockedBuffer) waitLine(s string, n int, within time.Duration) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		if strings.Count(l.b.String(), s) >= n {
+			l.mu.Unlock()
+			return true
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
 // startNode starts `podward node` named name on a root of its own, with
 // runtime flags args, and waits until it registered. The cleanup stops it,
 // deletes its pods' containers' leftovers by killing the node's processes,
 // and deletes its Node object.
 func startNode(t *testing.T, cp *controlPlane, name string, args ...string) *node {
 	t.Helper()
-	n := &node{t: t, cp: cp, name: name, root: t.TempDir(), port: freePort(t), args: args}
+	return startNodeEnv(t, cp, name, nil, args...)
+}
+
+// startNodeEnv is startNode with env added to the node's environment.
+func startNodeEnv(t *testing.T, cp *controlPlane, name string, env []string, args ...string) *node {
+	t.Helper()
+	n := &node{t: t, cp: cp, name: name, root: t.TempDir(), port: freePort(t), args: args, env: env}
 	n.start()
 	t.Cleanup(func() {
 		// What the test left bound to the node goes with it: deleted
@@ -234,6 +266,7 @@ func (n *node) start() {
 		"--root", n.root, "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(n.port),
 		"--client-ca-file", n.cp.env["CP_CA_FILE"], "-v"}, n.args...)
 	n.cmd = exec.Command(podwardBin, args...)
+	n.cmd.Env = append(os.Environ(), n.env...)
 	pr, pw := io.Pipe()
 	n.cmd.Stdout, n.cmd.Stderr = pw, pw
 	n.cmd.WaitDelay = 5 * time.Second

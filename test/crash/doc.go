@@ -29,6 +29,13 @@
 // names). PODWARD_CRASH_LOGS=1 prints every test's diagnostics (the agents'
 // -v logs, the record file), which failing tests always print.
 //
+// The node shutdown tests drive it through `podward shutdown`, and once
+// through systemd-logind: a private dbus-daemon and the stand-in
+// org.freedesktop.login1 of internal/logind/logindtest, run as a program
+// (test/internal/login1standin, built next to podward), with the agent's
+// DBUS_SYSTEM_BUS_ADDRESS pointing at that bus; without dbus-daemon that
+// test skips, but fails in CI (PODWARD_REQUIRE_DBUS=1, CI=true).
+//
 // The build of the binary, the reading of the agent's output and the /proc
 // helpers are shared with test/e2e, in test/internal/bintest. Nothing
 // imports this package.

@@ -23,11 +23,12 @@ import (
 	"github.com/podward/podward/test/internal/bintest"
 )
 
-// podwardBin is the binary built once by TestMain.
-var podwardBin string
+// podwardBin is the binary built once by TestMain, and login1Bin the
+// stand-in logind (test/internal/login1standin) of the logind test.
+var podwardBin, login1Bin string
 
 func TestMain(m *testing.M) {
-	os.Exit(bintest.Main(m, "crash", &podwardBin))
+	os.Exit(bintest.Main(m, "crash", &podwardBin, bintest.Program{Pkg: "github.com/podward/podward/test/internal/login1standin", Bin: &login1Bin}))
 }
 
 // Deadlines. They only bound waits on conditions: a passing test never
@@ -71,8 +72,10 @@ type env struct {
 	// every container mounts the test's directory at the same path, so
 	// that scripts find the record file and triggers there.
 	rt bintest.Runtime
-	// args are more flags of every agent of the test.
-	args []string
+	// args are more flags of every agent of the test; environ is more of
+	// its environment ("KEY=value").
+	args    []string
+	environ []string
 
 	agent *agentProc // nil while the agent is down
 	gen   int        // agents started so far
@@ -172,6 +175,7 @@ func (e *env) start() {
 	a := &agentProc{ready: make(chan struct{}), done: make(chan struct{})}
 	args := append([]string{"serve", "--root", e.root, "--socket", e.socket, "-v"}, e.rt.Args...)
 	a.cmd = exec.Command(podwardBin, append(args, e.args...)...)
+	a.cmd.Env = append(os.Environ(), e.environ...)
 	// Files, not writers: no copying goroutine that a process holding
 	// the pipe could keep alive.
 	a.cmd.Stdout, a.cmd.Stderr = pw, pw

@@ -2,7 +2,6 @@ package crash
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,8 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podward/podward/internal/client"
 	"github.com/podward/podward/internal/store"
+	"github.com/podward/podward/internal/wire"
 	"github.com/podward/podward/test/internal/bintest"
 )
 
@@ -37,10 +36,10 @@ func (e *env) sidecar(name, script string) v1.Container {
 }
 
 // shutdownStatus is `podward shutdown --status -o json`.
-func (e *env) shutdownStatus() client.NodeShutdown {
+func (e *env) shutdownStatus() wire.NodeShutdown {
 	e.t.Helper()
 	out := e.mustCLI("shutdown", "--status", "-o", "json")
-	var st client.NodeShutdown
+	var st wire.NodeShutdown
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		e.t.Fatalf("decode the shutdown status: %v\n%s", err, out)
 	}
@@ -49,13 +48,13 @@ func (e *env) shutdownStatus() client.NodeShutdown {
 
 // shutdownWait runs `podward shutdown --wait ARGS...` and returns the
 // shutdown as it ended.
-func (e *env) shutdownWait(args ...string) client.NodeShutdown {
+func (e *env) shutdownWait(args ...string) wire.NodeShutdown {
 	e.t.Helper()
 	out, err := e.cliWithin(shutdownTimeout+10*time.Second, append([]string{"shutdown", "--wait", "--timeout", shutdownTimeout.String(), "-o", "json"}, args...)...)
 	if err != nil {
 		e.t.Fatalf("podward shutdown --wait: %v", err)
 	}
-	var st client.NodeShutdown
+	var st wire.NodeShutdown
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		e.t.Fatalf("decode the shutdown: %v\n%s", err, out)
 	}
@@ -100,7 +99,23 @@ func assertShutdownMarks(t *testing.T, p *v1.Pod, phase v1.PodPhase) {
 	}
 }
 
-func groupPods(g client.NodeShutdownGroup) map[string]int64 {
+// criticalPod is the critical pod of the shutdown tests (priority class
+// system-node-critical: the last group), each container of it recording
+// itself: a sidecar NAME-s, a main NAME-app, a defer container NAME-d.
+func (e *env) criticalPod(name string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PodSpec{
+			PriorityClassName: "system-node-critical",
+			InitContainers:    []v1.Container{e.sidecar("s", serving(name+"-s"))},
+			Containers:        []v1.Container{e.container("app", serving(name+"-app"))},
+		},
+	}
+	withDefer(e.t, p, e.container("d", "echo defer "+name+"-d >> {rec}"))
+	return p
+}
+
+func groupPods(g wire.NodeShutdownGroup) map[string]int64 {
 	m := map[string]int64{}
 	for _, p := range g.Pods {
 		m[p.Name] = p.GracePeriodSeconds
@@ -134,15 +149,7 @@ func testShutdownInOrderByPriority(t *testing.T, rt bintest.Runtime) {
 		},
 	}
 	withDefer(t, job, e.container("d", "echo defer job-d >> {rec}"))
-	dns := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns"},
-		Spec: v1.PodSpec{
-			PriorityClassName: "system-node-critical",
-			InitContainers:    []v1.Container{e.sidecar("s", serving("dns-s"))},
-			Containers:        []v1.Container{e.container("app", serving("dns-app"))},
-		},
-	}
-	withDefer(t, dns, e.container("d", "echo defer dns-d >> {rec}"))
+	dns := e.criticalPod("dns")
 	for _, p := range []*v1.Pod{web, job, dns} {
 		e.apply(p)
 	}
@@ -151,7 +158,7 @@ func testShutdownInOrderByPriority(t *testing.T, rt bintest.Runtime) {
 	}
 
 	st := e.shutdownWait()
-	if st.State != "Terminated" || len(st.Groups) != 2 {
+	if st.State != wire.ShutdownTerminated || len(st.Groups) != 2 {
 		t.Fatalf("shutdown %+v", st)
 	}
 	// min(budget, own grace): web 10 (of 30), job 5, dns 10 (of 30).
@@ -171,17 +178,14 @@ func testShutdownInOrderByPriority(t *testing.T, rt bintest.Runtime) {
 		// serving exits 0 on SIGTERM: Succeeded stays Succeeded.
 		assertShutdownMarks(t, e.getPod(name), v1.PodSucceeded)
 	}
-	// The node refuses new pods until the reboot.
-	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "bash", Command: []string{rt.Bash, "-c", "sleep 100"}}}}}
-	other.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-	data, _ := json.Marshal(other)
-	path := filepath.Join(e.dir, "late.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
+	// The node rejects new pods until the reboot, as the kubelet's
+	// shutdown manager does at admission: Failed, reason NodeShutdown;
+	// nothing of them runs.
+	e.apply(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: v1.PodSpec{Containers: []v1.Container{e.container("app", serving("late"))}}})
+	if p := e.getPod("late"); p.Status.Phase != v1.PodFailed || p.Status.Reason != "NodeShutdown" || p.Status.Message != "Pod was rejected: Pod was rejected as the node is shutting down." {
+		t.Errorf("a pod applied while the node shuts down: phase %s reason %q message %q; want Failed, NodeShutdown", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
-	if _, err := e.cli("apply", "-f", path); err == nil || !strings.Contains(err.Error(), "Pod was rejected as the node is shutting down.") {
-		t.Errorf("apply while the node shuts down: %v", err)
-	}
+	e.assertCounts(map[string]int{"start late ": 0})
 	e.finish()
 }
 
@@ -284,7 +288,7 @@ func testShutdownCrashKeepsDeadlines(t *testing.T, rt bintest.Runtime) {
 	e.crash()
 	e.restart()
 	after := e.shutdownStatus()
-	if before.State != "Terminating" || after.State != "Terminating" {
+	if before.State != wire.ShutdownTerminating || after.State != wire.ShutdownTerminating {
 		t.Fatalf("state %q before the crash, %q after", before.State, after.State)
 	}
 	b0, a0 := before.Groups[0], after.Groups[0]
@@ -298,7 +302,7 @@ func testShutdownCrashKeepsDeadlines(t *testing.T, rt bintest.Runtime) {
 
 	e.trigger("d")
 	st := e.shutdownWait()
-	if st.State != "Terminated" || !st.Groups[0].StartedAt.Equal(*b0.StartedAt) || !st.Groups[0].Pods[0].Deadline.Equal(*b0.Pods[0].Deadline) {
+	if st.State != wire.ShutdownTerminated || !st.Groups[0].StartedAt.Equal(*b0.StartedAt) || !st.Groups[0].Pods[0].Deadline.Equal(*b0.Pods[0].Deadline) {
 		t.Errorf("shutdown after the restart %+v", st)
 	}
 	e.assertOrder("defer web-d", "done web-d", "stop web-app", "defer dns-d", "stop dns-app")
@@ -330,7 +334,7 @@ func testShutdownThenRebootStartsPodsAgain(t *testing.T, rt bintest.Runtime) {
 	e.waitStart("web-app")
 	e.waitPod("web", "condition=Ready", recordTimeout)
 
-	if st := e.shutdownWait(); st.State != "Terminated" {
+	if st := e.shutdownWait(); st.State != wire.ShutdownTerminated {
 		t.Fatalf("shutdown %+v", st)
 	}
 	assertShutdownMarks(t, e.getPod("web"), v1.PodFailed)
@@ -354,7 +358,7 @@ func testShutdownThenRebootStartsPodsAgain(t *testing.T, rt bintest.Runtime) {
 	if nodeEvents := e.mustCLI("events"); !strings.Contains(nodeEvents, "Rebooted") || !strings.Contains(nodeEvents, "Shutdown manager detected shutdown event") {
 		t.Errorf("node events:\n%s", nodeEvents)
 	}
-	if st := e.shutdownStatus(); st.State != "" {
+	if st := e.shutdownStatus(); st.State != 0 {
 		t.Errorf("after the reboot the shutdown is still %+v", st)
 	}
 	e.assertCounts(map[string]int{"defer web-d": 1, "stop web-app": 1})
@@ -394,7 +398,7 @@ func TestShutdownCancelled(t *testing.T) {
 	if cs := containerStatus(t, e.getPod("web").Status.ContainerStatuses, "app"); cs.RestartCount != 1 {
 		t.Errorf("web app after the cancelled shutdown: %+v", cs)
 	}
-	if st := e.shutdownStatus(); st.State != "Cancelled" || st.Groups[1].StartedAt != nil {
+	if st := e.shutdownStatus(); st.State != wire.ShutdownCancelled || st.Groups[1].StartedAt != nil {
 		t.Errorf("shutdown %+v", st)
 	}
 	e.assertCounts(map[string]int{"stop web-app": 1, "stop dns-app": 0, "start dns-app ": 1})
