@@ -60,6 +60,12 @@ var rules = []rule{
 		Why:   "the socket directory's rules are a leaf that the client and the API server share",
 	},
 	{
+		From:  "internal/timeline",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the timeline (its data, its bounded history, its pictures) is a pure leaf that the pod worker, the agent, the API, the client and the CLI share",
+	},
+	{
 		From:  "internal/logind",
 		Only:  []string{},
 		Tests: true,
