@@ -50,8 +50,8 @@ var rules = []rule{
 	},
 	{
 		From: "internal/client",
-		Only: []string{"internal/sockdir"},
-		Why:  "the client depends only on the wire types (the Kubernetes API types) and the socket directory's rules it shares with the server",
+		Only: []string{"internal/sockdir", "internal/timeline"},
+		Why:  "the client depends only on the wire types (the Kubernetes API types, and the timeline's, a pure leaf) and the socket directory's rules it shares with the server",
 	},
 	{
 		From:  "internal/sockdir",
