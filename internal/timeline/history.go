@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -162,7 +163,7 @@ func applyToInstance(in *Instance, n Note) {
 }
 
 func graceDetail(s int64) string {
-	return (time.Duration(s) * time.Second).String() + " grace period"
+	return fmt.Sprintf("%ds grace period", s)
 }
 
 // instance returns the newest instance of container with attempt, or nil.
