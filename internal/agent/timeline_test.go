@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const timelineManifest = `
@@ -91,5 +92,39 @@ func TestPodTimeline(t *testing.T) {
 	}
 	if _, err := n.a.PodTimeline("default", "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an unknown pod: %v", err)
+	}
+}
+
+// TestPodTimelineKill: a container that ignores its stop signal is killed
+// at the deadline; its instance has the signal, the kill and the exit.
+func TestPodTimelineKill(t *testing.T) {
+	n := newNode(t)
+	n.rt.IgnoreStopSignal("app")
+	pod, err := n.a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	grace := int64(2)
+	if _, err := n.a.DeletePod("default", "web", &grace); err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("the stop signal", func(c []string) bool { return slices.Contains(c, "signal app terminated") })
+	n.clk.Step(3 * time.Second) // past the deadline
+	n.waitCalls("the kill", func(c []string) bool { return slices.Contains(c, "signal app killed") })
+	n.waitPod("default", "web", func(err error, _ bool) bool { return errors.Is(err, ErrNotFound) })
+	p, err := n.a.PodTimeline("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Instances) != 1 {
+		t.Fatalf("instances %+v", p.Instances)
+	}
+	in := p.Instances[0]
+	if in.Signal != "SIGTERM" || in.SignalledAt.IsZero() || in.KilledAt.IsZero() || in.ExitCode != 137 || !in.Exited() || in.KilledAt.Before(in.SignalledAt) {
+		t.Errorf("instance %+v", in)
+	}
+	if p.UID != string(pod.UID) {
+		t.Errorf("uid %s, want %s", p.UID, pod.UID)
 	}
 }
