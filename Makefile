@@ -8,7 +8,7 @@ RACE_PKGS := ./internal/...
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 
-.PHONY: help build test test-unit test-integration fuzz fuzz-smoke bench vet fmt-check clean cri-up cri-down cp-up cp-down
+.PHONY: help build test test-unit test-integration fuzz fuzz-smoke bench vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,6 +39,9 @@ test: fmt-check vet test-unit fuzz-smoke test-integration ## everything CI runs
 
 bench: ## benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+timeline-picture: build ## run the defer-containers demo pod for real (root) and draw docs/timeline.svg from its timeline
+	PODWARD=$(BIN) hack/timeline-picture.sh docs/timeline.svg
 
 cri-up: ## start the CRI test environment by hand (containerd + docker.io mirror); prints CRI_ENDPOINT
 	hack/cri-up.sh

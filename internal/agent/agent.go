@@ -22,6 +22,7 @@ import (
 	"github.com/podward/podward/internal/podworker"
 	"github.com/podward/podward/internal/prober"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/timeline"
 )
 
 // ErrInvalid wraps a pod that failed validation or cannot run on this
@@ -83,7 +84,8 @@ type Agent struct {
 	cfg      Config
 	workers  *podworker.Workers
 	recorder *events.Recorder
-	logs     *logCollector // nil when the runtime keeps every log
+	history  *timeline.History // the pods' timelines (timeline.go)
+	logs     *logCollector     // nil when the runtime keeps every log
 	log      *slog.Logger
 	health   *stateHealth
 
@@ -152,6 +154,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 	a := &Agent{
 		cfg:      cfg,
 		recorder: events.NewRecorderWithLimits(cfg.Clock, events.Limits{PerPod: cfg.EventsPerPod, Total: cfg.MaxEvents}),
+		history:  timeline.NewHistory(timeline.Limits{}),
 		logs:     newLogCollector(cfg.Runtime, cfg.KeepTerminatedPodLogs, cfg.Clock, cfg.Logger),
 		log:      cfg.Logger,
 		ctx:      ctx,
@@ -170,6 +173,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		Logger:   cfg.Logger,
 		HostIP:   cfg.NodeIP,
 		OnChange: a.podChanged,
+		Timeline: a.history,
 	}
 	pm := prober.New(prober.Config{
 		Execer: cfg.Runtime,
@@ -183,6 +187,10 @@ func New(ctx context.Context, cfg Config) *Agent {
 		wcfg.Checkpointer = checkpointer{s: cfg.Store, health: a.health}
 		a.wg.Add(1)
 		go a.persistEvents(ctx, a.recorder.Watch())
+		if ts, ok := cfg.Store.(TimelineStore); ok {
+			a.wg.Add(1)
+			go a.persistTimelines(ctx, ts)
+		}
 	}
 	a.workers = podworker.New(ctx, wcfg)
 	a.wg.Add(1)
@@ -474,6 +482,7 @@ func (a *Agent) remove(uid types.UID, last *v1.Pod) {
 			old := a.finalOrder[0]
 			delete(a.final, old)
 			a.recorder.Forget(old)
+			a.history.Forget(string(old))
 			a.finalOrder = a.finalOrder[1:]
 		}
 	}

@@ -270,6 +270,9 @@ func (a *Agent) Recover(ctx context.Context) error {
 		return fmt.Errorf("recover events: %w", err)
 	}
 	a.recorder.Load(evs)
+	if err := a.loadTimelines(); err != nil {
+		return err
+	}
 	if rebooted {
 		a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, events.Rebooted, "Node %s has been rebooted, boot id: %s", a.cfg.NodeName, a.bootID)
 	}

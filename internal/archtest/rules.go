@@ -50,8 +50,8 @@ var rules = []rule{
 	},
 	{
 		From: "internal/client",
-		Only: []string{"internal/sockdir", "internal/wire"},
-		Why:  "the client depends only on the wire types (the Kubernetes API types, and podward's own in internal/wire) and the socket directory's rules it shares with the server",
+		Only: []string{"internal/sockdir", "internal/wire", "internal/timeline"},
+		Why:  "the client depends only on the wire types (the Kubernetes API types, podward's own in internal/wire, and the timeline's, a pure leaf) and the socket directory's rules it shares with the server",
 	},
 	{
 		From:  "internal/wire",
@@ -64,6 +64,12 @@ var rules = []rule{
 		Only:  []string{},
 		Tests: true,
 		Why:   "the socket directory's rules are a leaf that the client and the API server share",
+	},
+	{
+		From:  "internal/timeline",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the timeline (its data, its bounded history, its pictures) is a pure leaf that the pod worker, the agent, the API, the client and the CLI share",
 	},
 	{
 		From:  "internal/logind",

@@ -66,6 +66,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newLogsCommand(s, api),
 		newDeleteCommand(s, api),
 		newEventsCommand(s, api),
+		newTimelineCommand(s, api),
 		newWaitCommand(s, api),
 		newShutdownCommand(s, api),
 	)

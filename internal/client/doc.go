@@ -1,6 +1,7 @@
 // Package client is a small Go client of the API that internal/apiserver
 // serves on the agent's unix socket (docs/api.md): pods, logs and events,
-// with list, watch, create, apply and delete. The CLI uses it.
+// with list, watch, create, apply and delete, and a pod's timeline. The
+// CLI uses it.
 //
 // Errors: a call that gets no answer from the agent fails with a
 // *ConnError whose Reason says why — no socket, a refused connection
@@ -17,6 +18,7 @@
 // followed logs) last until their ctx ends or the agent ends them.
 //
 // It imports only the Kubernetes API types, the standard library,
-// internal/sockdir and internal/wire (podward's own wire types: the node
-// shutdown's), not the server or the agent.
+// internal/sockdir, internal/wire (podward's own wire types: the node
+// shutdown's) and internal/timeline (the timeline's wire type), not the
+// server or the agent.
 package client

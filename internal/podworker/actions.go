@@ -12,6 +12,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/timeline"
 )
 
 // writeAhead records, and checkpoints, what the actions are about to do,
@@ -81,6 +82,7 @@ func (pw *podWorker) execute(ctx context.Context, a planner.Action) (changed boo
 		if err := pw.w.cfg.Runtime.Signal(ctx, c.id, syscall.SIGKILL); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			pw.log.Error("kill container", "container", c.ref.Name, "err", err)
 		}
+		pw.noteInstance(timeline.NoteKilled, c, pw.w.cfg.Clock.Now())
 		// The GracePeriodExceeded event names the kills at the deadline;
 		// a kill after the 2 s that follow a stop signal has its own.
 		if !pw.gpKilled[c.ref.Name] {
@@ -143,12 +145,15 @@ func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (chang
 		c.obs.StartedAt, c.obs.FinishedAt = now, now
 		c.obs.ExitCode = 128
 		c.exit = runtime.ExitStatus{ExitCode: 128, Reason: runtime.ReasonStartError, Message: err.Error(), FinishedAt: now}
+		pw.noteInstance(timeline.NoteStarted, c, now)
+		pw.noteExit(c)
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %v", err)
 		pw.log.Error("start container", "container", c.ref.Name, "err", err)
 		return true, time.Time{}
 	}
 	c.id = inst.ID
 	c.obs.StartedAt = inst.StartedAt
+	pw.noteInstance(timeline.NoteStarted, c, inst.StartedAt)
 	// The container counts as started once its process runs and its
 	// postStart hook has finished (the startupProbe will gate this too).
 	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
@@ -179,6 +184,7 @@ func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
 func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, event bool) {
 	spec := pw.pod.Container(c.ref)
 	pw.removeProbes(c)
+	pw.noteInstance(timeline.NoteStopRequested, c, c.obs.StopRequestedAt)
 	if event {
 		msg := "Stopping container " + c.ref.Name
 		switch a.Reason {
@@ -197,6 +203,7 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 	}
 	if hook == nil {
 		pw.signalStop(ctx, pw.pod, c.ref, c.id, spec, a.KillAt) // SignalledAt: see writeAhead
+		pw.noteSignal(c, c.obs.SignalledAt)
 		return
 	}
 	pod, ref, id, killAt := pw.pod, c.ref, c.id, a.KillAt

@@ -15,6 +15,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/timeline"
 )
 
 // cleanupTimeout bounds the removal of a terminated pod's content.
@@ -458,6 +459,7 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 		pw.begin(now, grace, kill.Reason)
 	case Terminating:
 		if pw.term.Shorten(now, time.Duration(grace)*time.Second) {
+			pw.note(timeline.Note{Kind: timeline.NoteDeadlineShortened, At: now, Deadline: pw.term.Deadline, GraceSeconds: grace})
 			pw.deadlineGrace = &grace
 			pw.save()
 			pw.log.Info("termination deadline shortened", "deadline", pw.term.Deadline, "reason", kill.Reason)
@@ -491,6 +493,7 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason)
 	pw.deadlineGrace = &grace
 	pw.termReason = reason
 	pw.phase = Terminating
+	pw.note(timeline.Note{Kind: timeline.NoteTerminationBegan, At: now, Detail: string(reason), Deadline: t.Deadline, GraceSeconds: grace})
 	// Probes stop when the pod starts terminating; readiness goes first.
 	if pr := pw.w.cfg.Prober; pr != nil {
 		pr.RemovePod(pw.uid)
@@ -513,6 +516,7 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason)
 // that whoever waits on the terminated channel reads the final status.
 func (pw *podWorker) finish() {
 	pw.phase = Terminated
+	pw.note(timeline.Note{Kind: timeline.NoteTerminated, At: pw.w.cfg.Clock.Now()})
 	pw.save()
 	pw.publish()
 	close(pw.terminated)
@@ -546,6 +550,7 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	c.obs.SignalledAt = time.Time{}
 	c.obs.Killed = false
 	c.exit = ev.Exit
+	pw.noteExit(c)
 	pw.log.Info("container exited", "container", c.ref.Name, "exitCode", ev.Exit.ExitCode)
 	if c.ref.Role == model.RoleDefer {
 		pw.noteDeferExit(c, killed)
@@ -576,6 +581,7 @@ func (pw *podWorker) observeSignal(n signalNote) {
 	if c := pw.byName[n.container]; c != nil && c.id == n.id && c.obs.State == planner.Running {
 		c.obs.SignalledAt = n.at
 		c.preStopCut = nil // the hook is over
+		pw.noteSignal(c, n.at)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/prober"
+	"github.com/podward/podward/internal/timeline"
 )
 
 // Prober runs the probes of started container instances; their results
@@ -90,6 +91,7 @@ func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
 	}
 	if r.Failed {
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.Unhealthy, "%s probe failed: %s", r.Kind, r.Output)
+		pw.note(timeline.Note{Kind: timeline.NoteProbeFailed, At: pw.w.cfg.Clock.Now(), Container: c.ref.Name, Attempt: c.obs.Restarts, Detail: r.Kind.String()})
 	}
 	if !r.Changed {
 		return

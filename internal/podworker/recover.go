@@ -10,6 +10,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/timeline"
 )
 
 // recover reconciles a restored worker with the instances the runtime has,
@@ -62,6 +63,7 @@ func (pw *podWorker) recoverContainer(ctx context.Context, c *ctr, insts []runti
 			c.obs.ExitCode = 137
 			c.exit = runtime.ExitStatus{ExitCode: 137, Reason: runtime.ReasonStatusUnknown, Message: "The container could not be located when the agent restarted", FinishedAt: now}
 			c.obs.Started, c.obs.StopRequestedAt, c.obs.Killed = false, time.Time{}, false
+			pw.noteExit(c)
 		}
 		return
 	}
@@ -85,6 +87,7 @@ func (pw *podWorker) recoverContainer(ctx context.Context, c *ctr, insts []runti
 		}
 		pw.signalStop(ctx, pw.pod, c.ref, c.id, pw.pod.Container(c.ref), killAt)
 		c.obs.SignalledAt = now
+		pw.noteSignal(c, now)
 	}
 	if !c.obs.Started {
 		// Its postStart hook (or startup probe) was running when the agent
@@ -114,6 +117,7 @@ func (pw *podWorker) adopt(c *ctr, inst runtime.ContainerStatus, pending *pendin
 		State: planner.Running, Started: true, StartedOnce: true, StartedAt: inst.StartedAt,
 		Restarts: inst.Attempt, BackoffSteps: steps,
 	}
+	pw.noteInstance(timeline.NoteStarted, c, inst.StartedAt)
 	pw.log.Info("adopted a container started before the restart", "container", c.ref.Name, "attempt", inst.Attempt)
 }
 

@@ -82,6 +82,9 @@ func (pw *podWorker) rerunFrom(cp checkpointV1, now time.Time) error {
 			State: planner.Exited, StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 			Restarts: o.Restarts, RestartedAll: true,
 		}
+		if o.State == planner.Running {
+			pw.noteExit(c)
+		}
 	}
 	return nil
 }

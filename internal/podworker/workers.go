@@ -69,6 +69,10 @@ type Config struct {
 	// OnChange, when set, is called from a pod's goroutine, with no lock
 	// held, after the pod's status or phase changed. It must not block.
 	OnChange func(uid types.UID)
+	// Timeline, when set, is told of every instance's start, stop signal,
+	// kill and exit, of probe failures and of the termination: the pod's
+	// timeline (timeline.go).
+	Timeline Timeline
 }
 
 // TerminationReason says why a pod's termination began: who asked for it

@@ -10,6 +10,9 @@
 //     go first), and only while the pod is stored: DeletePod takes them
 //     along, an event that comes in later is not kept, and Open drops what
 //     an older podward stored after its pods' removal;
+//   - one opaque timeline per pod (its container instances and marks, kept
+//     bounded by the agent's timeline.History), only while the pod is
+//     stored, as its events;
 //   - a few small meta values, such as the boot ID the agent last ran under.
 //
 // The file is locked while open: a second agent on the same file fails fast

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -253,5 +254,53 @@ func TestDeleteMetaAndMetaKeys(t *testing.T) {
 	}
 	if keys, _ := s.MetaKeys(""); !slices.Equal(keys, []string{"bootID", "replacement/b", "replacementX"}) {
 		t.Errorf("meta keys after delete %v", keys)
+	}
+}
+
+// TestTimelinesGoWithTheirPod keeps a pod's timeline only while the pod
+// is stored: DeletePod takes it along, a late save of it is not kept, and
+// Open drops one an older podward left behind.
+func TestTimelinesGoWithTheirPod(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []types.UID{"kept", "gone"} {
+		if err := s.PutPod(decodedPod(t, string(uid))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutTimelines(map[types.UID][]byte{"kept": []byte("k1"), "gone": []byte("g1"), "never": []byte("n1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePod("gone"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[types.UID][]byte{"kept": []byte("k1")}
+	if got, err := s.ListTimelines(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after DeletePod: timelines %q (%v), want %q", got, err, want)
+	}
+	if err := s.PutTimelines(map[types.UID][]byte{"gone": []byte("g2")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ListTimelines(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after a late save: timelines %q (%v), want %q", got, err, want)
+	}
+	// An orphan written behind the store's back, as an older podward
+	// that did not know timelines would leave it.
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketTimelines).Put([]byte("orphan"), []byte("o")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, _ := s.ListTimelines(); len(got) != 1 || got["kept"] == nil {
+		t.Errorf("after Open: %q", got)
 	}
 }

@@ -94,8 +94,8 @@ func (s *Store) ListPods() ([]*model.Pod, error) {
 	return pods, nil
 }
 
-// DeletePod removes the pod stored under uid together with its checkpoint
-// and its events, in one transaction: either all of them go or none does.
+// DeletePod removes the pod stored under uid together with its checkpoint,
+// its events and its timeline, in one transaction: either all of them go or none does.
 // From then on the pod's events are not kept (AppendEvent). Deleting a pod
 // that is not stored is not an error.
 func (s *Store) DeletePod(uid types.UID) error {
@@ -105,6 +105,9 @@ func (s *Store) DeletePod(uid types.UID) error {
 			return err
 		}
 		if err := tx.Bucket(bucketCheckpoints).Delete(key); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTimelines).Delete(key); err != nil {
 			return err
 		}
 		et := openEventTx(tx)

@@ -50,10 +50,12 @@ const schemaVersion = "2"
 //	eventlog    big-endian store-wide sequence (storedEvent.Seq) -> uid and
 //	            big-endian per-pod sequence: every kept event, oldest first
 //	meta        key -> value
+//	timelines   uid -> opaque blob: the pod's timeline (timelines.go)
 //
 // Every event bucket belongs to a stored pod, or to the node
 // (events.IsNodeUID): an event is kept only while its pod is (AppendEvent,
-// DeletePod), and Open drops what an older podward left behind.
+// DeletePod), and Open drops what an older podward left behind. So does
+// every timeline: a schema 2 file without the bucket gets it at Open.
 var (
 	bucketInfo        = []byte("info")
 	bucketPods        = []byte("pods")
@@ -61,6 +63,7 @@ var (
 	bucketEvents      = []byte("events")
 	bucketEventLog    = []byte("eventlog")
 	bucketMeta        = []byte("meta")
+	bucketTimelines   = []byte("timelines")
 
 	keySchema     = []byte("schema")
 	keyEventCount = []byte("events")
@@ -125,7 +128,7 @@ func Open(path string, opts Options) (*Store, error) {
 // those beyond Options.MaxEvents.
 func (s *Store) init() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketEventLog, bucketMeta} {
+		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketEventLog, bucketMeta, bucketTimelines} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -149,6 +152,9 @@ func (s *Store) init() error {
 		}
 		if err := et.trimTotal(uint64(s.maxEvents)); err != nil {
 			return fmt.Errorf("trim events: %w", err)
+		}
+		if err := dropOrphanTimelines(tx); err != nil {
+			return fmt.Errorf("drop the timelines of removed pods: %w", err)
 		}
 		return et.save()
 	})
