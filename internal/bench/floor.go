@@ -93,9 +93,12 @@ type criFloor struct {
 	runID  string
 	logDir string
 	image  string
-	conn   *grpc.ClientConn
-	rt     runtimeapi.RuntimeServiceClient
-	img    runtimeapi.ImageServiceClient
+	// busybox is the image of the pods' other containers (defer,
+	// scale, churn), pulled with image so that no measured pod pulls.
+	busybox string
+	conn    *grpc.ClientConn
+	rt      runtimeapi.RuntimeServiceClient
+	img     runtimeapi.ImageServiceClient
 }
 
 type criFloorPod struct {
@@ -113,31 +116,61 @@ func newCRIFloor(ctx context.Context, endpoint string, env podEnv, runID, logDir
 	}
 	f := &criFloor{
 		env: env, runID: runID, logDir: logDir,
-		image: "docker.io/library/" + env.image + ":latest",
-		conn:  conn, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn),
+		image:   "docker.io/library/" + env.image + ":latest",
+		busybox: "docker.io/library/" + env.busybox + ":latest",
+		conn:    conn, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn),
 	}
-	if err := f.ensureImage(ctx); err != nil {
+	if err := f.ensureImages(ctx); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
-func (f *criFloor) close() { f.conn.Close() }
+// close removes what is left of the run's sandboxes (a run that failed
+// midway), found by the run's label, and ends the connection.
+func (f *criFloor) close() {
+	defer f.conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), criCallTimeout)
+	defer cancel()
+	l, err := f.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{runLabel: f.runID},
+	}})
+	if err != nil {
+		return
+	}
+	for _, sb := range l.Items {
+		_, _ = f.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+		_, _ = f.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+	}
+}
 
-func (f *criFloor) ensureImage(ctx context.Context) error {
+// runLabel labels the floor's sandboxes with the run's ID.
+const runLabel = "podward-bench-run"
+
+// ensureImages pulls the run's images unless the runtime has them.
+func (f *criFloor) ensureImages(ctx context.Context) error {
+	for _, image := range []string{f.image, f.busybox} {
+		if err := f.ensureImage(ctx, image); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *criFloor) ensureImage(ctx context.Context, image string) error {
 	ctx, cancel := context.WithTimeout(ctx, criCallTimeout)
 	defer cancel()
-	spec := &runtimeapi.ImageSpec{Image: f.image}
+	spec := &runtimeapi.ImageSpec{Image: image}
 	st, err := f.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
 	if err != nil {
-		return fmt.Errorf("floor: image status of %s: %w", f.image, err)
+		return fmt.Errorf("floor: image status of %s: %w", image, err)
 	}
 	if st.GetImage() != nil {
 		return nil
 	}
 	if _, err := f.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec}); err != nil {
-		return fmt.Errorf("floor: pull %s: %w", f.image, err)
+		return fmt.Errorf("floor: pull %s: %w", image, err)
 	}
 	return nil
 }
@@ -154,7 +187,7 @@ func (f *criFloor) sandboxConfig(name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "podward-bench-floor", Uid: f.runID + "-" + name},
 		LogDirectory: filepath.Join(f.logDir, name),
-		Labels:       map[string]string{"podward-bench-run": f.runID},
+		Labels:       map[string]string{runLabel: f.runID},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: f.namespaces()},
 		},

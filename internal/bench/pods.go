@@ -61,9 +61,21 @@ func (e podEnv) stampPath(file string) string {
 }
 
 // stampScript is the container's command: write the stamp, print it, and
-// become a sleep that ends on SIGTERM.
+// sleep until SIGTERM. The shell traps TERM and waits for its sleep rather
+// than exec it: in a CRI container it is PID 1 of its own PID namespace,
+// which the kernel gives no default action for SIGTERM.
 func (e podEnv) stampScript(file string) []string {
-	return []string{e.bash, "-c", fmt.Sprintf("t=$EPOCHREALTIME; echo $t > %s; echo started $t; exec /bin/sleep %s", e.stampPath(file), sleepFor)}
+	return []string{e.bash, "-c", fmt.Sprintf("trap 'exit 0' TERM; t=$EPOCHREALTIME; echo $t > %s; echo started $t; /bin/sleep %s & wait", e.stampPath(file), sleepFor)}
+}
+
+// sleepCommand is a long-running container that ends on SIGTERM: a plain
+// sleep on the process runtime, a shell that traps TERM around it in a
+// CRI container (PID 1, see stampScript).
+func (e podEnv) sleepCommand() []string {
+	if e.cri {
+		return []string{"/bin/sh", "-c", "trap 'exit 0' TERM; /bin/sleep " + sleepFor + " & wait"}
+	}
+	return []string{"/bin/sleep", sleepFor}
 }
 
 func stampFile(pod, container string) string { return pod + "." + container }
@@ -149,7 +161,7 @@ func (e podEnv) deferPod(name string) (*v1.Pod, error) {
 func (e podEnv) sleepPod(name string, n int, probe bool) *v1.Pod {
 	p := e.pod(name, 30)
 	for i := range n {
-		c := e.container(fmt.Sprintf("c%d", i), e.busybox, []string{"/bin/sleep", sleepFor})
+		c := e.container(fmt.Sprintf("c%d", i), e.busybox, e.sleepCommand())
 		c.VolumeMounts = nil
 		if probe {
 			c.ReadinessProbe = &v1.Probe{

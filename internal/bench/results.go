@@ -247,9 +247,14 @@ func (res *Results) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "stop, 2 defer × 50 ms, grace %d s (ms)\t%s\t(%.0f of work)\texcess %.1f ms\t%d\n",
 			s.DeferGraceS, summaryCell(s.Defer), s.DeferWorkMS, s.DeferExcessMS, s.Defer.N)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nfigure\tvalue")
 	if e := res.Empty; e != nil {
-		fmt.Fprintf(tw, "idle, no pods\tCPU %.2f %%, RSS %.1f MB, %d fds, %d threads%s\t\t\t\n",
-			e.CPUPercent, e.Agent.RSSMB, e.Agent.FDs, e.Agent.Threads, goroutinesCell(e.Agent.Goroutines))
+		fmt.Fprintf(tw, "idle %.0f s, no pods\tagent CPU %.2f %%, RSS %.1f MB, %d fds, %d threads%s\n",
+			e.WindowS, e.CPUPercent, e.Agent.RSSMB, e.Agent.FDs, e.Agent.Threads, goroutinesCell(e.Agent.Goroutines))
 	}
 	if s := res.Scale; s != nil {
 		points := s.Points
@@ -257,24 +262,24 @@ func (res *Results) WriteTable(w io.Writer) error {
 			points = append(points[:len(points):len(points)], *s.Probe)
 		}
 		for _, p := range points {
-			label := fmt.Sprintf("scale, %d pods × 3", p.Pods)
+			label := fmt.Sprintf("%d pods × 3", p.Pods)
 			if p.ReadinessProbe {
 				label += ", exec readiness 1 s"
 			}
-			fmt.Fprintf(tw, "%s\tall running %.1f s, deleted %.1f s\t\t\t\n", label, p.AllRunningS, p.DeleteAllS)
-			fmt.Fprintf(tw, "  idle %.0f s\tagent CPU %.2f %% (%.2f %% with children), RSS %.1f MB, %d fds, %d threads%s\t\t\t\n",
+			fmt.Fprintf(tw, "%s\tall running %.1f s; deleted %.1f s\n", label, p.AllRunningS, p.DeleteAllS)
+			fmt.Fprintf(tw, "  idle %.0f s\tagent CPU %.2f %% (%.2f %% with children), RSS %.1f MB, %d fds, %d threads%s\n",
 				p.Idle.WindowS, p.Idle.CPUPercent, p.Idle.CPUPercentWithChildren, p.Idle.Agent.RSSMB, p.Idle.Agent.FDs, p.Idle.Agent.Threads, goroutinesCell(p.Idle.Agent.Goroutines))
-			fmt.Fprintf(tw, "  shims\t%d, PSS %.1f MB in all, %.2f MB per container\t\t\t\n", p.Idle.Shims, p.Idle.ShimPSSMB, p.Idle.ShimPSSPerContainerMB)
+			fmt.Fprintf(tw, "  shims\t%d, PSS %.1f MB in all, %.2f MB per container\n", p.Idle.Shims, p.Idle.ShimPSSMB, p.Idle.ShimPSSPerContainerMB)
 		}
 	}
 	if c := res.Churn; c != nil {
-		fmt.Fprintf(tw, "churn, %d in flight, %.0f s\t%.1f cycles/s (cycle %s ms)\t\t\t%d\n", c.InFlight, c.WindowS, c.CyclesPerSecond, summaryCell(c.Cycle), c.Cycles)
+		fmt.Fprintf(tw, "churn, %d in flight, %.0f s\t%.1f cycles/s, %d cycles (cycle %s ms)\n", c.InFlight, c.WindowS, c.CyclesPerSecond, c.Cycles, summaryCell(c.Cycle))
 		leaks := "no leaks"
 		if c.Leaked {
 			leaks = strings.Join(c.Leaks, "; ")
 		}
-		fmt.Fprintf(tw, "  after churn\t%s (fds %d → %d, threads %d → %d, store %d → %d bytes)\t\t\t\n",
-			leaks, c.Before.FDs, c.After.FDs, c.Before.Threads, c.After.Threads, c.Before.StoreBytes, c.After.StoreBytes)
+		fmt.Fprintf(tw, "  after churn\t%s (pods %d, shims %d, processes %d; fds %d → %d, threads %d → %d%s, store %d → %d bytes)\n",
+			leaks, c.PodsLeft, c.ShimsLeft, c.ProcessesLeft, c.Before.FDs, c.After.FDs, c.Before.Threads, c.After.Threads, goroutinesChange(c.Before.Goroutines, c.After.Goroutines), c.Before.StoreBytes, c.After.StoreBytes)
 	}
 	if len(res.Targets) > 0 {
 		fmt.Fprintln(tw, "\ntarget\twant\tgot\tmet\t")
@@ -290,7 +295,7 @@ func (res *Results) WriteTable(w io.Writer) error {
 }
 
 func compareRow(w io.Writer, label string, c Compare) {
-	fmt.Fprintf(w, "%s\t%s\t%s\t%.2f (+%.1f ms)\t%d\n", label, summaryCell(c.Podward), summaryCell(c.Floor), c.Ratio, c.OverMS, c.Podward.N)
+	fmt.Fprintf(w, "%s\t%s\t%s\t%.2f (%+.1f ms)\t%d\n", label, summaryCell(c.Podward), summaryCell(c.Floor), c.Ratio, c.OverMS, c.Podward.N)
 }
 
 // summaryCell is "p50" or "p50 / p90 / p99".
@@ -299,6 +304,13 @@ func summaryCell(s Summary) string {
 		return fmt.Sprintf("%.1f", s.P50)
 	}
 	return fmt.Sprintf("%.1f / %.1f / %.1f", s.P50, *s.P90, *s.P99)
+}
+
+func goroutinesChange(before, after *int) string {
+	if before == nil || after == nil {
+		return ""
+	}
+	return fmt.Sprintf(", goroutines %d → %d", *before, *after)
 }
 
 func goroutinesCell(g *int) string {
