@@ -157,7 +157,9 @@ func (r *run) progress(format string, args ...any) {
 }
 
 // Run measures the scenarios of o against an agent it starts, and stops
-// it again. ctx ending stops the run (the results so far are lost).
+// it again. A scenario that fails ends the run: Run returns the results
+// so far (the failure in Results.Error) with the error. ctx ending stops
+// the run the same way.
 func Run(ctx context.Context, o Options) (res *Results, err error) {
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -234,7 +236,11 @@ func Run(ctx context.Context, o Options) (res *Results, err error) {
 			continue
 		}
 		if err := s.run(ctx, res); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
+			err = fmt.Errorf("%s: %w", s.name, err)
+			res.Error = err.Error()
+			res.Machine.LoadAfter = readLoad()
+			res.Targets = targets(res)
+			return res, err
 		}
 	}
 	res.Machine.LoadAfter = readLoad()
@@ -324,8 +330,9 @@ func forEach(n, conc int, fn func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// deleteAll deletes the pods named and waits until every one is gone;
-// now deletes with grace period 0.
+// deleteAll deletes the pods named — at most Concurrency requests in
+// flight, each pod's wait not holding up the next delete — and waits until
+// every one is gone; now deletes with grace period 0.
 func (r *run) deleteAll(ctx context.Context, names []string, now bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.PodTimeout)
 	defer cancel()
@@ -334,24 +341,33 @@ func (r *run) deleteAll(ctx context.Context, names []string, now bool) error {
 		var zero int64
 		opts.GracePeriodSeconds = &zero
 	}
-	return forEach(len(names), r.o.Concurrency, func(i int) error {
+	err := forEach(len(names), r.o.Concurrency, func(i int) error {
 		if _, err := r.agent.client.DeletePod(ctx, namespace, names[i], opts); err != nil {
 			return fmt.Errorf("delete %s: %w", names[i], err)
 		}
-		return r.pods.waitGone(ctx, names[i])
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return forEach(len(names), len(names), func(i int) error { return r.pods.waitGone(ctx, names[i]) })
 }
 
-// createAll creates the pods and waits until every one runs.
+// createAll creates the pods — at most Concurrency requests in flight —
+// and waits until every one runs.
 func (r *run) createAll(ctx context.Context, pods []*v1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.PodTimeout)
 	defer cancel()
-	return forEach(len(pods), r.o.Concurrency, func(i int) error {
+	err := forEach(len(pods), r.o.Concurrency, func(i int) error {
 		if _, err := r.agent.client.CreatePod(ctx, pods[i]); err != nil {
 			return fmt.Errorf("create %s: %w", pods[i].Name, err)
 		}
-		return r.pods.waitRunning(ctx, pods[i].Name)
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return forEach(len(pods), len(pods), func(i int) error { return r.pods.waitRunning(ctx, pods[i].Name) })
 }
 
 // sleepCtx waits d, or until ctx ends.

@@ -29,6 +29,9 @@ type Results struct {
 	Scale   *ScaleResult `json:"scale,omitempty"`
 	Churn   *ChurnResult `json:"churn,omitempty"`
 	Targets []Target     `json:"targets"`
+	// Error is why the run ended early, if it did: the figures before it
+	// are kept.
+	Error string `json:"error,omitempty"`
 }
 
 // Machine is where the run was measured.
@@ -280,6 +283,9 @@ func (res *Results) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  after churn\t%s (pods %d, shims %d, processes %d; fds %d → %d, threads %d → %d%s, store %d → %d bytes)\n",
 			leaks, c.PodsLeft, c.ShimsLeft, c.ProcessesLeft, c.Before.FDs, c.After.FDs, c.Before.Threads, c.After.Threads, goroutinesChange(c.Before.Goroutines, c.After.Goroutines), c.Before.StoreBytes, c.After.StoreBytes)
+	}
+	if res.Error != "" {
+		fmt.Fprintf(tw, "\nthe run ended early: %s\n", res.Error)
 	}
 	if len(res.Targets) > 0 {
 		fmt.Fprintln(tw, "\ntarget\twant\tgot\tmet\t")

@@ -124,20 +124,21 @@ func (r *run) scalePoint(ctx context.Context, n int, probe bool) (ScalePoint, er
 
 func (r *run) scaleScenario(ctx context.Context, res *Results) error {
 	out := &ScaleResult{}
+	// Kept as they come: a size that fails leaves the ones before it.
+	res.Scale = out
 	for _, n := range r.o.Scale {
 		p, err := r.scalePoint(ctx, n, false)
 		if err != nil {
-			return err
+			return fmt.Errorf("%d pods: %w", n, err)
 		}
 		out.Points = append(out.Points, p)
 	}
 	if r.o.ScaleProbePods > 0 {
 		p, err := r.scalePoint(ctx, r.o.ScaleProbePods, true)
 		if err != nil {
-			return err
+			return fmt.Errorf("%d pods with readiness probes: %w", r.o.ScaleProbePods, err)
 		}
 		out.Probe = &p
 	}
-	res.Scale = out
 	return nil
 }

@@ -83,18 +83,24 @@ func runBench(cmd *cobra.Command, s Streams, o bench.Options, out string) error 
 	o.Progress = s.Err
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := bench.Run(ctx, o)
-	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
+	res, runErr := bench.Run(ctx, o)
+	if res == nil {
+		return &ExitError{Code: ExitFailed, Err: runErr}
 	}
+	// What a run that failed midway measured is still shown and written.
 	res.Command = benchCommandLine(cmd.Flags())
 	if err := res.WriteTable(s.Out); err != nil {
 		return err
 	}
-	if out == "" {
-		return nil
+	if out != "" {
+		if err := writeBenchJSON(res, out); err != nil {
+			return err
+		}
 	}
-	return writeBenchJSON(res, out)
+	if runErr != nil {
+		return &ExitError{Code: ExitFailed, Err: runErr}
+	}
+	return nil
 }
 
 // benchCommandLine is the command line that runs the same bench again.
