@@ -107,6 +107,9 @@ func (r *run) leftovers(ctx context.Context, out *ChurnResult) error {
 		return err
 	}
 	out.ShimsLeft, out.ProcessesLeft = len(shims), len(marked)
+	for _, p := range append(shims, marked...) {
+		out.Left = append(out.Left, describeProc(p))
+	}
 	var why []string
 	if out.PodsLeft > 0 {
 		why = append(why, fmt.Sprintf("%d pods left", out.PodsLeft))

@@ -239,3 +239,17 @@ func markedWith(kv string) func(_ []string, environ func() []string) bool {
 		return false
 	}
 }
+
+// describeProc is "PID (parent PPID, state S): ARGV" for a report, as far
+// as /proc still tells.
+func describeProc(p Proc) string {
+	state, ppid := "?", "?"
+	if b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(p.PID), "stat")); err == nil {
+		if end := strings.LastIndexByte(string(b), ')'); end >= 0 {
+			if f := strings.Fields(string(b)[end+1:]); len(f) >= 2 {
+				state, ppid = f[0], f[1]
+			}
+		}
+	}
+	return fmt.Sprintf("%d (parent %s, state %s): %s", p.PID, ppid, state, strings.Join(p.Argv, " "))
+}

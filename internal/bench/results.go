@@ -136,9 +136,12 @@ type ChurnResult struct {
 	PodsLeft        int           `json:"pods_left"`
 	ShimsLeft       int           `json:"shims_left"`
 	ProcessesLeft   int           `json:"processes_left"`
-	Leaked          bool          `json:"leaked"`
-	Leaks           []string      `json:"leaks,omitempty"`
-	Load            Load          `json:"load"`
+	// Left describes each shim and container process left: PID, parent,
+	// state and command line.
+	Left   []string `json:"left,omitempty"`
+	Leaked bool     `json:"leaked"`
+	Leaks  []string `json:"leaks,omitempty"`
+	Load   Load     `json:"load"`
 }
 
 // Target is one of issue 14's targets, against this run.
