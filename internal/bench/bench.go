@@ -222,6 +222,18 @@ func Run(ctx context.Context, o Options) (res *Results, err error) {
 	if err := r.warmUp(ctx); err != nil {
 		return nil, err
 	}
+	err = r.scenarios(ctx, res)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	res.Machine.LoadAfter = readLoad()
+	res.Targets = targets(res)
+	return res, err
+}
+
+// scenarios runs the scenarios o selects, in their order, into res; the
+// first that fails ends them.
+func (r *run) scenarios(ctx context.Context, res *Results) error {
 	steps := []struct {
 		name string
 		run  func(context.Context, *Results) error
@@ -232,20 +244,14 @@ func Run(ctx context.Context, o Options) (res *Results, err error) {
 		{ScenarioChurn, r.churnScenario},
 	}
 	for _, s := range steps {
-		if !o.runs(s.name) {
+		if !r.o.runs(s.name) {
 			continue
 		}
 		if err := s.run(ctx, res); err != nil {
-			err = fmt.Errorf("%s: %w", s.name, err)
-			res.Error = err.Error()
-			res.Machine.LoadAfter = readLoad()
-			res.Targets = targets(res)
-			return res, err
+			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
-	res.Machine.LoadAfter = readLoad()
-	res.Targets = targets(res)
-	return res, nil
+	return nil
 }
 
 func newRunID() string {
