@@ -8,7 +8,7 @@ RACE_PKGS := ./internal/...
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 
-.PHONY: help build test test-unit test-integration fuzz fuzz-smoke bench vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture
+.PHONY: help build test test-unit test-integration fuzz fuzz-smoke bench bench-go vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -37,7 +37,14 @@ fuzz-smoke: ## every fuzz target for 3 s each, as CI does
 
 test: fmt-check vet test-unit fuzz-smoke test-integration ## everything CI runs
 
-bench: ## benchmarks
+# Flags of `podward bench` (e.g. BENCH_ARGS='--only start,stop --start-pods 200').
+BENCH_ARGS ?=
+BENCH_OUT  ?= bench-results.json
+
+bench: build ## podward bench: start/stop/scale/churn against a podward serve it starts, beside the floor; table + BENCH_OUT (bench-results.json); BENCH_ARGS its flags (root; some 15 minutes)
+	$(BIN) bench --out $(BENCH_OUT) $(BENCH_ARGS)
+
+bench-go: ## Go benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 timeline-picture: build ## run the defer-containers demo pod for real (root) and draw docs/timeline.svg from its timeline

@@ -95,6 +95,12 @@ var rules = []rule{
 		Why:   "the node shutdown manager drives the agent and the store through the interfaces it declares; its callers (logind, the API) know it, not the reverse",
 	},
 	{
+		From:  "internal/bench",
+		Only:  []string{"internal/client"},
+		Tests: true,
+		Why:   "podward bench measures a real agent from outside, as a client does: through the API and /proc, never the agent's parts",
+	},
+	{
 		From:  "internal/node",
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,

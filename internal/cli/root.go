@@ -52,7 +52,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newRunCommand(s), newStopPodsCommand(s))
+	root.AddCommand(newRunCommand(s), newStopPodsCommand(s), newBenchCommand(s))
 
 	api := &apiOptions{}
 	root.PersistentFlags().StringVar(&api.socket, "socket", "", socketFlagHelp)
