@@ -27,7 +27,10 @@ import (
 	"github.com/podward/podward/test/internal/bintest"
 )
 
-var inproc = flag.Bool("startbench.inproc", false, "run the agent in the benchmark's process (for -cpuprofile, -trace, ...) instead of `podward serve`")
+var (
+	inproc = flag.Bool("startbench.inproc", false, "run the agent in the benchmark's process (for -cpuprofile, -trace, ...) instead of `podward serve`")
+	binary = flag.String("startbench.podward", "", "the podward binary to serve with, instead of the one built from this tree (to compare builds back to back)")
+)
 
 // podwardBin is the binary built once by TestMain.
 var podwardBin string
@@ -289,7 +292,11 @@ func startAgent(b *testing.B, dir string) *client.Client {
 // startServe runs `podward serve` until the benchmark ends.
 func startServe(b *testing.B, root, socket string) {
 	b.Helper()
-	cmd := exec.Command(podwardBin, "serve", "--root", root, "--socket", socket)
+	bin := podwardBin
+	if *binary != "" {
+		bin = *binary
+	}
+	cmd := exec.Command(bin, "serve", "--root", root, "--socket", socket)
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,8 @@
 // same assembly (package node) in the benchmark's own process, so that
 // -cpuprofile, -blockprofile, -mutexprofile and -trace see it (its shims
 // are then the test binary re-executed, which TestMain turns into one).
+// -startbench.podward BIN serves with another build, to compare two builds
+// back to back on the same machine.
 //
 //	go test -run '^$' -bench BenchmarkPodStart -benchtime 40x ./test/startbench/
 //
