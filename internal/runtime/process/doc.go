@@ -27,9 +27,16 @@
 // with no exit.json, the runtime kills what is left of the container and
 // records exit code 137, runtime.ReasonStatusUnknown, as the kubelet does.
 //
-// Close stops the runtime's own work (watchers, log followers) but never a
-// container or a shim, because stopping the agent and killing a pod are
-// different things. New on the same root (in this process or a new one)
+// From its first start on, a Runtime keeps a few spare shims started ahead
+// (Config.SpareShims, shim.Spare): StartContainer hands one the instance
+// directory instead of starting its shim then, so that a start does not wait for this binary's
+// exec and initialisation, only for the container's fork and exec. A spare
+// holds nothing until then, and exits when its socket closes: at Close, or
+// when the agent dies.
+//
+// Close stops the runtime's own work (watchers, log followers, spares) but
+// never a container or its shim, because stopping the agent and killing a
+// pod are different things. New on the same root (in this process or a new one)
 // attaches to everything the earlier Runtime left: running instances are
 // watched again, exits that happened meanwhile are read from disk and
 // reported by ListContainers, not as events. ListPods lists the pods with
