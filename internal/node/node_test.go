@@ -15,10 +15,19 @@ import (
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
+	"github.com/podward/podward/internal/runtime/process"
 	"github.com/podward/podward/internal/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain first lets a re-executed test binary be what the process
+// runtime started it as (a container's init helper, a shim, a spare
+// shim): without it, a spare shim of a test's runtime would run the tests
+// again, and each of those its own spares (LEAD: this fork-bombed the
+// machine once; keep it).
+func TestMain(m *testing.M) {
+	process.MaybeRunInit()
+	goleak.VerifyTestMain(m)
+}
 
 // options are the defaults with a quiet log.
 func options(root string) Options {

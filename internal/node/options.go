@@ -205,7 +205,10 @@ type openRuntime interface {
 func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation) (openRuntime, error) {
 	switch o.Kind {
 	case RuntimeProcess:
-		return process.New(process.Config{Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation})
+		return process.New(process.Config{
+			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
+			SpareShims: process.DefaultSpareShims,
+		})
 	case RuntimeCRI:
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,

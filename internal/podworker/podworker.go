@@ -399,6 +399,12 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 // and starts the defer images' pre-pull when it is time. It reports whether
 // the pod's state changed; when not, wake is when the plan, or an image
 // pull it had to put off, wants the worker back.
+//
+// What the actions brought (the new instances' IDs) is not saved here but
+// by the next plan's write-ahead or at the end of the step, one commit
+// instead of two: nothing is guarded by it (a start is, by its write-ahead,
+// and an agent that dies before the instance is recorded adopts it from
+// the runtime, as it would had it died during the start).
 func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wake time.Time) {
 	wake = plan.WakeAt
 	for _, a := range pw.writeAhead(plan.Actions) {
@@ -410,7 +416,6 @@ func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wa
 		pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", pw.gpEvent)
 		pw.gpEvent = ""
 	}
-	_ = pw.save()
 	pw.maybePrePull(ctx)
 	return acted, wake
 }

@@ -27,9 +27,16 @@
 // with no exit.json, the runtime kills what is left of the container and
 // records exit code 137, runtime.ReasonStatusUnknown, as the kubelet does.
 //
-// Close stops the runtime's own work (watchers, log followers) but never a
-// container or a shim, because stopping the agent and killing a pod are
-// different things. New on the same root (in this process or a new one)
+// From its first start on, a Runtime keeps a few spare shims started ahead
+// (Config.SpareShims, shim.Spare): StartContainer hands one the instance
+// directory instead of starting its shim then, so that a start does not wait for this binary's
+// exec and initialisation, only for the container's fork and exec. A spare
+// holds nothing until then, and exits when its socket closes: at Close, or
+// when the agent dies.
+//
+// Close stops the runtime's own work (watchers, log followers, spares) but
+// never a container or its shim, because stopping the agent and killing a
+// pod are different things. New on the same root (in this process or a new one)
 // attaches to everything the earlier Runtime left: running instances are
 // watched again, exits that happened meanwhile are read from disk and
 // reported by ListContainers, not as events. ListPods lists the pods with
@@ -74,12 +81,13 @@
 // for medium Memory); hostPath volumes are checked or created as their type
 // says, as the kubelet does. A container with volumeMounts runs in a private
 // mount namespace where each volume is bind-mounted at its mountPath, by
-// the init helper of package launch. A subPath is checked and created
-// safely first (hostfs.PrepareSubPath); the helper then opens it again
+// package launch (from a thread of the shim in that namespace, before the
+// fork; an exec's through launch's init helper). A subPath is checked and
+// created safely first (hostfs.PrepareSubPath); launch then opens it again
 // refusing any symlink and mounts what it opened, so a container that
 // swaps a component for a symlink meanwhile makes the start fail instead
 // of getting what the symlink points to. Unlike the kubelet (and the CRI
-// runtime), no bind mount of the subPath is left on the host: the helper's
+// runtime), no bind mount of the subPath is left on the host: that
 // mount namespace is the container's.
 //
 // The trade-off of having no root filesystem: a mountPath that does not
@@ -111,7 +119,7 @@
 //
 // Where the agent may make UTS namespaces (root), each container runs in
 // one of its own whose host name is the pod's (podspec.Hostname:
-// spec.hostname, else the pod's name), set by the init helper, as a CRI
+// spec.hostname, else the pod's name), set by package launch, as a CRI
 // runtime's sandbox has it; HOSTNAME says the same. A pod on the host's
 // network keeps the host's name, as in Kubernetes. Each Exec gets such a
 // namespace too, so a hook or probe sees what its container sees. The

@@ -79,6 +79,14 @@ type Config struct {
 	// must not outlive it; an agent leaves it false, so that its
 	// containers survive it and its next start adopts them.
 	Tethered bool
+	// SpareShims is how many shims the Runtime keeps started ahead of the
+	// containers they will hold, from its first start on
+	// (DefaultSpareShims for an agent), so that
+	// a start waits only for the container's own fork and exec, not for
+	// its shim's. Each is an idle process until a start takes it; it
+	// exits when Close ends it or when this process dies. Zero: none, every
+	// start starts its shim.
+	SpareShims int
 }
 
 // The contract and the optional abilities the process runtime has.
@@ -121,6 +129,7 @@ type Runtime struct {
 	watchers  sync.WaitGroup
 
 	mountpoints mountpoints
+	spares      spareShims
 
 	mu        sync.Mutex
 	closed    bool
@@ -194,6 +203,7 @@ func New(cfg Config) (*Runtime, error) {
 		cancel:      cancel,
 		mountpoints: mountpoints{created: make(map[string]*createdPath)},
 		instances:   make(map[string]*instance),
+		spares:      spareShims{want: cfg.SpareShims, marker: root},
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -201,6 +211,7 @@ func New(cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	r.spares.log = r.log
 	if err := r.killLeftExecs(); err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("process runtime: execs left in %s: %w", root, err)
@@ -225,7 +236,8 @@ func (r *Runtime) Events() <-chan runtime.Event { return r.events }
 // StartContainer and Exec fail. An exit a watcher had already seen is
 // finished: its log is read to the end for Config.Output, and its event
 // is dropped unless the consumer takes it first. Close never stops a
-// container or a shim. It releases the root. It is idempotent.
+// container or its shim; it ends the spare shims, which hold none. It
+// releases the root. It is idempotent.
 func (r *Runtime) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
@@ -233,6 +245,7 @@ func (r *Runtime) Close() error {
 		r.mu.Unlock()
 		close(r.done)
 		r.cancel()
+		r.spares.close()
 		r.watchers.Wait()
 		// Closing the files releases the locks.
 		r.agentLock.Close()

@@ -139,7 +139,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 			return runtime.Container{}, fmt.Errorf("termination message file: %w", err)
 		}
 	}
-	shimProc, started, err := shim.Start(ctx, dir)
+	shimProc, started, err := r.startShim(ctx, dir)
 	if err != nil {
 		// Nothing of the instance runs: it never was.
 		if rerr := os.RemoveAll(dir); rerr != nil {

@@ -5,22 +5,27 @@
 // mountPath; and when it has a host name of its own (the pod's), in a
 // private UTS namespace with that name.
 //
-// Go cannot run code between fork and exec, so a process with mounts or a
-// host name, and every process of StartTied, is started as this very
-// binary (/proc/self/exe) in "init helper" mode: MaybeRunHelper, which the
-// binary's main calls first (through process.MaybeRunInit), sees the
-// helper's environment variable, sets the host name, does the bind mounts,
-// waits for StartTied's go-ahead, and execs the real command, which so
-// keeps the PID that Start returned. The helper reports a failure before
-// exec on a pipe, so Start still fails synchronously.
+// Go cannot run code between fork and exec. Start, for a process with
+// mounts or a host name, runs that code before the fork instead, on a
+// thread it locks and moves into a mount and a UTS namespace of its own
+// (namespaces are per thread, and a fork takes the forking thread's): the
+// child is born in them. Every process of StartTied with mounts, a host
+// name or a started callback is started as this very binary
+// (/proc/self/exe) in "init helper" mode instead, since its fork must come
+// from StartTied's one thread: MaybeRunHelper, which the binary's main
+// calls first (through process.MaybeRunInit), sees the helper's
+// environment variable, sets the host name, does the bind mounts, waits
+// for StartTied's go-ahead, and execs the real command, which so keeps the
+// PID that Start returned. The helper reports a failure before exec on a
+// pipe, so StartTied still fails synchronously.
 //
 // Both sides of a container use it: the agent for Exec, through StartTied,
 // so that an exec dies with the agent (PR_SET_PDEATHSIG, from one thread),
 // and the per-container shim (package shim) for the container itself,
 // through Start, so that the container outlives the agent.
 //
-// The helper opens every mount's source before it mounts any, a subPath
-// refusing symlinks (hostfs.SubPath.Open), and mounts what it opened
+// Both open every mount's source before they mount any, a subPath
+// refusing symlinks (hostfs.SubPath.Open), and mount what they opened
 // through /proc/self/fd: the path it checked is the path it mounts.
 //
 // It imports only the standard library, golang.org/x/sys/unix,

@@ -88,25 +88,8 @@ func runHelper(raw string) error {
 	if len(spec.Argv) == 0 {
 		return errors.New("init helper: no command")
 	}
-	if spec.Hostname != "" {
-		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
-			return fmt.Errorf("init helper: set the host name %q: %w", spec.Hostname, err)
-		}
-	}
-	// Every source is opened before the first mount, which could otherwise
-	// hide a later source's path; each mount is of what was opened.
-	sources := make([]*os.File, len(spec.Mounts))
-	for i, m := range spec.Mounts {
-		f, err := openSource(m)
-		if err != nil {
-			return fmt.Errorf("volume mount %s: %w", m.Target, err)
-		}
-		sources[i] = f // close-on-exec
-	}
-	for i, m := range spec.Mounts {
-		if err := bind(m, sources[i]); err != nil {
-			return err
-		}
+	if err := isolate(spec.Hostname, spec.Mounts); err != nil {
+		return err
 	}
 	// After the mounts: a volume may provide the directory.
 	if err := os.Chdir(spec.Dir); err != nil {
@@ -124,6 +107,39 @@ func runHelper(raw string) error {
 	}
 	if err := unix.Exec(path, spec.Argv, env); err != nil {
 		return &fs.PathError{Op: "exec", Path: path, Err: err}
+	}
+	return nil
+}
+
+// isolate sets the host name of the calling thread's (fresh) UTS namespace
+// and does the bind mounts in its (fresh, private) mount namespace. Every
+// source is opened before the first mount, which could otherwise hide a
+// later source's path; each mount is of what was opened.
+func isolate(hostname string, mounts []Mount) error {
+	if hostname != "" {
+		if err := unix.Sethostname([]byte(hostname)); err != nil {
+			return fmt.Errorf("init helper: set the host name %q: %w", hostname, err)
+		}
+	}
+	sources := make([]*os.File, len(mounts))
+	defer func() {
+		for _, f := range sources {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for i, m := range mounts {
+		f, err := openSource(m)
+		if err != nil {
+			return fmt.Errorf("volume mount %s: %w", m.Target, err)
+		}
+		sources[i] = f // close-on-exec
+	}
+	for i, m := range mounts {
+		if err := bind(m, sources[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

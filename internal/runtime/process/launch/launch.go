@@ -55,12 +55,19 @@ type Spec struct {
 
 // Start starts spec in a process group of its own with the given stdout and
 // stderr, and returns once the process runs its command (or failed to). A
-// process with mounts or a host name goes through the init helper; ctx
-// ending while the helper works kills it. A working directory that is not
-// one is reported as such (`workingDir "/x": no such file or directory`),
-// not as a command that could not be run. The caller owns the returned
-// Cmd and must Wait for it.
+// process with mounts or a host name is forked from a thread in namespaces
+// of its own (startIsolated), not through the init helper. A working
+// directory that is not one is reported as such (`workingDir "/x": no such
+// file or directory`), not as a command that could not be run. ctx that
+// ended means nothing is started. The caller owns the returned Cmd and
+// must Wait for it.
 func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(spec.Argv) > 0 && (len(spec.Mounts) > 0 || spec.Hostname != "") {
+		return startIsolated(spec, stdout, stderr)
+	}
 	return start(ctx, spec, stdout, stderr, starter{fork: (*exec.Cmd).Start})
 }
 

@@ -61,7 +61,13 @@ type report struct {
 func MaybeRun() {
 	dir, ok := os.LookupEnv(Env)
 	if !ok {
-		return
+		if _, spare := os.LookupEnv(SpareEnv); !spare {
+			return
+		}
+		// Until it is given its instance a spare holds nothing: a signal
+		// ends it as it would any process.
+		dir = awaitInstance()
+		redirectStderr(dir)
 	}
 	// Before anything else: from now on these signals are the container's.
 	sigs := make(chan os.Signal, 32)

@@ -42,25 +42,33 @@ func Start(ctx context.Context, dir string) (*Proc, Started, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, Started{}, err
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	ours, theirs, err := statusSocket()
 	if err != nil {
-		return nil, Started{}, os.NewSyscallError("socketpair", err)
+		return nil, Started{}, err
 	}
-	// Non-blocking, so that ctx can interrupt a read through a deadline.
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, Started{}, os.NewSyscallError("fcntl", err)
-	}
-	ours := os.NewFile(uintptr(fds[0]), "shim-status")
 	defer ours.Close()
-	theirs := os.NewFile(uintptr(fds[1]), "shim-status")
 	p, err := startShim(dir, theirs)
 	theirs.Close()
 	if err != nil {
 		return nil, Started{}, err
 	}
+	return confirm(ctx, dir, p, ours)
+}
 
+// startShim forks and execs this binary as the shim of dir, with status
+// as its fd 3.
+func startShim(dir string, status *os.File) (*Proc, error) {
+	shimLog, err := os.OpenFile(filepath.Join(dir, ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer shimLog.Close()
+	return spawn([]string{"podward-shim", dir}, shimEnv(Env+"="+dir), shimLog, status)
+}
+
+// confirm reads the report of the shim p of dir on ours and answers it, as
+// Start says.
+func confirm(ctx context.Context, dir string, p *Proc, ours *os.File) (*Proc, Started, error) {
 	rep, err := readReport(ctx, ours)
 	if err == nil && rep.Error == "" && ctx.Err() == nil {
 		// A shim that died since its report cannot read this; the caller
@@ -84,27 +92,40 @@ func Start(ctx context.Context, dir string) (*Proc, Started, error) {
 	}
 }
 
-// startShim forks and execs this binary as the shim of dir, with status
-// as its fd 3.
-func startShim(dir string, status *os.File) (*Proc, error) {
-	shimLog, err := os.OpenFile(filepath.Join(dir, ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+// statusSocket makes the socket on which a shim reports to Start: ours
+// (non-blocking, so that ctx can interrupt a read through a deadline) and
+// theirs, the shim's fd 3.
+func statusSocket() (ours, theirs *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, os.NewSyscallError("socketpair", err)
 	}
-	defer shimLog.Close()
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "shim-status"), os.NewFile(uintptr(fds[1]), "shim-status"), nil
+}
+
+// spawn forks and execs this binary as a shim with args and env, stderr
+// (nil: /dev/null) and status as its fd 3.
+func spawn(args, env []string, stderr, status *os.File) (*Proc, error) {
 	cmd := &exec.Cmd{
 		// This very binary, even if it was replaced on disk since.
 		Path: "/proc/self/exe",
-		Args: []string{"podward-shim", dir},
-		Env:  shimEnv(dir),
+		Args: args,
+		Env:  env,
 		Dir:  "/",
 		// Stdin and stdout are /dev/null: the shim writes to nothing
 		// the agent holds.
-		Stderr:     shimLog,
 		ExtraFiles: []*os.File{status}, // statusFD
 		// A session of its own: no controlling terminal, so neither the
 		// terminal's signals nor its hangup reach it or the container.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start shim: %w", err)
@@ -122,11 +143,12 @@ func startShim(dir string, status *os.File) (*Proc, error) {
 }
 
 // shimEnv is the shim's environment: the agent's (the container does not
-// get it: its environment is in its spec), and where its instance is.
-func shimEnv(dir string) []string {
-	env := []string{Env + "=" + dir}
+// get it: its environment is in its spec), and mark, which says what the
+// shim is to do.
+func shimEnv(mark string) []string {
+	env := []string{mark}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, Env+"=") && !strings.HasPrefix(kv, launch.HelperEnv+"=") {
+		if !strings.HasPrefix(kv, Env+"=") && !strings.HasPrefix(kv, SpareEnv+"=") && !strings.HasPrefix(kv, launch.HelperEnv+"=") {
 			env = append(env, kv)
 		}
 	}
