@@ -69,6 +69,8 @@ type Config struct {
 	// OnChange, when set, is called from a pod's goroutine, with no lock
 	// held, after the pod's status or phase changed. It must not block.
 	OnChange func(uid types.UID)
+	// Metrics, when set, receives what the workers measure.
+	Metrics Metrics
 }
 
 // TerminationReason says why a pod's termination began: who asked for it
@@ -145,6 +147,9 @@ func New(ctx context.Context, cfg Config) *Workers {
 	}
 	if cfg.HostIP == "" {
 		cfg.HostIP = "127.0.0.1"
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	return &Workers{cfg: cfg, ctx: ctx, log: cfg.Logger, pods: map[types.UID]*podWorker{}}
 }
