@@ -83,6 +83,12 @@ var rules = []rule{
 		Why:   "the node shutdown manager drives the agent and the store through the interfaces it declares; its callers (logind, the API) know it, not the reverse",
 	},
 	{
+		From:  "internal/metrics",
+		Only:  []string{"internal/model", "internal/podworker", "internal/agent", "internal/shutdown"},
+		Tests: true,
+		Why:   "the metrics implement the recorders their owners declare (podworker, agent) and read the states they name; only internal/node wires them",
+	},
+	{
 		From:  "internal/node",
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,

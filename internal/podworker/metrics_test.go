@@ -115,6 +115,7 @@ func TestMetricsOfAPodsLife(t *testing.T) {
 	h.rt.Exit(p.UID, "a", 0)
 	h.waitCall("start app")
 	h.waitMetrics(m, "sync sync", "started sidecar", "started main", "running 3s")
+	h.waitFor("Census of a, s and app started, a exited", func() bool { return h.w.Census() == Census{Pods: 1, Running: 2, Exited: 1} })
 
 	h.kill(p, ptr.To[int64](60))
 	h.waitCall("start d")
@@ -123,6 +124,7 @@ func TestMetricsOfAPodsLife(t *testing.T) {
 	h.rt.Exit(p.UID, "d", 0)
 	h.waitPhase(p.UID, Terminated)
 	h.waitMetrics(m, "defer completed 2s", "terminated Deleted ended_early left 58s")
+	h.waitFor("Census of the terminated pod", func() bool { return h.w.Census() == Census{Pods: 0, Running: 0, Exited: 4} })
 	for _, line := range []string{"worker started 0s", "running 3s", "started init", "started sidecar", "started main", "started defer", "terminated Deleted ended_early left 58s"} {
 		if n := m.count(line); n != 1 {
 			t.Errorf("%q recorded %d times, want once: %s", line, n, m)

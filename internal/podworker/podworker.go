@@ -707,11 +707,11 @@ func (pw *podWorker) storeStatus(now time.Time) {
 			st.exited++
 		}
 	}
+	pw.status.Store(st)
 	if !pw.runningNoted && st.pod.Status.Phase == v1.PodRunning {
 		pw.runningNoted = true
 		pw.w.cfg.Metrics.PodRunning(now.Sub(pw.seen))
 	}
-	pw.status.Store(st)
 }
 
 // publish stores the status for the queries and tells OnChange.
