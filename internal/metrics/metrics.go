@@ -77,7 +77,14 @@ var (
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.addWorkerMetrics()
+	m.addContainerMetrics()
+	m.addTerminationMetrics()
+	return m
+}
 
+// addWorkerMetrics are the kubelet's pod worker histograms.
+func (m *Metrics) addWorkerMetrics() {
 	m.podStart = m.histogram(prometheus.HistogramOpts{
 		Name:    "kubelet_pod_start_duration_seconds",
 		Help:    "Duration in seconds from the agent seeing a pod to the pod's phase first becoming Running.",
@@ -98,7 +105,11 @@ func New() *Metrics {
 	for _, op := range podworker.SyncOperations {
 		m.sync[op] = syncVec.WithLabelValues(op.String())
 	}
+}
 
+// addContainerMetrics are the kubelet's start counters and podward's defer
+// container histogram.
+func (m *Metrics) addContainerMetrics() {
 	startedVec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kubelet_started_containers_total",
 		Help: "Cumulative number of container starts tried, by container type.",
@@ -119,7 +130,6 @@ func New() *Metrics {
 	}, []string{"static"})
 	m.reg.MustRegister(restartedVec)
 	m.restarted = [2]prometheus.Counter{restartedVec.WithLabelValues("false"), restartedVec.WithLabelValues("true")}
-
 	deferVec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "podward_defer_container_duration_seconds",
 		Help:    "How long each instance of a defer container ran, from its start to its exit, by outcome: completed (exit 0), failed, or killed at the end of the grace period.",
@@ -130,7 +140,10 @@ func New() *Metrics {
 	for _, o := range podworker.DeferOutcomes {
 		m.deferDuration[o] = deferVec.WithLabelValues(o.String())
 	}
+}
 
+// addTerminationMetrics are podward's termination and checkpoint metrics.
+func (m *Metrics) addTerminationMetrics() {
 	termVec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "podward_pod_terminations_total",
 		Help: "Pod terminations that ended, by why they began and by outcome: ended_early (everything stopped before the deadline) or killed_at_deadline (the grace period ran out).",
@@ -159,7 +172,6 @@ func New() *Metrics {
 		Help: "Pod worker checkpoint writes that failed (a full disk, say).",
 	})
 	m.reg.MustRegister(m.checkpointErr)
-	return m
 }
 
 func (m *Metrics) histogram(opts prometheus.HistogramOpts) prometheus.Histogram {
