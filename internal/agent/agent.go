@@ -77,6 +77,19 @@ type Config struct {
 	// SetShuttingDown). Without it (cluster mode) they stay terminated, for
 	// their controllers to replace. It needs a Store.
 	RestartShutdownPods bool
+	// Metrics, when set, receives what the agent and its pod workers
+	// measure.
+	Metrics Metrics
+}
+
+// Metrics receives what the agent measures, and its pod workers'
+// measures (podworker.Metrics). Its calls must not block.
+type Metrics interface {
+	podworker.Metrics
+	// PodRestarted: a pod was started again under its UID after it had
+	// terminated (a node shutdown that was cancelled, or a reboot); static
+	// is the kubelet's label, true for a pod that is not the cluster's.
+	PodRestarted(static bool)
 }
 
 // Agent is one node's pod engine.
@@ -174,6 +187,9 @@ func New(ctx context.Context, cfg Config) *Agent {
 		HostIP:   cfg.NodeIP,
 		OnChange: a.podChanged,
 		Timeline: a.history,
+	}
+	if cfg.Metrics != nil {
+		wcfg.Metrics = cfg.Metrics
 	}
 	pm := prober.New(prober.Config{
 		Execer: cfg.Runtime,

@@ -143,7 +143,14 @@ func (a *Agent) rerunDone(uid types.UID, e *entry) {
 func (a *Agent) rerun(p *model.Pod, cp []byte, why string) error {
 	a.log.Info("starting the pod again after the node shutdown", "pod", p.Key(), "podUID", p.UID, "why", why)
 	a.recorder.Eventf(p, "", events.Normal, events.NodeShutdown, "Starting the pod again: %s", why)
-	return a.workers.Rerun(p, cp)
+	if err := a.workers.Rerun(p, cp); err != nil {
+		return err
+	}
+	if m := a.cfg.Metrics; m != nil {
+		// Only standalone pods start again: none is the cluster's.
+		m.PodRestarted(true)
+	}
+	return nil
 }
 
 // shutdownTerminated says whether a checkpoint is a pod's whose

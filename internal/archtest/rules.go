@@ -101,6 +101,12 @@ var rules = []rule{
 		Why:   "podward bench measures a real agent from outside, as a client does: through the API and /proc, never the agent's parts",
 	},
 	{
+		From:  "internal/metrics",
+		Only:  []string{"internal/model", "internal/podworker", "internal/agent", "internal/shutdown"},
+		Tests: true,
+		Why:   "the metrics implement the recorders their owners declare (podworker, agent) and read the states they name; only internal/node wires them",
+	},
+	{
 		From:  "internal/node",
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,

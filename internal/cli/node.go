@@ -26,7 +26,8 @@ period runs out.
 
 State lives under --root; SIGTERM or Ctrl-C stops the agent, never the
 containers. With --socket, the node serves its node shutdown there, for
-'podward shutdown --socket' (its pods are the API server's to show).`,
+'podward shutdown --socket' (its pods are the API server's to show), and /metrics.
+The kubelet port serves /metrics to users allowed get on nodes/metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The node's pods are the API server's: its local socket, only

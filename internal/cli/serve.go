@@ -28,7 +28,10 @@ XDG_RUNTIME_DIR). $PODWARD_SOCKET overrides the socket.
 
 It refuses to start when another agent answers on the socket, and in a per-user
 socket directory that is not the user's own, mode 0700 (not a symbolic link). SIGTERM or Ctrl-C
-stops the agent, never the containers: they keep running.`,
+stops the agent, never the containers: they keep running.
+
+The socket also serves /metrics (Prometheus; docs/api.md lists the metrics), and with
+--pprof Go's profiles under /debug/pprof/; --metrics-bind-address serves both on TCP too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), s, api, o)

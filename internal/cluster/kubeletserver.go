@@ -29,8 +29,10 @@ import (
 //
 //	GET /containerLogs/{namespace}/{pod}/{container}   the log, text/plain
 //	GET /healthz                                       "ok"
+//	GET /metrics                                       the agent's metrics (KubeletServerConfig.Metrics)
 //
-// Anything else is 404 (exec, attach, port-forward, stats and metrics are
+// Anything else is 404 (exec, attach, port-forward, stats and the
+// kubelet's /metrics/cadvisor, /metrics/probes and /metrics/resource are
 // not served).
 //
 // Authentication is by client certificate, as the kubelet's
@@ -43,8 +45,8 @@ import (
 // Authorization is the kubelet's --authorization-mode: Webhook by default,
 // a SubjectAccessReview to the API server for the node's subresource the
 // path needs (nodes/proxy for /containerLogs, either nodes/healthz or
-// nodes/proxy for /healthz), 403 when refused; AlwaysAllow only when asked
-// for. See kubeletserver_auth.go.
+// nodes/proxy for /healthz, nodes/metrics for /metrics), 403 when refused;
+// AlwaysAllow only when asked for. See kubeletserver_auth.go.
 
 // Names of the self-signed serving certificate and its key in
 // KubeletServerConfig.CertDir, the kubelet's.
@@ -86,6 +88,9 @@ type LogEnds interface {
 type KubeletServerConfig struct {
 	// Logs finds the log files; it may implement LogEnds.
 	Logs LogSource
+	// Metrics, when set, serves GET /metrics (the Prometheus handler),
+	// authorized as the kubelet's: nodes/metrics.
+	Metrics http.Handler
 	// Address is the IP to listen on; "" for all.
 	Address string
 	// Port defaults to DefaultKubeletPort, 10250.
@@ -209,6 +214,9 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	mux.HandleFunc("/", http.NotFound)
 	s.handler = s.guard(mux)
 	return s, nil

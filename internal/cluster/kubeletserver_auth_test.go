@@ -489,3 +489,42 @@ func TestKubeletServerWebhookNeedsTheAPIServer(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestKubeletServerMetrics: /metrics serves the agent's metrics to a user
+// the API server allows nodes/metrics, as the kubelet's (kubelet 1.37,
+// pkg/kubelet/server/auth.go: /metrics needs nodes/metrics); nodes/proxy
+// is not enough, and without credentials it is a 401. A server given no
+// metrics answers 404 (once authorized).
+func TestKubeletServerMetrics(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("kubelet_running_pods 2\n"))
+	})
+	f, api, _ := webhookServer(t, func(c *KubeletServerConfig) { c.Metrics = metrics })
+	api.allow("prometheus", "metrics")
+	api.allow("kube-apiserver-kubelet-client", "proxy")
+	as := func(cn string) *http.Client { return f.client(t, f.ca.clientCert(t, cn)) }
+	tests := []struct {
+		name   string
+		client *http.Client
+		code   int
+		body   string
+	}{
+		{"nodes/metrics", as("prometheus"), 200, "kubelet_running_pods 2\n"},
+		{"nodes/proxy is not enough", f.apiServer(t), 403, "Forbidden (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, subresource(s)=[metrics])\n"},
+		{"no role", as("random-user"), 403, "Forbidden (user=random-user, verb=get, resource=nodes, subresource(s)=[metrics])\n"},
+		{"no certificate", f.client(t), 401, "Unauthorized\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, body := kubeletGet(t, tc.client, f.url+"/metrics"); code != tc.code || body != tc.body {
+				t.Errorf("got %d %q, want %d %q", code, body, tc.code, tc.body)
+			}
+		})
+	}
+
+	g, api2, _ := webhookServer(t, nil)
+	api2.allow("prometheus", "metrics")
+	if code, _ := kubeletGet(t, g.client(t, g.ca.clientCert(t, "prometheus")), g.url+"/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics of a server without metrics: %d, want 404", code)
+	}
+}

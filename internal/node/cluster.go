@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -140,7 +141,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
 	n.pods = cluster.NewPods(cluster.PodsConfig{Client: client, NodeName: name, Agent: n.agent.Agent, Logger: log})
-	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, client, name, addrs, root); err != nil {
+	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, n.agent.metrics.Handler(), client, name, addrs, root); err != nil {
 		return nil, err
 	}
 	started = true
@@ -168,7 +169,7 @@ func (n *ClusterNode) pokeNode() {
 // server authenticates its bearer tokens and authorizes its requests (in
 // Webhook mode). Its audit lines (one per request) are logged whatever
 // Verbose says.
-func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource, client kubernetes.Interface, name string, addrs []v1.NodeAddress, root string) (*cluster.KubeletServer, error) {
+func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource, metrics http.Handler, client kubernetes.Interface, name string, addrs []v1.NodeAddress, root string) (*cluster.KubeletServer, error) {
 	mode := cluster.AuthorizationWebhook
 	if o.AuthorizationMode != "" {
 		var err error
@@ -177,7 +178,7 @@ func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource,
 		}
 	}
 	s, err := cluster.NewKubeletServer(cluster.KubeletServerConfig{
-		Logs: logs, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
+		Logs: logs, Metrics: metrics, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
 		TLSCertFile: o.TLSCertFile, TLSPrivateKeyFile: o.TLSPrivateKeyFile, CertDir: filepath.Join(root, "pki"),
 		ClientCAFile: o.ClientCAFile, AllowAnonymous: o.AnonymousAuth,
 		TokenReviews:  client.AuthenticationV1().TokenReviews(),
@@ -263,7 +264,7 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	if ln := n.ln; ln != nil {
 		n.ln = nil // Serve closes it
 		runs = append(runs, func(ctx context.Context) error {
-			return apiserver.NewShutdownOnly(n.agent.shutdown, n.log).Serve(ctx, ln)
+			return n.agent.serveDebug(apiserver.NewShutdownOnly(n.agent.shutdown, n.log)).Serve(ctx, ln)
 		})
 	}
 	for _, run := range runs {

@@ -2,7 +2,10 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/logind"
+	"github.com/podward/podward/internal/metrics"
 	"github.com/podward/podward/internal/shutdown"
 	"github.com/podward/podward/internal/store"
 )
@@ -31,6 +35,12 @@ type durable struct {
 	logindDone chan struct{}
 	stop       context.CancelFunc
 	once       sync.Once
+
+	// metrics are the agent's; debugDone is closed once the metrics
+	// address's server has returned, nil without one.
+	metrics   *metrics.Metrics
+	profiling bool
+	debugDone chan struct{}
 }
 
 // The agent is the node a shutdown drives; the manager is what the API
@@ -69,11 +79,13 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 		return nil, err
 	}
 	agentCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	m := metrics.New()
 	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store = rt, clk, o.plannerConfig(), log, st
 	cfg.EventsPerPod, cfg.MaxEvents, cfg.KeepTerminatedPodLogs = o.EventsPerPod, o.MaxEvents, o.KeepTerminatedPodLogs
-	cfg.MaxPods = o.MaxPods
-	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop, shutdownDone: make(chan struct{})}
+	cfg.MaxPods, cfg.Metrics = o.MaxPods, m
+	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop, shutdownDone: make(chan struct{}), metrics: m, profiling: o.Profiling}
 	d.shutdown = shutdown.New(shutdown.Config{Groups: groups, Node: d.Agent, Store: st, Clock: clk, Logger: log, OnChange: onShutdown})
+	m.AddSources(metrics.Sources{Pods: d.Workers(), Store: st, Shutdown: d.shutdown})
 	// The shutdown the last agent left is loaded before the pods are
 	// recovered: a node that still shuts down starts none of them again.
 	rebooted, err := d.Rebooted()
@@ -89,6 +101,9 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	}()
 	if err == nil {
 		err = d.watchLogind(agentCtx, groups, clk, log)
+	}
+	if err == nil {
+		err = d.serveMetrics(agentCtx, o.MetricsBindAddress, log)
 	}
 	if err != nil {
 		d.close()
@@ -142,7 +157,50 @@ func (d *durable) close() {
 		if d.logindDone != nil {
 			<-d.logindDone
 		}
+		if d.debugDone != nil {
+			<-d.debugDone
+		}
 		d.Wait()
 		_ = d.rt.Close()
 	})
+}
+
+// serveMetrics serves the metrics (and, with profiling, the profiles) on
+// the TCP address addr until ctx ends; nothing without one. Its error is a
+// bad option: the address cannot be listened on.
+func (d *durable) serveMetrics(ctx context.Context, addr string, log *slog.Logger) error {
+	if addr == "" {
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return badOptions(fmt.Errorf("--metrics-bind-address: %w", err))
+	}
+	srv := &http.Server{
+		Handler:           apiserver.DebugHandler(d.metrics.Handler(), d.profiling),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	d.debugDone = make(chan struct{})
+	go func() {
+		defer close(d.debugDone)
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		select {
+		case err := <-errc:
+			log.Error("serve metrics", "addr", addr, "err", err)
+			return
+		case <-ctx.Done():
+		}
+		_ = srv.Close()
+		<-errc
+	}()
+	return nil
+}
+
+// serveDebug adds the metrics, and the profiles when asked for, to an API
+// server of the daemon's socket.
+func (d *durable) serveDebug(s *apiserver.Server) *apiserver.Server {
+	return s.WithMetrics(d.metrics.Handler()).WithProfiling(d.profiling)
 }

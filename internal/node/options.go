@@ -72,6 +72,14 @@ type Options struct {
 	// Shutdown configures the node shutdown of the long-running daemons
 	// (NewAgent, NewClusterNode); the foreground run has none.
 	Shutdown ShutdownOptions
+	// MetricsBindAddress, when set (host:port), is a TCP address on which
+	// the long-running daemons serve /metrics too (and the profiles, with
+	// Profiling), without authentication; their socket (and the kubelet
+	// port) serve /metrics whatever it says.
+	MetricsBindAddress string
+	// Profiling serves net/http/pprof under /debug/pprof/ on the daemon's
+	// socket and on MetricsBindAddress.
+	Profiling bool
 }
 
 // ShutdownOptions are the kubelet's graceful node shutdown settings

@@ -129,7 +129,7 @@ func (a *Agent) Socket() string { return a.socket }
 // ErrInternal.
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
-	err := apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).Serve(ctx, a.ln)
+	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown)).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
 		return internal(err)

@@ -120,10 +120,14 @@ func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (chang
 		c.pending = nil
 		return false, wake
 	}
+	pw.w.cfg.Metrics.ContainerStarted(c.ref.Role)
 	inst, err := pw.w.cfg.Runtime.StartContainer(startCtx, pw.pod, c.ref, attempt)
 	c.pending = nil
 	if err != nil && startCtx.Err() != nil {
 		return false, time.Time{}
+	}
+	if err != nil {
+		pw.w.cfg.Metrics.ContainerStartFailed(c.ref.Role, StartErrorRunContainer)
 	}
 	if c.obs.State == planner.Exited {
 		c.last = c.terminatedState()

@@ -296,7 +296,10 @@ func (pw *podWorker) save() error {
 		pw.saveFailed = false
 		return nil
 	}
-	if err := cpr.SaveCheckpoint(pw.uid, data); err != nil {
+	began := pw.w.cfg.Clock.Now()
+	err = cpr.SaveCheckpoint(pw.uid, data)
+	pw.w.cfg.Metrics.CheckpointSaved(pw.w.cfg.Clock.Since(began), err)
+	if err != nil {
 		if !pw.saveFailed {
 			pw.saveFailed = true
 			pw.eventf("", events.Warning, events.FailedCheckpoint, "Cannot save the pod's checkpoint: %v; stopping containers goes on without it, starting them waits until it is saved", err)
@@ -333,6 +336,9 @@ func (pw *podWorker) restore(data []byte) error {
 	}
 	pw.saved = data
 	pw.recovering = true
+	// A resumed pod's start was measured, if at all, by the agent that
+	// started it.
+	pw.runningNoted = true
 	return nil
 }
 

@@ -150,6 +150,10 @@ func (pw *podWorker) pullFailed(c *ctr, spec *v1.Container, reason string, err e
 	st.failedAt = now
 	st.retryAt = now.Add(pw.w.cfg.Planner.Delay(st.steps))
 	st.backOffShown = false
+	// The kubelet counts a start whose image pull failed, with the pull's
+	// reason as its error code.
+	pw.w.cfg.Metrics.ContainerStarted(c.ref.Role)
+	pw.w.cfg.Metrics.ContainerStartFailed(c.ref.Role, reason)
 	if reason == reasonErrImageNeverPull {
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.ErrImageNeverPull, "%v", err)
 	}

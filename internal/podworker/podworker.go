@@ -55,6 +55,9 @@ type podWorker struct {
 	// prePullDone is closed once the defer images' pre-pull has ended and
 	// handed its result to the inbox (tests wait on it).
 	prePullDone chan struct{}
+	// seen is when the worker was made, which the start metrics count
+	// from.
+	seen time.Time
 
 	// Shared, each guarding itself.
 	inbox inbox
@@ -110,6 +113,11 @@ type podWorker struct {
 	// latest state could not be saved (a FailedCheckpoint event said so).
 	saved      []byte
 	saveFailed bool
+	// stepped: the goroutine took its first turn; runningNoted: the pod's
+	// first Running phase was reported (Metrics.PodRunning), or it was
+	// resumed from a checkpoint and is not to be.
+	stepped      bool
+	runningNoted bool
 }
 
 // ctr is what the worker knows of one container.
@@ -145,7 +153,9 @@ type pendingStart struct {
 
 func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 	ctx, cancel := context.WithCancel(w.ctx)
+	now := w.cfg.Clock.Now()
 	pw := &podWorker{
+		seen:        now,
 		w:           w,
 		uid:         pod.UID,
 		log:         w.log.With("pod", pod.Key(), "podUID", pod.UID),
@@ -168,7 +178,7 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		pw.ctrs = append(pw.ctrs, c)
 		pw.byName[ref.Name] = c
 	}
-	pw.storeStatus(w.cfg.Clock.Now())
+	pw.storeStatus(now)
 	return pw
 }
 
@@ -254,14 +264,23 @@ func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 		}
 		pw.recovering = false
 	}
-	pw.observe(ctx, pw.inbox.drain(), now)
+	first := !pw.stepped
+	if first {
+		pw.stepped = true
+		pw.w.cfg.Metrics.WorkerStarted(now.Sub(pw.seen))
+	}
+	inputs := pw.inbox.drain()
+	op := pw.syncOperation(first, inputs)
+	pw.observe(ctx, inputs, now)
 	defer func() {
 		// What the step learnt (exits, signals, hooks) is kept too.
 		_ = pw.save()
 		pw.publish()
+		end := pw.w.cfg.Clock.Now()
 		if pw.saveFailed && pw.phase != Terminated {
-			wake = earliest(wake, pw.w.cfg.Clock.Now().Add(checkpointRetry))
+			wake = earliest(wake, end.Add(checkpointRetry))
 		}
+		pw.w.cfg.Metrics.Synced(op, end.Sub(now))
 	}()
 	if wake, ok := pw.prepare(now); !ok {
 		return wake
@@ -522,6 +541,7 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason)
 func (pw *podWorker) finish() {
 	pw.phase = Terminated
 	pw.note(timeline.Note{Kind: timeline.NoteTerminated, At: pw.w.cfg.Clock.Now()})
+	pw.noteTerminated(pw.w.cfg.Clock.Now())
 	pw.save()
 	pw.publish()
 	close(pw.terminated)
@@ -566,6 +586,14 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 // comes next.
 func (pw *podWorker) noteDeferExit(c *ctr, killed bool) {
 	code := c.exit.ExitCode
+	outcome := DeferFailed
+	switch {
+	case code == 0:
+		outcome = DeferCompleted
+	case killed:
+		outcome = DeferKilled
+	}
+	pw.w.cfg.Metrics.DeferExited(outcome, c.obs.FinishedAt.Sub(c.obs.StartedAt))
 	switch {
 	case code == 0:
 		pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferCompleted, "Defer container %s completed", c.ref.Name)
@@ -669,6 +697,9 @@ type publishedStatus struct {
 	phase Phase
 	// reason is why the termination began; "" while the pod syncs.
 	reason TerminationReason
+	// running and exited count the containers whose latest instance runs,
+	// or has exited (Census).
+	running, exited int
 }
 
 // published returns what the goroutine last published; any goroutine may
@@ -678,7 +709,20 @@ func (pw *podWorker) published() *publishedStatus { return pw.status.Load() }
 // storeStatus renders the worker's state and stores it for the queries.
 // Only the goroutine calls it, or its creator before it starts.
 func (pw *podWorker) storeStatus(now time.Time) {
-	pw.status.Store(&publishedStatus{pod: pw.snapshot(now), phase: pw.phase, reason: pw.termReason})
+	st := &publishedStatus{pod: pw.snapshot(now), phase: pw.phase, reason: pw.termReason}
+	for _, c := range pw.ctrs {
+		switch c.obs.State {
+		case planner.Running:
+			st.running++
+		case planner.Exited:
+			st.exited++
+		}
+	}
+	pw.status.Store(st)
+	if !pw.runningNoted && st.pod.Status.Phase == v1.PodRunning {
+		pw.runningNoted = true
+		pw.w.cfg.Metrics.PodRunning(now.Sub(pw.seen))
+	}
 }
 
 // publish stores the status for the queries and tells OnChange.

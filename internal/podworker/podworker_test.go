@@ -58,12 +58,22 @@ func newHarness(t *testing.T) *harness {
 // (e.g. one with images).
 func newHarnessWith(t *testing.T, wrap func(*fake.Runtime) runtime.Runtime) *harness {
 	t.Helper()
+	return newHarnessConfig(t, wrap, nil)
+}
+
+// newHarnessConfig is newHarnessWith whose Config set changes first (e.g.
+// to give the workers metrics).
+func newHarnessConfig(t *testing.T, wrap func(*fake.Runtime) runtime.Runtime, set func(*harness, *Config)) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, clk: clocktesting.NewFakeClock(t0), changed: make(chan struct{})}
 	h.rt = fake.New(h.clk)
 	h.rec = events.NewRecorder(h.clk, 1000)
-	cfg := planner.DefaultConfig()
-	h.w = New(ctx, Config{Runtime: wrap(h.rt), Recorder: h.rec, Clock: notifyingClock{h.clk, h}, Planner: cfg, Logger: slog.New(slog.DiscardHandler), OnChange: func(types.UID) { h.ring() }})
+	cfg := Config{Runtime: wrap(h.rt), Recorder: h.rec, Clock: notifyingClock{h.clk, h}, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler), OnChange: func(types.UID) { h.ring() }}
+	if set != nil {
+		set(h, &cfg)
+	}
+	h.w = New(ctx, cfg)
 	var dispatch sync.WaitGroup
 	dispatch.Add(1)
 	go func() { defer dispatch.Done(); dispatchEvents(ctx, h.w, h.rt.Events()) }()

@@ -73,6 +73,8 @@ type Config struct {
 	// kill and exit, of probe failures and of the termination: the pod's
 	// timeline (timeline.go).
 	Timeline Timeline
+	// Metrics, when set, receives what the workers measure.
+	Metrics Metrics
 }
 
 // TerminationReason says why a pod's termination began: who asked for it
@@ -149,6 +151,9 @@ func New(ctx context.Context, cfg Config) *Workers {
 	}
 	if cfg.HostIP == "" {
 		cfg.HostIP = "127.0.0.1"
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	return &Workers{cfg: cfg, ctx: ctx, log: cfg.Logger, pods: map[types.UID]*podWorker{}}
 }

@@ -169,6 +169,21 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Size is the database's size in bytes, as its last committed transaction
+// left it (the file may be larger: bbolt grows it ahead). It reads no page
+// and takes no write lock.
+func (s *Store) Size() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store size: %w", err)
+	}
+	return n, nil
+}
+
 // GetMeta returns the value stored under key, or "" and nil when unset.
 func (s *Store) GetMeta(key string) (string, error) {
 	var value string

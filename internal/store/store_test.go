@@ -662,3 +662,20 @@ func BenchmarkAppendEvent(b *testing.B) {
 		}
 	}
 }
+
+// TestSizeGrows: Size is the database's size, which a large checkpoint
+// makes larger (the podward_store_size_bytes gauge reads it).
+func TestSizeGrows(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	before, err := s.Size()
+	if err != nil || before <= 0 {
+		t.Fatalf("Size of a new store = %d, %v; want > 0", before, err)
+	}
+	if err := s.PutCheckpoint("big", []byte(strings.Repeat("x", 1<<20))); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Size()
+	if err != nil || after < before+1<<20 {
+		t.Errorf("Size after a 1 MiB checkpoint = %d, %v; want at least %d", after, err, before+1<<20)
+	}
+}
