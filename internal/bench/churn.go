@@ -98,7 +98,10 @@ func (r *run) leftovers(ctx context.Context, out *ChurnResult) error {
 		return err
 	}
 	out.PodsLeft = len(list.Items)
-	shims, err := FindProcs(shimOf(r.agent.root))
+	// Spares idle until a start are no leftovers while the agent runs
+	// (they exit with it: the run's end checks that); a shim that still
+	// holds a container is.
+	shims, err := FindShims(r.agent.root)
 	if err != nil {
 		return err
 	}
@@ -106,8 +109,8 @@ func (r *run) leftovers(ctx context.Context, out *ChurnResult) error {
 	if err != nil {
 		return err
 	}
-	out.ShimsLeft, out.ProcessesLeft = len(shims), len(marked)
-	for _, p := range append(shims, marked...) {
+	out.ShimsLeft, out.ProcessesLeft = len(shims.Holding), len(marked)
+	for _, p := range append(shims.Holding, marked...) {
 		out.Left = append(out.Left, describeProc(p))
 	}
 	var why []string

@@ -217,14 +217,94 @@ func splitNUL(b []byte) []string {
 	return out
 }
 
-// shimOf matches the process runtime's shims of the instances under root:
-// the podward binary re-executed as `podward-shim ROOT/pods/...`. Other
-// agents' shims on the same machine do not match.
+// shimOf matches the process runtime's shims under root: the podward
+// binary re-executed as `podward-shim ROOT/pods/...`, or started ahead as
+// a spare, `podward-shim spare ROOT/process`, which keeps that argv once
+// it holds a container. Other agents' shims on the same machine do not
+// match.
 func shimOf(root string) func(argv []string, _ func() []string) bool {
 	prefix := filepath.Clean(root) + "/"
 	return func(argv []string, _ func() []string) bool {
-		return len(argv) >= 2 && argv[0] == "podward-shim" && strings.HasPrefix(argv[1], prefix)
+		if len(argv) < 2 || argv[0] != "podward-shim" {
+			return false
+		}
+		if argv[1] == "spare" {
+			return len(argv) >= 3 && strings.HasPrefix(filepath.Clean(argv[2])+"/", prefix)
+		}
+		return strings.HasPrefix(argv[1], prefix)
 	}
+}
+
+// Shims are the shims under a root, split by whether they hold a
+// container (they are its parent) or are spares idle until a start.
+type Shims struct {
+	Holding, Idle []Proc
+}
+
+// All is every shim, holding or idle.
+func (s Shims) All() []Proc { return append(append([]Proc(nil), s.Holding...), s.Idle...) }
+
+// FindShims lists the shims under root. A shim holds a container when a
+// process has it as its parent; a spare started ahead has none until a
+// start hands it its instance (and a shim whose container just exited has
+// none either, for the moment it takes to write the exit).
+func FindShims(root string) (Shims, error) {
+	found, err := FindProcs(shimOf(root))
+	if err != nil || len(found) == 0 {
+		return Shims{}, err
+	}
+	parents, err := parentPIDs()
+	if err != nil {
+		return Shims{}, err
+	}
+	var s Shims
+	for _, p := range found {
+		if parents[p.PID] {
+			s.Holding = append(s.Holding, p)
+		} else {
+			s.Idle = append(s.Idle, p)
+		}
+	}
+	return s, nil
+}
+
+// parentPIDs is the set of PIDs that are some process's parent.
+func parentPIDs() (map[int]bool, error) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	parents := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, ppid, ok := readStateAndParent(pid); ok {
+			if n, err := strconv.Atoi(ppid); err == nil {
+				parents[n] = true
+			}
+		}
+	}
+	return parents, nil
+}
+
+// readStateAndParent is pid's state letter and parent PID, from
+// /proc/PID/stat (after the command name, which may hold spaces).
+func readStateAndParent(pid int) (state, ppid string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", "", false
+	}
+	end := strings.LastIndexByte(string(b), ')')
+	if end < 0 {
+		return "", "", false
+	}
+	f := strings.Fields(string(b)[end+1:])
+	if len(f) < 2 {
+		return "", "", false
+	}
+	return f[0], f[1], true
 }
 
 // markedWith matches the processes whose environment holds kv: the bench
@@ -243,13 +323,9 @@ func markedWith(kv string) func(_ []string, environ func() []string) bool {
 // describeProc is "PID (parent PPID, state S): ARGV" for a report, as far
 // as /proc still tells.
 func describeProc(p Proc) string {
-	state, ppid := "?", "?"
-	if b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(p.PID), "stat")); err == nil {
-		if end := strings.LastIndexByte(string(b), ')'); end >= 0 {
-			if f := strings.Fields(string(b)[end+1:]); len(f) >= 2 {
-				state, ppid = f[0], f[1]
-			}
-		}
+	state, ppid, ok := readStateAndParent(p.PID)
+	if !ok {
+		state, ppid = "?", "?"
 	}
 	return fmt.Sprintf("%d (parent %s, state %s): %s", p.PID, ppid, state, strings.Join(p.Argv, " "))
 }

@@ -86,8 +86,9 @@ func TestReadersOfSelf(t *testing.T) {
 
 func TestFindProcs(t *testing.T) {
 	// A fake /proc: 10 is a shim of our root, 11 a shim of another, 12 a
-	// container with the run's marker, 13 a kernel thread (empty
-	// cmdline), "self" no PID.
+	// container with the run's marker (10's child), 13 a kernel thread
+	// (empty cmdline), 14 a spare of our root that holds 15, 16 an idle
+	// spare of ours, 17 a spare of another root, "self" no PID.
 	root := t.TempDir()
 	write := func(pid int, file, content string) {
 		dir := filepath.Join(root, strconv.Itoa(pid))
@@ -102,7 +103,13 @@ func TestFindProcs(t *testing.T) {
 	write(11, "cmdline", "podward-shim\x00/r/other/pods/y\x00")
 	write(12, "cmdline", "sleep\x0086400\x00")
 	write(12, "environ", "A=1\x00BENCH_RUN=abc\x00")
+	write(12, "stat", "12 (sleep) S 10 12 12 0")
 	write(13, "cmdline", "")
+	write(14, "cmdline", "podward-shim\x00spare\x00/r/ours/process\x00")
+	write(15, "cmdline", "sh\x00")
+	write(15, "stat", "15 (s h) S 14 15 15 0")
+	write(16, "cmdline", "podward-shim\x00spare\x00/r/ours/process\x00")
+	write(17, "cmdline", "podward-shim\x00spare\x00/r/other/process\x00")
 	if err := os.MkdirAll(filepath.Join(root, "self"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +121,15 @@ func TestFindProcs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(shims) != 1 || shims[0].PID != 10 {
+	if len(shims) != 3 || shims[0].PID != 10 || shims[1].PID != 14 || shims[2].PID != 16 {
 		t.Errorf("shims of /r/ours: %+v", shims)
+	}
+	split, err := FindShims("/r/ours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(split.Holding) != 2 || split.Holding[0].PID != 10 || split.Holding[1].PID != 14 || len(split.Idle) != 1 || split.Idle[0].PID != 16 {
+		t.Errorf("FindShims(/r/ours): %+v", split)
 	}
 	marked, err := FindProcs(markedWith("BENCH_RUN=abc"))
 	if err != nil {

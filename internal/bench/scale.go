@@ -42,17 +42,18 @@ func (r *run) idle(ctx context.Context, containers int) (Idle, error) {
 	if err := r.snapshotAgent(ctx, &out.Agent); err != nil {
 		return Idle{}, err
 	}
-	shims, err := FindProcs(shimOf(r.agent.root))
+	shims, err := FindShims(r.agent.root)
 	if err != nil {
 		return Idle{}, err
 	}
+	// The idle spares are the runtime's overhead too: their PSS counts.
 	var pss int64
-	for _, p := range shims {
+	for _, p := range shims.All() {
 		if v, err := ReadPSS(p.PID); err == nil {
 			pss += v
 		}
 	}
-	out.Shims = len(shims)
+	out.Shims = len(shims.Holding)
 	out.ShimPSSMB = mb(pss)
 	if containers > 0 {
 		out.ShimPSSPerContainerMB = out.ShimPSSMB / float64(containers)
