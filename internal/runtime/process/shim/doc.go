@@ -35,6 +35,7 @@
 //	         └ runs ──> container.json ──> report {pid, startedAt}
 //	agent  reads the report; its ctx still alive? ──> "go" : "abort"
 //	shim   "go" ──> running        "abort" ──> kill the group, exit.json {128 StartError}
+//	       (also when the report found the socket closed: Start gave up first)
 //	       EOF (the agent died) ──> running: the next agent adopts it
 //	shim   running: stdout/stderr ──> the CRI log (crilog.LogFile: rotated
 //	       as the spec says; what a full disk cannot take is dropped, and
