@@ -21,6 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	launch.MaybeRunHelper()
+	if dir, ok := os.LookupEnv(Env); ok && os.Getenv(diesAfterForkEnv) != "" {
+		os.Exit(dieAfterFork(dir))
+	}
 	MaybeRun()
 	// The shims are this binary, with the race detector when the tests
 	// have it: without this, each would wait a second before it exits.
@@ -218,6 +221,69 @@ func TestShimGivesUpWhenTheAgentCancelsBeforeTheReport(t *testing.T) {
 	}
 	if _, err := OpenProc(st.Container.Process); !errors.Is(err, ErrGone) {
 		t.Errorf("OpenProc(container) = %v, want ErrGone", err)
+	}
+}
+
+// diesAfterForkEnv makes the shims of a test die as dieAfterFork says.
+const diesAfterForkEnv = "_PODWARD_TEST_SHIM_DIES_AFTER_FORK"
+
+// dieAfterFork is a shim that dies right after it started its container
+// and recorded it, before its report, as one the OOM killer or a SIGKILL
+// takes there would: the container runs on, its parent gone.
+func dieAfterFork(dir string) int {
+	unix.CloseOnExec(statusFD)
+	var spec Spec
+	if err := readJSON(dir, SpecFile, &spec); err != nil {
+		return 2
+	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return 2
+	}
+	cmd, err := launch.Start(context.Background(), spec.Process, devNull, devNull)
+	if err != nil {
+		return 2
+	}
+	id, err := IdentOf(cmd.Process.Pid)
+	if err != nil {
+		return 2
+	}
+	if err := writeJSON(dir, ContainerFile, Started{Process: id, StartedAt: time.Now()}, false); err != nil {
+		return 2
+	}
+	return 3
+}
+
+// TestStartKillsTheContainerOfAShimThatDied: a shim that dies between its
+// container's start and its report leaves the container running without a
+// parent; Start fails, its caller removes the instance, and so Start must
+// kill the container itself: nothing of a failed start may run on.
+func TestStartKillsTheContainerOfAShimThatDied(t *testing.T) {
+	t.Setenv(diesAfterForkEnv, "1")
+	dir := newInstance(t, "exec sleep 100")
+	p, _, err := Start(context.Background(), dir)
+	if err == nil {
+		p.Close()
+		t.Fatal("Start succeeded with a shim that died before its report")
+	}
+	st, err := Load(dir)
+	if err != nil || st.Container == nil {
+		t.Fatalf("state %+v, %v; want the container the shim started", st, err)
+	}
+	c, err := OpenProc(st.Container.Process)
+	if errors.Is(err, ErrGone) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Killed, it is reaped by its new parent (init) at any moment.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		_, _ = KillGroup(st.Container.Process)
+		t.Fatalf("the container of the failed start still runs: %v", err)
 	}
 }
 
