@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -62,6 +63,13 @@ func (processFloor) stop(_ context.Context, fp floorPod) error {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
 		}
 		for _, c := range cmds {
+			// What is left of the group dies with its main process, as
+			// under a shim: the shell's sleep, which it may have forked
+			// after the group's SIGTERM, and so outlive the shell.
+			if err := waitExited(c.Process.Pid); err != nil {
+				errs = append(errs, err)
+			}
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 			// A SIGTERM exit is what is expected.
 			var ee *exec.ExitError
 			if err := c.Wait(); err != nil && !errors.As(err, &ee) {
@@ -79,6 +87,18 @@ func (processFloor) stop(_ context.Context, fp floorPod) error {
 }
 
 func (processFloor) close() {}
+
+// waitExited waits until the child pid exited without reaping it: until
+// it is reaped, its process group's ID cannot be given to another process.
+func waitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return os.NewSyscallError("waitid", err)
+		}
+	}
+}
 
 // criCallTimeout bounds each CRI call of the floor.
 const criCallTimeout = 2 * time.Minute

@@ -35,7 +35,10 @@
 //	         └ runs ──> container.json ──> report {pid, startedAt}
 //	agent  reads the report; its ctx still alive? ──> "go" : "abort"
 //	shim   "go" ──> running        "abort" ──> kill the group, exit.json {128 StartError}
+//	       (also when the report found the socket closed: Start gave up first)
 //	       EOF (the agent died) ──> running: the next agent adopts it
+//	agent  a failed start, once the shim is gone ──> SIGKILL to what is left
+//	       of the group in container.json (a shim that died before its abort)
 //	shim   running: stdout/stderr ──> the CRI log (crilog.LogFile: rotated
 //	       as the spec says; what a full disk cannot take is dropped, and
 //	       marked in the log and noticed once it can be written again);

@@ -269,13 +269,18 @@ func (s *supervisor) handshake(r report) error {
 	// A closed socket is EPIPE here, not a signal: Go ignores SIGPIPE for
 	// descriptors other than stdout and stderr.
 	if _, err := s.status.Write(append(msg, '\n')); err != nil {
-		if r.Error == "" {
-			// The agent died before it read the report: as for a
-			// missing answer below, the container goes on.
-			s.log.Warn("the agent vanished before reading the start report; the container goes on for the next agent to adopt", "err", err)
-			return nil
+		if r.Error != "" {
+			return fmt.Errorf("report: %w", err)
 		}
-		return fmt.Errorf("report: %w", err)
+		// Start closed its end before the report came: it gave up on the
+		// start, and its abort is there to read, or it died, and nothing
+		// is. Only a dead agent leaves the container to the next one: the
+		// one that gave up removes the instance, and nobody would stop it.
+		if s.answerLeft() == abortStart {
+			return errors.New("the agent cancelled the start before it had the report")
+		}
+		s.log.Warn("the agent vanished before reading the start report; the container goes on for the next agent to adopt", "err", err)
+		return nil
 	}
 	if r.Error != "" {
 		return nil
@@ -292,6 +297,17 @@ func (s *supervisor) handshake(r report) error {
 	}
 	s.log.Warn("the agent vanished before confirming the start; the container goes on for the next agent to adopt", "err", err)
 	return nil
+}
+
+// answerLeft returns, without waiting, the answer Start wrote on the
+// status socket before it closed its end, or 0 when there is none.
+func (s *supervisor) answerLeft() byte {
+	var answer [1]byte
+	n, _, err := unix.Recvfrom(int(s.status.Fd()), answer[:], unix.MSG_DONTWAIT)
+	if err != nil || n != 1 {
+		return 0
+	}
+	return answer[0]
 }
 
 // signal sends sig to the container's process group unless its leader was

@@ -21,6 +21,9 @@ import (
 
 func TestMain(m *testing.M) {
 	launch.MaybeRunHelper()
+	if dir, ok := os.LookupEnv(Env); ok && os.Getenv(diesAfterForkEnv) != "" {
+		os.Exit(dieAfterFork(dir))
+	}
 	MaybeRun()
 	// The shims are this binary, with the race detector when the tests
 	// have it: without this, each would wait a second before it exits.
@@ -163,6 +166,141 @@ func TestShimGivesUpWhenTheAgentCancels(t *testing.T) {
 	if _, err := OpenProc(rep.Started.Process); !errors.Is(err, ErrGone) {
 		t.Errorf("OpenProc(container) = %v, want ErrGone", err)
 	}
+}
+
+// TestShimGivesUpWhenTheAgentCancelsBeforeTheReport: Start's ctx ends
+// before the shim reports (a pod deleted while its container starts): Start
+// writes its abort and closes its end, so the shim's report finds the
+// socket closed. The shim must still read the abort and kill the
+// container, not take the closed socket for a dead agent: Start removes
+// the instance, and nobody would ever stop the container. The shim is held
+// before it launches the container by its log, a FIFO that the test opens
+// only once its end of the socket is closed.
+func TestShimGivesUpWhenTheAgentCancelsBeforeTheReport(t *testing.T) {
+	dir := newInstance(t, "exec sleep 100")
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Spec.LogPath = filepath.Join(t.TempDir(), "0.log")
+	if err := unix.Mkfifo(st.Spec.LogPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+	p, err := startShim(dir, theirs)
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killLeft(t, dir, p) })
+	// What Start does when its ctx ended before the report.
+	_, _ = ours.Write([]byte{abortStart})
+	ours.Close()
+	// Now the shim may open its log and launch the container.
+	logR, err := os.OpenFile(st.Spec.LogPath, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logR.Close()
+	waitGone(t, p)
+	exit, err := LoadExit(dir)
+	if err != nil || exit == nil || exit.Reason != runtime.ReasonStartError || !strings.Contains(exit.Message, "cancelled") {
+		t.Errorf("exit %+v, %v; want a start error", exit, err)
+	}
+	st, err = Load(dir)
+	if err != nil || st.Container == nil {
+		t.Fatalf("state %+v, %v; want the container's start recorded", st, err)
+	}
+	if _, err := OpenProc(st.Container.Process); !errors.Is(err, ErrGone) {
+		t.Errorf("OpenProc(container) = %v, want ErrGone", err)
+	}
+}
+
+// diesAfterForkEnv makes the shims of a test die as dieAfterFork says.
+const diesAfterForkEnv = "_PODWARD_TEST_SHIM_DIES_AFTER_FORK"
+
+// dieAfterFork is a shim that dies right after it started its container
+// and recorded it, before its report, as one the OOM killer or a SIGKILL
+// takes there would: the container runs on, its parent gone.
+func dieAfterFork(dir string) int {
+	unix.CloseOnExec(statusFD)
+	var spec Spec
+	if err := readJSON(dir, SpecFile, &spec); err != nil {
+		return 2
+	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return 2
+	}
+	cmd, err := launch.Start(context.Background(), spec.Process, devNull, devNull)
+	if err != nil {
+		return 2
+	}
+	id, err := IdentOf(cmd.Process.Pid)
+	if err != nil {
+		return 2
+	}
+	if err := writeJSON(dir, ContainerFile, Started{Process: id, StartedAt: time.Now()}, false); err != nil {
+		return 2
+	}
+	return 3
+}
+
+// TestStartKillsTheContainerOfAShimThatDied: a shim that dies between its
+// container's start and its report leaves the container running without a
+// parent; Start fails, its caller removes the instance, and so Start must
+// kill the container itself: nothing of a failed start may run on.
+func TestStartKillsTheContainerOfAShimThatDied(t *testing.T) {
+	t.Setenv(diesAfterForkEnv, "1")
+	dir := newInstance(t, "exec sleep 100")
+	p, _, err := Start(context.Background(), dir)
+	if err == nil {
+		p.Close()
+		t.Fatal("Start succeeded with a shim that died before its report")
+	}
+	st, err := Load(dir)
+	if err != nil || st.Container == nil {
+		t.Fatalf("state %+v, %v; want the container the shim started", st, err)
+	}
+	c, err := OpenProc(st.Container.Process)
+	if errors.Is(err, ErrGone) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Killed, it is reaped by its new parent (init) at any moment.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		_, _ = KillGroup(st.Container.Process)
+		t.Fatalf("the container of the failed start still runs: %v", err)
+	}
+}
+
+// killLeft kills what a failed test left of the instance in dir: its
+// container's process group and its shim p.
+func killLeft(t *testing.T, dir string, p *Proc) {
+	t.Helper()
+	if st, err := Load(dir); err == nil && st.Container != nil {
+		if _, err := KillGroup(st.Container.Process); err != nil {
+			t.Errorf("kill the container left: %v", err)
+		}
+	}
+	_ = p.Signal(syscall.SIGKILL)
+	// A failed wait left its deadline on the handle.
+	_ = p.f.SetReadDeadline(time.Time{})
+	waitGone(t, p)
+	p.Close()
 }
 
 func TestShimKeepsTheContainerWhenTheAgentVanishes(t *testing.T) {

@@ -82,6 +82,11 @@ func confirm(ctx context.Context, dir string, p *Proc, ours *os.File) (*Proc, St
 	ours.Close()
 	p.waitGone()
 	p.Close()
+	// Whatever the shim did, what it started must not go on; a failure to
+	// make sure of it matters more than why the start failed.
+	if err := killStarted(dir); err != nil {
+		return nil, Started{}, err
+	}
 	switch {
 	case err == nil && rep.Error != "":
 		return nil, Started{}, errors.New(rep.Error)
@@ -174,6 +179,27 @@ func readReport(ctx context.Context, status *os.File) (report, error) {
 		return rep, errors.New("the shim's report is empty")
 	}
 	return rep, nil
+}
+
+// killStarted kills what is left of the process group of the container
+// the shim of dir recorded as started (container.json), once the shim is
+// gone from a start that failed. A shim that gave up as told has killed it
+// already; one that died, or that waitGone killed, between the container's
+// start and its abort has not, and nothing else ever would: Start's caller
+// removes the instance. A group that is gone is not an error.
+func killStarted(dir string) error {
+	var started Started
+	ok, err := readOptional(dir, ContainerFile, &started)
+	if err != nil {
+		return fmt.Errorf("the container of a start that failed: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	if _, err := KillGroup(started.Process); err != nil {
+		return fmt.Errorf("kill the container of a start that failed: %w", err)
+	}
+	return nil
 }
 
 // waitGone waits, for at most abortTimeout, for a shim that is giving up
