@@ -506,7 +506,13 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason)
 	for _, c := range pw.ctrs {
 		c.ready = false
 	}
-	pw.save()
+	// Not saved here: begin is followed in the same step by a plan, whose
+	// actions are saved ahead (writeAhead) before any goes out, or by the
+	// step's own save — one commit instead of two on the stop path. Until
+	// then nothing of the termination has reached a container, and a
+	// deletion is in the store already (the agent re-issues it on
+	// recovery), as is everything a completion or a deadline is decided
+	// from.
 	pw.log.Info("pod terminating", "reason", reason, "gracePeriod", grace, "deadline", t.Deadline, "runDefer", t.RunDefer)
 	if len(pw.pod.Defer) > 0 && !t.RunDefer {
 		why := "no regular container had started"
