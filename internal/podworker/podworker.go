@@ -407,11 +407,25 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 // the runtime, as it would had it died during the start).
 func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wake time.Time) {
 	wake = plan.WakeAt
+	// Consecutive starts go together (startAll), the other actions one by
+	// one, in the plan's order.
+	var starts []planner.Action
+	flush := func() {
+		changed, retry := pw.startAll(ctx, starts)
+		acted, wake = acted || changed, earliest(wake, retry)
+		starts = starts[:0]
+	}
 	for _, a := range pw.writeAhead(plan.Actions) {
+		if a.Kind == planner.Start {
+			starts = append(starts, a)
+			continue
+		}
+		flush()
 		changed, retry := pw.execute(ctx, a)
 		acted = acted || changed
 		wake = earliest(wake, retry)
 	}
+	flush()
 	if pw.gpEvent != "" {
 		pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", pw.gpEvent)
 		pw.gpEvent = ""
