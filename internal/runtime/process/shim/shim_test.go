@@ -112,7 +112,7 @@ func TestStartFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Spec.Process.Argv = []string{"podward-no-such-command"}
-	if err := writeJSON(dir, SpecFile, spec.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, spec.Spec); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = Start(context.Background(), dir)
@@ -242,7 +242,7 @@ func TestStartTimeWithOddCommandName(t *testing.T) {
 	dir := newInstance(t, "")
 	spec, _ := Load(dir)
 	spec.Spec.Process.Argv = []string{exe, "100"}
-	if err := writeJSON(dir, SpecFile, spec.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, spec.Spec); err != nil {
 		t.Fatal(err)
 	}
 	p, started, err := Start(context.Background(), dir)
@@ -278,7 +278,7 @@ func TestShimRotatesItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Spec.LogRotation = crilog.Rotation{MaxSize: 500, MaxFiles: 3}
-	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, st.Spec); err != nil {
 		t.Fatal(err)
 	}
 	p, _, err := Start(context.Background(), dir)
@@ -325,7 +325,7 @@ func TestShimNoticesOutputItsLogDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Spec.LogPath = "/dev/full"
-	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, st.Spec); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's side: open for reading and writing, so that the shim
