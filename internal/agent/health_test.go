@@ -52,11 +52,11 @@ func (s *fullStore) DeletePod(uid types.UID) error {
 	return s.Store.DeletePod(uid)
 }
 
-func (s *fullStore) AppendEvent(e events.Event) error {
+func (s *fullStore) AppendEvents(evs []events.Event) error {
 	if s.full.Load() {
 		return errDiskFull
 	}
-	return s.Store.AppendEvent(e)
+	return s.Store.AppendEvents(evs)
 }
 
 // TestDeleteOnAFullDisk is issue 12's full state disk: a pod deleted while

@@ -31,7 +31,7 @@ type Store interface {
 	ListPods() ([]*model.Pod, error)
 	PutCheckpoint(uid types.UID, data []byte) error
 	GetCheckpoint(uid types.UID) ([]byte, error)
-	AppendEvent(e events.Event) error
+	AppendEvents(evs []events.Event) error
 	ListAllEvents() ([]events.Event, error)
 	GetMeta(key string) (string, error)
 	PutMeta(key, value string) error
@@ -229,19 +229,21 @@ func (a *Agent) loadReplacement(old types.UID) *model.Pod {
 
 // persistEvents copies every recorded event into the store, off the pod
 // workers' path: events are not needed for recovery, so a slow disk must
-// not slow the workers down.
+// not slow the workers down. What was recorded while the last batch was
+// being written goes in one commit, so that a burst of events does not put
+// a queue of commits on the disk ahead of the workers' checkpoints.
 func (a *Agent) persistEvents(ctx context.Context, w *events.Watcher) {
 	defer a.wg.Done()
 	defer w.Stop()
 	for {
-		e, err := w.Next(ctx)
+		batch, err := w.NextBatch(ctx)
 		if err != nil {
 			return
 		}
-		// An event of a pod removed meanwhile is not kept (ErrNotFound):
-		// nothing would ever remove it.
-		if err := a.cfg.Store.AppendEvent(e); err != nil && !errors.Is(err, store.ErrNotFound) {
-			a.log.Error("store event", "pod", e.Namespace+"/"+e.Pod, "err", err)
+		// The events of a pod removed meanwhile are not kept: nothing
+		// would ever remove them.
+		if err := a.cfg.Store.AppendEvents(batch); err != nil {
+			a.log.Error("store events", "events", len(batch), "err", err)
 		}
 	}
 }

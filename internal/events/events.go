@@ -308,6 +308,28 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	}
 }
 
+// NextBatch returns every queued event, oldest first, waiting for one
+// until ctx is done: a consumer that is slower than the recorder (one disk
+// commit per call) takes what piled up meanwhile in one go. The caller owns
+// the returned slice.
+func (w *Watcher) NextBatch(ctx context.Context) ([]Event, error) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			batch := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			return batch, nil
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // Stop detaches the watcher from the recorder.
 func (w *Watcher) Stop() {
 	w.r.mu.Lock()

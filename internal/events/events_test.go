@@ -67,6 +67,40 @@ func TestWatcherGetsEventsInOrderWithoutBlockingTheRecorder(t *testing.T) {
 	}
 }
 
+// TestWatcherNextBatch: NextBatch takes every queued event at once, in
+// order, and then waits for the next one.
+func TestWatcherNextBatch(t *testing.T) {
+	r := NewRecorder(clocktesting.NewFakePassiveClock(time.Unix(0, 0)), 10)
+	w := r.Watch()
+	defer w.Stop()
+	p := testPod("a")
+	for i := range 3 {
+		r.Eventf(p, "", Normal, "R", "m%d", i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	batch, err := w.NextBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, e := range batch {
+		msgs = append(msgs, e.Message)
+	}
+	if got := strings.Join(msgs, " "); got != "m0 m1 m2" {
+		t.Fatalf("NextBatch = %q, want m0 m1 m2", got)
+	}
+	short, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if batch, err := w.NextBatch(short); err == nil {
+		t.Fatalf("NextBatch on an empty queue with a done context = %v, want an error", batch)
+	}
+	r.Eventf(p, "", Normal, "R", "m3")
+	if batch, err := w.NextBatch(ctx); err != nil || len(batch) != 1 || batch[0].Message != "m3" {
+		t.Fatalf("NextBatch after one more = %v, %v; want m3", batch, err)
+	}
+}
+
 // TestRecorderBoundedInTotal: beyond Limits.Total the oldest event of all
 // goes first, whichever pod it belongs to, and a node that churns pods —
 // each recorded and forgotten — keeps no more than the events it has.

@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"sync"
 	"syscall"
 	"time"
 
@@ -97,17 +98,82 @@ func (pw *podWorker) execute(ctx context.Context, a planner.Action) (changed boo
 // start starts a container's next instance, its image first (see
 // ensureImage). It reports whether the pod's state changed; when the image
 // is not there yet, retry is when to try again.
+func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (changed bool, retry time.Time) {
+	sc, ok, retry := pw.beginStart(ctx, c, a)
+	if !ok {
+		return false, retry
+	}
+	sc.call(pw.pod, pw.w.cfg.Runtime)
+	return pw.endStart(ctx, sc)
+}
+
+// startCall is the runtime's part of one start, which may run beside the
+// other starts of a plan (startAll): it reads the pod and writes only its
+// own result.
+type startCall struct {
+	c       *ctr
+	a       planner.Action
+	ctx     context.Context
+	attempt int
+	inst    runtime.Container
+	err     error
+}
+
+func (sc *startCall) call(pod *model.Pod, rt runtime.Runtime) {
+	sc.inst, sc.err = rt.StartContainer(sc.ctx, pod, sc.c.ref, sc.attempt)
+}
+
+// startAll carries out starts, the runtime's calls side by side when the
+// runtime takes them so (runtime.ConcurrentStarter), each start's state
+// changes applied by this goroutine, in the plan's order, once every call
+// returned: the worker's state has no other owner. It reports as execute
+// does, for all of them.
+func (pw *podWorker) startAll(ctx context.Context, starts []planner.Action) (changed bool, retry time.Time) {
+	cs, ok := pw.w.cfg.Runtime.(runtime.ConcurrentStarter)
+	if len(starts) < 2 || !ok || !cs.ConcurrentStarts() {
+		for _, a := range starts {
+			ch, r := pw.start(ctx, pw.byName[a.Container.Name], a)
+			changed, retry = changed || ch, earliest(retry, r)
+		}
+		return changed, retry
+	}
+	var calls []*startCall
+	for _, a := range starts {
+		sc, ok, r := pw.beginStart(ctx, pw.byName[a.Container.Name], a)
+		retry = earliest(retry, r)
+		if ok {
+			calls = append(calls, sc)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, sc := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc.call(pw.pod, pw.w.cfg.Runtime)
+		}()
+	}
+	wg.Wait()
+	for _, sc := range calls {
+		ch, r := pw.endStart(ctx, sc)
+		changed, retry = changed || ch, earliest(retry, r)
+	}
+	return changed, retry
+}
+
+// beginStart is a start up to the runtime's call: ok says whether the call
+// is to be made; when not, retry is when to try again (zero: on news).
 //
 // While the pod syncs, the start runs under the setup context, so that a
 // kill cancels it, and it does not happen at all once a kill is recorded.
 // The kill flag is read from the inbox, not from the goroutine's own
 // state: a kill recorded while this goroutine is busy (not yet drained)
 // must stop the starts of the same step.
-func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (changed bool, retry time.Time) {
+func (pw *podWorker) beginStart(ctx context.Context, c *ctr, a planner.Action) (sc *startCall, ok bool, retry time.Time) {
 	startCtx := ctx
 	if pw.phase == Syncing {
 		if pw.inbox.killRecorded() {
-			return false, time.Time{}
+			return nil, false, time.Time{}
 		}
 		startCtx = pw.setupCtx
 	}
@@ -115,15 +181,20 @@ func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (chang
 	if c.obs.State != planner.Waiting {
 		attempt = c.obs.Restarts + 1
 	}
-	spec := pw.pod.Container(c.ref)
-	if ok, wake := pw.ensureImage(startCtx, c, spec); !ok {
+	if ok, wake := pw.ensureImage(startCtx, c, pw.pod.Container(c.ref)); !ok {
 		c.pending = nil
-		return false, wake
+		return nil, false, wake
 	}
 	pw.w.cfg.Metrics.ContainerStarted(c.ref.Role)
-	inst, err := pw.w.cfg.Runtime.StartContainer(startCtx, pw.pod, c.ref, attempt)
+	return &startCall{c: c, a: a, ctx: startCtx, attempt: attempt}, true, time.Time{}
+}
+
+// endStart records what the runtime's call of sc brought.
+func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool, retry time.Time) {
+	c, a, attempt, inst, err := sc.c, sc.a, sc.attempt, sc.inst, sc.err
+	spec := pw.pod.Container(c.ref)
 	c.pending = nil
-	if err != nil && startCtx.Err() != nil {
+	if err != nil && sc.ctx.Err() != nil {
 		return false, time.Time{}
 	}
 	if err != nil {

@@ -426,11 +426,25 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 // the runtime, as it would had it died during the start).
 func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wake time.Time) {
 	wake = plan.WakeAt
+	// Consecutive starts go together (startAll), the other actions one by
+	// one, in the plan's order.
+	var starts []planner.Action
+	flush := func() {
+		changed, retry := pw.startAll(ctx, starts)
+		acted, wake = acted || changed, earliest(wake, retry)
+		starts = starts[:0]
+	}
 	for _, a := range pw.writeAhead(plan.Actions) {
+		if a.Kind == planner.Start {
+			starts = append(starts, a)
+			continue
+		}
+		flush()
 		changed, retry := pw.execute(ctx, a)
 		acted = acted || changed
 		wake = earliest(wake, retry)
 	}
+	flush()
 	if pw.gpEvent != "" {
 		pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", pw.gpEvent)
 		pw.gpEvent = ""
@@ -525,7 +539,13 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason)
 	for _, c := range pw.ctrs {
 		c.ready = false
 	}
-	pw.save()
+	// Not saved here: begin is followed in the same step by a plan, whose
+	// actions are saved ahead (writeAhead) before any goes out, or by the
+	// step's own save — one commit instead of two on the stop path. Until
+	// then nothing of the termination has reached a container, and a
+	// deletion is in the store already (the agent re-issues it on
+	// recovery), as is everything a completion or a deadline is decided
+	// from.
 	pw.log.Info("pod terminating", "reason", reason, "gracePeriod", grace, "deadline", t.Deadline, "runDefer", t.RunDefer)
 	if len(pw.pod.Defer) > 0 && !t.RunDefer {
 		why := "no regular container had started"

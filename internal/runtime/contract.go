@@ -101,6 +101,16 @@ type GracefulStopper interface {
 	StopContainer(ctx context.Context, id string, sig syscall.Signal, timeout time.Duration) error
 }
 
+// ConcurrentStarter is the optional ability to take several
+// StartContainer calls of one pod at once: a worker whose plan starts
+// several containers together (the regular containers once the sidecars
+// run) makes the calls side by side, so that the pod waits for the slowest
+// start, not for their sum. Runtimes without it (or answering false) get
+// the calls one after the other, in the plan's order.
+type ConcurrentStarter interface {
+	ConcurrentStarts() bool
+}
+
 // PodAddresser is the optional ability to give a pod a network of its own
 // (the CRI runtime with CNI): PodIP is the pod's address once its sandbox
 // exists, "" while the pod shares the host's network. The pod's status

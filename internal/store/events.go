@@ -75,6 +75,38 @@ func (s *Store) AppendEvent(e events.Event) error {
 	return nil
 }
 
+// AppendEvents stores evs, oldest first, as AppendEvent would one by one,
+// but in one transaction: one fsync'ed commit for a batch, so that a burst
+// of events (a pod's start records several) does not queue as many commits
+// on the disk ahead of the pod workers' checkpoints. An event of a pod the
+// store does not have is dropped, as AppendEvent drops it, without failing
+// the others; so is one without a PodUID, which the error names. On a
+// store error none of the batch is kept.
+func (s *Store) AppendEvents(evs []events.Event) error {
+	var bad []error
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		et := openEventTx(tx)
+		pods := tx.Bucket(bucketPods)
+		for _, e := range evs {
+			if e.PodUID == "" {
+				bad = append(bad, fmt.Errorf("append event %s of pod %s/%s: empty pod UID", e.Reason, e.Namespace, e.Pod))
+				continue
+			}
+			if !events.IsNodeUID(e.PodUID) && pods.Get([]byte(e.PodUID)) == nil {
+				continue
+			}
+			if err := s.appendEvent(et, e); err != nil {
+				return fmt.Errorf("append event %s of pod %s: %w", e.Reason, e.PodUID, err)
+			}
+		}
+		return et.save()
+	})
+	if err != nil {
+		return fmt.Errorf("append %d events: %w", len(evs), err)
+	}
+	return errors.Join(bad...)
+}
+
 // appendEvent is AppendEvent's work inside et's transaction.
 func (s *Store) appendEvent(et *eventTx, e events.Event) error {
 	global, err := et.root.NextSequence()

@@ -679,3 +679,41 @@ func TestSizeGrows(t *testing.T) {
 		t.Errorf("Size after a 1 MiB checkpoint = %d, %v; want at least %d", after, err, before+1<<20)
 	}
 }
+
+// TestAppendEventsBatch: a batch is stored as the same events appended one
+// by one would be (order, per-pod bound); the events
+// of pods the store does not have are dropped without failing the rest,
+// and one without a pod UID is named in the error.
+func TestAppendEventsBatch(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s, _ := openTest(t, Options{EventsPerPod: 2})
+	storePods(t, s, "a", "b")
+	batch := []events.Event{
+		event("a", t0, "a0"), event("gone", t0, "lost"), event("b", t0, "b0"),
+		event("a", t0, "a1"), event("", t0, "no uid"), event("a", t0, "a2"),
+	}
+	err := s.AppendEvents(batch)
+	if err == nil || !strings.Contains(err.Error(), "empty pod UID") {
+		t.Errorf("AppendEvents = %v, want the error of the event without a pod UID", err)
+	}
+	for uid, want := range map[types.UID]string{"a": "a1 a2", "b": "b0", "gone": ""} {
+		got, err := s.ListEvents(uid)
+		if err != nil {
+			t.Fatalf("ListEvents(%s): %v", uid, err)
+		}
+		var msgs []string
+		for _, e := range got {
+			msgs = append(msgs, e.Message)
+		}
+		if strings.Join(msgs, " ") != want {
+			t.Errorf("events of %s = %q, want %q", uid, msgs, want)
+		}
+	}
+	all, err := s.ListAllEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 {
+		t.Errorf("ListAllEvents has %d events, want 3", len(all))
+	}
+}

@@ -43,7 +43,9 @@ func TestExamples(t *testing.T) {
 			file: "sidecar-job.yaml",
 			check: func(t *testing.T, r result) {
 				r.assertBefore(t,
-					[2]matcher{output("uploader", "uploader ready"), contains("Started spec.containers{job}")},
+					// The sidecar has no startup probe: the job starts once
+					// the sidecar's process runs, not once it printed.
+					[2]matcher{contains("Started spec.initContainers{uploader}"), contains("Started spec.containers{job}")},
 					[2]matcher{output("job", "result 5050"), contains("DeferStarted spec.deferContainers{upload}")},
 					[2]matcher{output("uploader", "uploading result"), output("upload", "uploaded: 5050")},
 					[2]matcher{output("upload", "uploaded: 5050"), contains("DeferCompleted spec.deferContainers{upload}")},

@@ -17,7 +17,7 @@
 //	                   (failure or ctx ended: the shim gives up, the directory goes)
 //	shim: main process exits ──> rest of its process group killed
 //	                         ──> pipes drained into the log, log fsynced
-//	                         ──> exit.json (atomic, durable) ──> shim exits
+//	                         ──> exit.json (atomic)  ──> shim exits
 //	Runtime: shim exited (pidfd) ──> exit.json read ──> log followed to its end
 //	                                 for Output ──> runtime.Event on Events()
 //

@@ -91,12 +91,13 @@ type Config struct {
 
 // The contract and the optional abilities the process runtime has.
 var (
-	_ runtime.Runtime         = (*Runtime)(nil)
-	_ runtime.ContainerLister = (*Runtime)(nil)
-	_ runtime.PodLister       = (*Runtime)(nil)
-	_ runtime.Info            = (*Runtime)(nil)
-	_ runtime.PodLogRemover   = (*Runtime)(nil)
-	_ runtime.Warner          = (*Runtime)(nil)
+	_ runtime.Runtime           = (*Runtime)(nil)
+	_ runtime.ContainerLister   = (*Runtime)(nil)
+	_ runtime.PodLister         = (*Runtime)(nil)
+	_ runtime.Info              = (*Runtime)(nil)
+	_ runtime.PodLogRemover     = (*Runtime)(nil)
+	_ runtime.Warner            = (*Runtime)(nil)
+	_ runtime.ConcurrentStarter = (*Runtime)(nil)
 )
 
 // Runtime runs containers as host processes, each under a shim of its own

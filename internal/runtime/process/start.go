@@ -88,6 +88,11 @@ func (r *Runtime) StartContainer(ctx context.Context, pod *model.Pod, ref model.
 	return cont, nil
 }
 
+// ConcurrentStarts says yes: each start has its own instance directory
+// and shim, and what a pod's starts share (its order and instances
+// directories, its mountpoints) is made idempotently or under a lock.
+func (r *Runtime) ConcurrentStarts() bool { return true }
+
 func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.ContainerRef, c *v1.Container, attempt int) (runtime.Container, error) {
 	id, err := newID()
 	if err != nil {

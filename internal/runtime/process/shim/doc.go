@@ -17,13 +17,15 @@
 //	container.json  the container's main process (Started), once it runs
 //	termination-log the container's termination-message file, when it has
 //	                one (created by the agent, bind-mounted at its path)
-//	exit.json       how it ended (Exit), written last, durably
+//	exit.json       how it ended (Exit), written last
 //
 // Every file but the FIFOs and shim.log is written whole or not at all (a
-// temporary file renamed into place); exit.json is also fsynced, as is the
-// directory after the rename, so that an exit is never lost once the shim
-// exited. Identities are (PID, start time, boot ID), which a reused PID
-// cannot match.
+// temporary file renamed into place), and none is fsynced: they are read
+// on the boot of the machine they were written on only, where the page
+// cache has them whatever process died; after a reboot nothing they name
+// runs (see writeJSON). An exit is never lost once the shim exited.
+// Identities are (PID, start time, boot ID), which a reused PID cannot
+// match.
 //
 // # An instance's life
 //

@@ -126,7 +126,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(s.dir, ShimFile, self, false); err != nil {
+	if err := writeJSON(s.dir, ShimFile, self); err != nil {
 		return fmt.Errorf("write %s: %w", ShimFile, err)
 	}
 	var spec Spec
@@ -183,7 +183,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	var abort error
 	if started.Process, err = IdentOf(s.pgid); err != nil {
 		abort = err
-	} else if err := writeJSON(s.dir, ContainerFile, started, false); err != nil {
+	} else if err := writeJSON(s.dir, ContainerFile, started); err != nil {
 		abort = fmt.Errorf("write %s: %w", ContainerFile, err)
 	} else if err := s.handshake(report{Started: &started}); err != nil {
 		abort = fmt.Errorf("start aborted: %w", err)

@@ -115,7 +115,7 @@ func TestStartFailureIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Spec.Process.Argv = []string{"podward-no-such-command"}
-	if err := writeJSON(dir, SpecFile, spec.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, spec.Spec); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = Start(context.Background(), dir)
@@ -186,7 +186,7 @@ func TestShimGivesUpWhenTheAgentCancelsBeforeTheReport(t *testing.T) {
 	if err := unix.Mkfifo(st.Spec.LogPath, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, st.Spec); err != nil {
 		t.Fatal(err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -248,7 +248,7 @@ func dieAfterFork(dir string) int {
 	if err != nil {
 		return 2
 	}
-	if err := writeJSON(dir, ContainerFile, Started{Process: id, StartedAt: time.Now()}, false); err != nil {
+	if err := writeJSON(dir, ContainerFile, Started{Process: id, StartedAt: time.Now()}); err != nil {
 		return 2
 	}
 	return 3
@@ -380,7 +380,7 @@ func TestStartTimeWithOddCommandName(t *testing.T) {
 	dir := newInstance(t, "")
 	spec, _ := Load(dir)
 	spec.Spec.Process.Argv = []string{exe, "100"}
-	if err := writeJSON(dir, SpecFile, spec.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, spec.Spec); err != nil {
 		t.Fatal(err)
 	}
 	p, started, err := Start(context.Background(), dir)
@@ -416,7 +416,7 @@ func TestShimRotatesItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Spec.LogRotation = crilog.Rotation{MaxSize: 500, MaxFiles: 3}
-	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, st.Spec); err != nil {
 		t.Fatal(err)
 	}
 	p, _, err := Start(context.Background(), dir)
@@ -463,7 +463,7 @@ func TestShimNoticesOutputItsLogDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Spec.LogPath = "/dev/full"
-	if err := writeJSON(dir, SpecFile, st.Spec, false); err != nil {
+	if err := writeJSON(dir, SpecFile, st.Spec); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's side: open for reading and writing, so that the shim

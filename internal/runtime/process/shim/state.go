@@ -35,7 +35,8 @@ const (
 )
 
 // ErrCorrupt is wrapped by Load's error when spec.json is not a spec: a
-// file the machine's crash cut, say (only exit.json is fsynced).
+// file the machine's crash cut, say (no state file is fsynced, see
+// writeJSON).
 var ErrCorrupt = errors.New("corrupt instance state")
 
 // Spec is what an instance runs, written once by the agent.
@@ -109,8 +110,9 @@ type State struct {
 }
 
 // Create makes the instance directory dir (its parent must exist) with its
-// spec and its control and notices FIFOs. spec.json is fsynced: an instance
-// directory without it never had a shim and may be removed.
+// spec and its control and notices FIFOs. An instance directory without
+// spec.json never had a shim and may be removed (after a crash of the
+// machine, one that had: nothing of it runs any more).
 func Create(dir string, spec *Spec) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
@@ -120,7 +122,7 @@ func Create(dir string, spec *Spec) error {
 			return &fs.PathError{Op: "mkfifo", Path: filepath.Join(dir, fifo), Err: err}
 		}
 	}
-	return writeJSON(dir, SpecFile, spec, true)
+	return writeJSON(dir, SpecFile, spec)
 }
 
 // Load reads the instance directory dir. A missing spec.json is an error
@@ -166,10 +168,11 @@ func LoadExit(dir string) (*Exit, error) {
 	return &exit, nil
 }
 
-// WriteExit records e as the instance's end, durably. The agent uses it
-// for an instance whose shim died without writing one.
+// WriteExit records e as the instance's end (see writeJSON for how
+// durably). The agent uses it for an instance whose shim died without
+// writing one.
 func WriteExit(dir string, e *Exit) error {
-	return writeJSON(dir, ExitFile, e, true)
+	return writeJSON(dir, ExitFile, e)
 }
 
 func readOptional(dir, name string, v any) (bool, error) {
@@ -192,9 +195,19 @@ func readJSON(dir, name string, v any) error {
 }
 
 // writeJSON replaces dir/name with v's JSON, atomically: readers see the
-// old file or the new one, never a part. durable also fsyncs the file
-// before and the directory after the rename.
-func writeJSON(dir, name string, v any, durable bool) (err error) {
+// old file or the new one, never a part.
+//
+// Nothing is fsynced: what an instance directory says is read on this boot
+// of the machine only, through the page cache, which an agent's or a
+// shim's death does not lose. Only a crash of the machine does, and after
+// it (a reboot) nothing an instance directory says is used: nothing of it
+// runs any more, a file the crash cut reads as missing (Load; a missing
+// exit is one of a shim that died), the agent drops the directories of its
+// pods and of orphans, and a pod goes on from its own checkpoint (see
+// docs/lifecycle.md, "Node shutdown").
+// So an fsync here bought no guarantee, and cost one or two on the start
+// (spec.json) and the stop (exit.json) of every container.
+func writeJSON(dir, name string, v any) (err error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
@@ -212,24 +225,8 @@ func writeJSON(dir, name string, v any, durable bool) (err error) {
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		return err
 	}
-	if durable {
-		if err := tmp.Sync(); err != nil {
-			return err
-		}
-	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	if !durable {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }
