@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,21 +64,9 @@ func forkIsolated(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 		return nil, err
 	}
 	// After the mounts: a volume may provide the directory and the command.
-	if err := checkDir(spec.Dir); err != nil {
-		return nil, err
-	}
-	path, err := LookPath(spec.Argv[0], LookupEnv(spec.Env, "PATH"), spec.Dir)
+	cmd, err := command(spec, stdout, stderr)
 	if err != nil {
 		return nil, err
-	}
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        spec.Argv,
-		Env:         spec.Env,
-		Dir:         spec.Dir,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := cmd.Start(); err != nil {
 		var pe *os.PathError

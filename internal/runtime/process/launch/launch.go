@@ -89,6 +89,20 @@ func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter)
 	if len(spec.Mounts) > 0 || spec.Hostname != "" || how.started != nil {
 		return startHelper(ctx, spec, stdout, stderr, how)
 	}
+	cmd, err := command(spec, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := how.fork(cmd); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// command is spec's command as the container's own process runs it, in
+// its own process group, once its directory exists and its executable is
+// found in its PATH (which the mounts, already made, may provide).
+func command(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 	if err := checkDir(spec.Dir); err != nil {
 		return nil, err
 	}
@@ -96,7 +110,7 @@ func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter)
 	if err != nil {
 		return nil, err
 	}
-	cmd := &exec.Cmd{
+	return &exec.Cmd{
 		Path:        path,
 		Args:        spec.Argv,
 		Env:         spec.Env,
@@ -104,11 +118,7 @@ func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter)
 		Stdout:      stdout,
 		Stderr:      stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
-	if err := how.fork(cmd); err != nil {
-		return nil, err
-	}
-	return cmd, nil
+	}, nil
 }
 
 // startHelper starts spec through the init helper. With how.started, the
