@@ -32,6 +32,22 @@ func assertShutdownMarks(t *testing.T, p *v1.Pod) {
 	}
 }
 
+// newShutDownNode is a node (standalone or cluster mode) whose pod web ran
+// and was terminated by a node shutdown.
+func newShutDownNode(t *testing.T, standalone bool) *node {
+	t.Helper()
+	n := newNode(t)
+	n.restartShutdownPods = standalone
+	n.crash()
+	n.start()
+	if _, err := n.a.Create(decode(t, manifest)); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
+	n.shutDownPod("web")
+	return n
+}
+
 func (n *node) shutDownPod(name string) *v1.Pod {
 	n.t.Helper()
 	n.a.SetShuttingDown(true)
@@ -164,15 +180,7 @@ func TestShuttingDownRejectsNewPods(t *testing.T) {
 // when the shutdown is cancelled it starts again (standalone mode), one
 // restart more.
 func TestShutdownCancelledStartsPodsAgain(t *testing.T) {
-	n := newNode(t)
-	n.restartShutdownPods = true
-	n.crash()
-	n.start()
-	if _, err := n.a.Create(decode(t, manifest)); err != nil {
-		t.Fatal(err)
-	}
-	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
-	n.shutDownPod("web")
+	n := newShutDownNode(t, true)
 	if !slices.Contains(n.rt.Calls(), "signal app terminated") {
 		t.Fatalf("calls %q", n.rt.Calls())
 	}
@@ -194,15 +202,7 @@ func TestShutdownCancelledStartsPodsAgain(t *testing.T) {
 func TestShutdownThenReboot(t *testing.T) {
 	for _, standalone := range []bool{true, false} {
 		t.Run(map[bool]string{true: "standalone", false: "cluster"}[standalone], func(t *testing.T) {
-			n := newNode(t)
-			n.restartShutdownPods = standalone
-			n.crash()
-			n.start()
-			if _, err := n.a.Create(decode(t, manifest)); err != nil {
-				t.Fatal(err)
-			}
-			n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
-			n.shutDownPod("web")
+			n := newShutDownNode(t, standalone)
 
 			// The agent restarts before the machine goes down.
 			n.crash()
@@ -244,15 +244,7 @@ func TestShutdownThenReboot(t *testing.T) {
 // A pod whose shutdown was cancelled while the agent was down starts
 // again when the agent comes back.
 func TestShutdownCancelledWhileDown(t *testing.T) {
-	n := newNode(t)
-	n.restartShutdownPods = true
-	n.crash()
-	n.start()
-	if _, err := n.a.Create(decode(t, manifest)); err != nil {
-		t.Fatal(err)
-	}
-	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
-	n.shutDownPod("web")
+	n := newShutDownNode(t, true)
 	n.crash()
 	n.start() // not shutting down: the shutdown was cancelled
 	n.waitRunningAgain("web", 1)
@@ -261,15 +253,7 @@ func TestShutdownCancelledWhileDown(t *testing.T) {
 // A pod deleted after the shutdown terminated it is removed, not started
 // again.
 func TestShutdownPodDeletedIsNotStartedAgain(t *testing.T) {
-	n := newNode(t)
-	n.restartShutdownPods = true
-	n.crash()
-	n.start()
-	if _, err := n.a.Create(decode(t, manifest)); err != nil {
-		t.Fatal(err)
-	}
-	n.waitPod("default", "web", func(err error, running bool) bool { return err == nil && running })
-	n.shutDownPod("web")
+	n := newShutDownNode(t, true)
 	if _, err := n.a.DeletePod("default", "web", nil); err != nil {
 		t.Fatal(err)
 	}

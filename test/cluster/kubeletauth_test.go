@@ -66,37 +66,6 @@ func TestKubeletPortAuthorization(t *testing.T) {
 	// Through the API server, as its kubelet client.
 	waitLogs(t, c, "the secret", "kubelet-authz", "-c", "app")
 
-	url := fmt.Sprintf("https://127.0.0.1:%d/containerLogs/default/kubelet-authz/app", n.port)
-	serverCA := x509.NewCertPool()
-	pemBytes, err := os.ReadFile(filepath.Join(n.root, "pki", "kubelet.crt"))
-	if err != nil || !serverCA.AppendCertsFromPEM(pemBytes) {
-		t.Fatalf("the node's serving certificate: %v", err)
-	}
-	get := func(t *testing.T, cert *tls.Certificate, token string) (int, string) {
-		t.Helper()
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: serverCA}}
-		if cert != nil {
-			tr.TLSClientConfig.Certificates = []tls.Certificate{*cert}
-		}
-		defer tr.CloseIdleConnections()
-		req, err := http.NewRequestWithContext(t.Context(), "GET", url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := (&http.Client{Transport: tr, Timeout: waitTimeout}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
-	}
 	forbidden := func(user string) string {
 		return fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource(s)=[proxy])\n", user)
 	}
@@ -120,7 +89,7 @@ func TestKubeletPortAuthorization(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := get(t, tc.cert, tc.token)
+			code, body := n.kubeletGet(t, "/containerLogs/default/kubelet-authz/app", tc.cert, tc.token)
 			if code != tc.code || body != tc.body {
 				t.Errorf("got %d %q, want %d %q", code, body, tc.code, tc.body)
 			}
@@ -152,6 +121,41 @@ func TestKubeletPortAuthorization(t *testing.T) {
 // waitLogLine waits until a line of the node's log has every one of parts.
 // The lines it waits for are written before the response they are about,
 // so the deadline is short.
+// kubeletGet GETs path on the node's kubelet port, trusting the node's
+// serving certificate, as the client of cert (none: no client
+// certificate) with the bearer token when one is given; it returns the
+// status code and the body.
+func (n *node) kubeletGet(t *testing.T, path string, cert *tls.Certificate, token string) (int, string) {
+	t.Helper()
+	serverCA := x509.NewCertPool()
+	pemBytes, err := os.ReadFile(filepath.Join(n.root, "pki", "kubelet.crt"))
+	if err != nil || !serverCA.AppendCertsFromPEM(pemBytes) {
+		t.Fatalf("the node's serving certificate: %v", err)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: serverCA}}
+	if cert != nil {
+		tr.TLSClientConfig.Certificates = []tls.Certificate{*cert}
+	}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("https://127.0.0.1:%d%s", n.port, path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: waitTimeout}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 func (n *node) waitLogLine(t *testing.T, parts ...string) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)

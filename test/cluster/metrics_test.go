@@ -2,12 +2,7 @@ package cluster
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,39 +44,10 @@ func TestKubeletPortServesMetrics(t *testing.T) {
 		return p != nil && p.Status.Phase == v1.PodRunning
 	})
 
-	serverCA := x509.NewCertPool()
-	pemBytes, err := os.ReadFile(filepath.Join(n.root, "pki", "kubelet.crt"))
-	if err != nil || !serverCA.AppendCertsFromPEM(pemBytes) {
-		t.Fatalf("the node's serving certificate: %v", err)
-	}
-	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", n.port)
-	get := func(t *testing.T, cert *tls.Certificate) (*http.Response, string) {
-		t.Helper()
-		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: serverCA}}
-		if cert != nil {
-			tr.TLSClientConfig.Certificates = []tls.Certificate{*cert}
-		}
-		defer tr.CloseIdleConnections()
-		req, err := http.NewRequestWithContext(t.Context(), "GET", url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := (&http.Client{Transport: tr, Timeout: waitTimeout}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, string(b)
-	}
-
 	t.Run("bound to nodes/metrics", func(t *testing.T) {
-		resp, body := get(t, ca.clientCert(t, scraper))
-		if resp.StatusCode != 200 {
-			t.Fatalf("got %d %q", resp.StatusCode, body)
+		code, body := n.kubeletGet(t, "/metrics", ca.clientCert(t, scraper), "")
+		if code != 200 {
+			t.Fatalf("got %d %q", code, body)
 		}
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
@@ -110,8 +76,8 @@ func TestKubeletPortServesMetrics(t *testing.T) {
 		{"no credentials", nil, 401, "Unauthorized\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if resp, body := get(t, tc.cert); resp.StatusCode != tc.code || body != tc.body {
-				t.Errorf("got %d %q, want %d %q", resp.StatusCode, body, tc.code, tc.body)
+			if code, body := n.kubeletGet(t, "/metrics", tc.cert, ""); code != tc.code || body != tc.body {
+				t.Errorf("got %d %q, want %d %q", code, body, tc.code, tc.body)
 			}
 		})
 	}
