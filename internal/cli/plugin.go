@@ -56,8 +56,6 @@ type pluginOptions struct {
 	// loading and overrides are what the kubeconfig flags set.
 	loading   *clientcmd.ClientConfigLoadingRules
 	overrides *clientcmd.ConfigOverrides
-	// now is the clock of describe's ages; time.Now unless a test sets it.
-	now func() time.Time
 }
 
 // NewPluginCommand builds the `kubectl podward` command tree. Its flags for
@@ -68,14 +66,14 @@ type pluginOptions struct {
 // wraps. ConfigFlags itself is not used: its package links kustomize and
 // the resource builder, 31 MB more in a binary every container's shim runs.
 func NewPluginCommand(s Streams) *cobra.Command {
-	o := &pluginOptions{s: s, now: time.Now,
+	o := &pluginOptions{s: s,
 		loading:   clientcmd.NewDefaultClientConfigLoadingRules(),
 		overrides: &clientcmd.ConfigOverrides{ClusterDefaults: clientcmd.ClusterDefaults},
 	}
 	root := &cobra.Command{
 		Use:         "podward",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl podward"},
-		Short: "Read the logs and statuses of a pod's defer containers on a podward node",
+		Short:       "Read the logs and statuses of a pod's defer containers on a podward node",
 		Long: `kubectl podward reaches what kubectl cannot on a podward node: the defer
 containers (annotation pod.alpha.kubernetes.io/defer-containers), which are
 not in the pod's spec. Their logs are read from the node through the API
@@ -521,7 +519,7 @@ func (o *pluginOptions) runDescribe(cmd *cobra.Command, args []string) error {
 		if i > 0 {
 			fmt.Fprint(o.s.Out, "\n\n")
 		}
-		if _, err := io.WriteString(o.s.Out, describePod(p, events.Items, o.now())); err != nil {
+		if _, err := io.WriteString(o.s.Out, describePod(p, events.Items, time.Now())); err != nil {
 			return err
 		}
 	}
