@@ -3,7 +3,9 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The kubectl plugin (`kubectl podward`, the podward binary linked as
@@ -318,4 +324,111 @@ func waitPluginLog(t *testing.T, c *controlPlane, path, want string, args ...str
 		seen = append(seen, sc.Text())
 	}
 	t.Fatalf("kubectl podward %s -f ended without %q: %q; stderr: %s", strings.Join(args, " "), want, seen, stderr.String())
+}
+
+// TestKubectlPluginNeedsNodesProxy: the node proxy is authorized by the API
+// server as get on nodes/proxy; a user who may read pods, and their logs
+// through pods/log, is refused it in the API server's words, until given
+// it.
+func TestKubectlPluginNeedsNodesProxy(t *testing.T) {
+	c := needControlPlane(t)
+	t.Parallel()
+	addr := proxyableAddress(t)
+	name := nodeName(t, "a")
+	n := startNode(t, c, name, "--node-ip", addr)
+	path := pluginPath(t)
+	n.apply(t, strings.Replace(pluginJob, "name: plugin-job", "name: plugin-rbac", 1))
+	c.waitPod(t, "default", "plugin-rbac", "Succeeded with its defer container done", waitTimeout, func(p *v1.Pod) bool {
+		return p != nil && p.Status.Phase == v1.PodSucceeded && deferState(p, "cleanup").Terminated != nil
+	})
+	user := "plugin-reader-" + randomSuffix(t)
+	c.bindPodReader(t, user)
+	kubeconfig := c.userKubeconfig(t, user)
+
+	out, err := c.plugin(path, "logs", "plugin-rbac", "-c", "cleanup", "--kubeconfig", kubeconfig)
+	want := fmt.Sprintf(`Error from server (Forbidden): nodes %q is forbidden: User %q cannot get resource "nodes/proxy" in API group "" at the cluster scope`, name, user)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("kubectl podward logs without nodes/proxy: %q, %v; want %q", out, err, want)
+	}
+	c.bindNodesRole(t, user, "proxy")
+	if out := c.mustPlugin(t, path, "logs", "plugin-rbac", "-c", "cleanup", "--kubeconfig", kubeconfig); out != "cleaning up\ncleaned\n" {
+		t.Errorf("kubectl podward logs with nodes/proxy = %q", out)
+	}
+}
+
+// bindPodReader lets user get and list pods and events, and read pods/log,
+// with a ClusterRole and its binding removed when the test ends.
+func (c *controlPlane) bindPodReader(t *testing.T, user string) {
+	t.Helper()
+	ctx := t.Context()
+	name := user + "-pods"
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "events"},
+			Verbs: []string{"get", "list"}}},
+	}
+	if _, err := c.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		sar, err := c.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: "get", Version: "v1", Resource: "pods"},
+		}}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed, err
+	})
+	if err != nil {
+		t.Fatalf("%s may still not get pods: %v", user, err)
+	}
+}
+
+// userKubeconfig is a kubeconfig for the control plane as user, with a
+// client certificate the cluster's CA signed.
+func (c *controlPlane) userKubeconfig(t *testing.T, user string) string {
+	t.Helper()
+	cert := loadClusterCA(t, c).clientCert(t, user)
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "user.crt"), filepath.Join(dir, "user.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: cp
+  cluster: {server: %q, certificate-authority: %q}
+users:
+- name: %s
+  user: {client-certificate: %q, client-key: %q}
+contexts:
+- name: cp
+  context: {cluster: cp, user: %s}
+current-context: cp
+`, c.env["CP_APISERVER_URL"], c.env["CP_CA_FILE"], user, certFile, keyFile, user)
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
