@@ -20,6 +20,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // The kubectl plugin (`kubectl podward`, the podward binary linked as
@@ -132,13 +134,13 @@ kind: Pod
 metadata:
   name: plugin-job
   annotations:
-    pod.alpha.kubernetes.io/defer-containers: '[{"name": "cleanup", "image": "busybox", "command": ["/bin/bash", "-c", "echo cleaning up; echo cleaned"]}]'
+    pod.alpha.kubernetes.io/defer-containers: '[{"name": "cleanup", "image": "busybox", "command": ["/bin/sh", "-c", "echo cleaning up; echo cleaned"]}]'
 spec:
   restartPolicy: Never
   containers:
   - name: work
     image: busybox
-    command: ["/bin/bash", "-c", "echo working"]
+    command: ["/bin/sh", "-c", "echo working"]
 `
 
 // TestKubectlPluginEndedPod: a pod ran to completion and its defer
@@ -146,48 +148,55 @@ spec:
 // cleanup` (the name is not in the pod's spec); `kubectl podward logs`
 // reads it from the node through the node proxy, as does `kubectl get
 // --raw` on the same path; `kubectl podward describe` shows its state. The
-// node serves it for as long as the pod's API object exists.
+// node serves it for as long as the pod's API object exists. On both
+// runtimes (busybox from the test registry on the CRI one).
 func TestKubectlPluginEndedPod(t *testing.T) {
 	c := needControlPlane(t)
-	t.Parallel()
+	bintest.EachRuntime(t, func(t *testing.T, rt bintest.Runtime) {
+		testPluginEndedPod(t, c, rt)
+	})
+}
+
+func testPluginEndedPod(t *testing.T, c *controlPlane, rt bintest.Runtime) {
 	addr := proxyableAddress(t)
 	name := nodeName(t, "a")
-	n := startNode(t, c, name, "--node-ip", addr)
+	n := startNode(t, c, name, append([]string{"--node-ip", addr}, rt.Args...)...)
 	path := pluginPath(t)
-	n.apply(t, pluginJob)
-	c.waitPod(t, "default", "plugin-job", "Succeeded with its defer container done", waitTimeout, func(p *v1.Pod) bool {
+	pod := "plugin-job-" + rt.Name
+	n.apply(t, strings.Replace(pluginJob, "name: plugin-job", "name: "+pod, 1))
+	c.waitPod(t, "default", pod, "Succeeded with its defer container done", waitTimeout, func(p *v1.Pod) bool {
 		return p != nil && p.Status.Phase == v1.PodSucceeded && deferState(p, "cleanup").Terminated != nil
 	})
 
-	if out, err := c.kubectl(waitTimeout, "logs", "plugin-job", "-c", "cleanup"); err == nil || !strings.Contains(err.Error(), "container cleanup is not valid for pod plugin-job") {
+	if out, err := c.kubectl(waitTimeout, "logs", pod, "-c", "cleanup"); err == nil || !strings.Contains(err.Error(), "container cleanup is not valid for pod "+pod) {
 		t.Errorf("kubectl logs -c cleanup: %q, %v; want the API server's refusal", out, err)
 	}
 	const want = "cleaning up\ncleaned\n"
-	if out := c.mustPlugin(t, path, "logs", "plugin-job", "-c", "cleanup"); out != want {
+	if out := c.mustPlugin(t, path, "logs", pod, "-c", "cleanup"); out != want {
 		t.Errorf("kubectl podward logs -c cleanup = %q, want %q", out, want)
 	}
-	if out := c.mustPlugin(t, path, "logs", "plugin-job", "-c", "cleanup", "--tail", "1", "--kubeconfig", c.env["KUBECONFIG"], "-n", "default"); out != "cleaned\n" {
+	if out := c.mustPlugin(t, path, "logs", pod, "-c", "cleanup", "--tail", "1", "--kubeconfig", c.env["KUBECONFIG"], "-n", "default"); out != "cleaned\n" {
 		t.Errorf("kubectl podward logs --tail 1 = %q, want the last line", out)
 	}
-	if out := c.mustPlugin(t, path, "logs", "plugin-job", "work"); out != "working\n" {
+	if out := c.mustPlugin(t, path, "logs", pod, "work"); out != "working\n" {
 		t.Errorf("kubectl podward logs plugin-job work = %q: a regular container reads the same", out)
 	}
-	raw := c.mustKubectl(t, "get", "--raw", "/api/v1/nodes/"+name+"/proxy/containerLogs/default/plugin-job/cleanup")
+	raw := c.mustKubectl(t, "get", "--raw", "/api/v1/nodes/"+name+"/proxy/containerLogs/default/"+pod+"/cleanup")
 	if raw != want {
 		t.Errorf("kubectl get --raw .../containerLogs/default/plugin-job/cleanup = %q, want %q", raw, want)
 	}
 
 	// kubectl's words for what cannot be read.
-	out, err := c.plugin(path, "logs", "plugin-job", "-c", "nope")
-	if err == nil || !strings.Contains(err.Error(), "error: container nope is not valid for pod plugin-job out of: work, cleanup (defer)") {
+	out, err := c.plugin(path, "logs", pod, "-c", "nope")
+	if err == nil || !strings.Contains(err.Error(), "error: container nope is not valid for pod "+pod+" out of: work, cleanup (defer)") {
 		t.Errorf("kubectl podward logs -c nope: %q, %v", out, err)
 	}
-	out, err = c.plugin(path, "logs", "plugin-job", "-c", "cleanup", "--previous")
-	if err == nil || !strings.Contains(err.Error(), `Error from server (BadRequest): previous terminated container "cleanup" in pod "plugin-job" not found`) {
+	out, err = c.plugin(path, "logs", pod, "-c", "cleanup", "--previous")
+	if err == nil || !strings.Contains(err.Error(), `Error from server (BadRequest): previous terminated container "cleanup" in pod "`+pod+`" not found`) {
 		t.Errorf("kubectl podward logs --previous: %q, %v; want the node's refusal", out, err)
 	}
 
-	describe := c.mustPlugin(t, path, "describe", "plugin-job")
+	describe := c.mustPlugin(t, path, "describe", pod)
 	section := deferSection(t, describe)
 	for _, want := range []string{"  cleanup:\n", "    State:          Terminated\n      Reason:       Completed\n      Exit Code:    0\n", "    Restart Count:  0\n"} {
 		if !strings.Contains(section, want) {
@@ -195,7 +204,7 @@ func TestKubectlPluginEndedPod(t *testing.T) {
 		}
 	}
 	// The rest is kubectl describe pod's.
-	kubectlDescribe := c.mustKubectl(t, "describe", "pod", "plugin-job")
+	kubectlDescribe := c.mustKubectl(t, "describe", "pod", pod)
 	for _, line := range []string{"Name:", "Namespace:", "Node:", "Status:", "QoS Class:"} {
 		if got, want := describeLine(describe, line), describeLine(kubectlDescribe, line); got != want {
 			t.Errorf("kubectl podward describe: %q, kubectl describe: %q", got, want)
