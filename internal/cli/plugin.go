@@ -150,28 +150,37 @@ func pluginUsageError(cmd *cobra.Command, format string, args ...any) error {
 	return fmt.Errorf("%s\nSee '%s -h' for help and examples", fmt.Sprintf(format, args...), cmd.CommandPath())
 }
 
-// clients makes the API client from the kubeconfig flags, with its HTTP
-// client for requests the typed client has no call for, and the namespace
-// (-n, else the context's, else default).
-func (o *pluginOptions) clients() (kubernetes.Interface, *rest.Config, *http.Client, string, error) {
+// pluginClients are the API clients made from the kubeconfig flags.
+type pluginClients struct {
+	api kubernetes.Interface
+	// http is the API client's HTTP client, for requests the typed client
+	// has no call for, with userAgent.
+	http      *http.Client
+	userAgent string
+	// namespace is -n, else the context's, else default.
+	namespace string
+}
+
+func (o *pluginOptions) clients() (*pluginClients, error) {
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.loading, o.overrides)
 	cfg, err := loader.ClientConfig()
 	if err != nil {
-		return nil, nil, nil, "", err
+		return nil, err
 	}
-	ns, _, err := loader.Namespace()
-	if err != nil {
-		return nil, nil, nil, "", err
+	c := &pluginClients{userAgent: cfg.UserAgent}
+	if c.userAgent == "" {
+		c.userAgent = rest.DefaultKubernetesUserAgent()
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, nil, nil, "", err
+	if c.namespace, _, err = loader.Namespace(); err != nil {
+		return nil, err
 	}
-	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, nil, nil, "", err
+	if c.http, err = rest.HTTPClientFor(cfg); err != nil {
+		return nil, err
 	}
-	return cs, cfg, hc, ns, nil
+	if c.api, err = kubernetes.NewForConfigAndClient(cfg, c.http); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // pluginLogsOptions are `kubectl podward logs`' flags, kubectl logs' own.
@@ -297,14 +306,14 @@ func (lo *pluginLogsOptions) query() url.Values {
 // node's answer to Out; with -f until the node ends it (the container
 // instance ended) or the command is interrupted.
 func (o *pluginOptions) runLogs(ctx context.Context, lo *pluginLogsOptions) error {
-	cs, cfg, hc, ns, err := o.clients()
+	c, err := o.clients()
 	if err != nil {
 		return err
 	}
-	pod, err := cs.CoreV1().Pods(ns).Get(ctx, lo.pod, metav1.GetOptions{})
+	pod, err := c.api.CoreV1().Pods(c.namespace).Get(ctx, lo.pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		// kubectl logs' wording (not a status error: printed after "error: ").
-		return fmt.Errorf("error from server (NotFound): %w in namespace %q", err, ns)
+		return fmt.Errorf("error from server (NotFound): %w in namespace %q", err, c.namespace)
 	}
 	if err != nil {
 		return err
@@ -318,7 +327,7 @@ func (o *pluginOptions) runLogs(ctx context.Context, lo *pluginLogsOptions) erro
 		// server's pods/log.
 		return nil
 	}
-	u := cs.CoreV1().RESTClient().Get().
+	u := c.api.CoreV1().RESTClient().Get().
 		AbsPath("/api/v1/nodes", pod.Spec.NodeName, "proxy", "containerLogs", pod.Namespace, pod.Name, container).
 		URL()
 	u.RawQuery = lo.query().Encode()
@@ -326,10 +335,8 @@ func (o *pluginOptions) runLogs(ctx context.Context, lo *pluginLogsOptions) erro
 	if err != nil {
 		return err
 	}
-	if cfg.UserAgent != "" {
-		req.Header.Set("User-Agent", cfg.UserAgent)
-	}
-	resp, err := hc.Do(req)
+	req.Header.Set("User-Agent", c.userAgent)
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
 	}
@@ -482,10 +489,11 @@ func (o *pluginOptions) runDescribe(cmd *cobra.Command, args []string) error {
 		return pluginUsageError(cmd, "%s", err)
 	}
 	ctx := cmd.Context()
-	cs, _, _, ns, err := o.clients()
+	c, err := o.clients()
 	if err != nil {
 		return err
 	}
+	cs, ns := c.api, c.namespace
 	var pods []*v1.Pod
 	if all {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
