@@ -27,7 +27,7 @@ import (
 
 // PluginName is the executable name under which the podward binary is a
 // kubectl plugin: kubectl runs `kubectl-podward` from PATH for `kubectl
-// podward ...` (a link to the podward binary, `make install-kubectl-plugin`).
+// podward ...` (a link to the podward binary: `make kubectl-plugin`).
 const PluginName = "kubectl-podward"
 
 // isPlugin says whether the binary was started as the kubectl plugin: kubectl
