@@ -15,12 +15,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	cristreaming "k8s.io/cri-streaming/pkg/streaming"
-	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	cristreaming "k8s.io/cri-streaming/pkg/streaming"
+	remotecommandserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	kexec "k8s.io/utils/exec"
 
 	"github.com/podward/podward/internal/model"
