@@ -105,6 +105,10 @@ func TestKubectlStreams(t *testing.T) {
 			t.Errorf("kubectl exec in a terminated container: stderr %q, exit code %d", errOut, code)
 		}
 
+		if rt.Name == "process" {
+			kubeletStreamsAuthorized(t, c, n, pod)
+		}
+
 		kubectlPortForward(t, c, pod, port)
 
 		src := filepath.Join(t.TempDir(), "in.txt")
@@ -195,5 +199,27 @@ func kubectlPortForward(t *testing.T, c *controlPlane, pod string, port int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GET %s through kubectl port-forward: %v", url, err)
 		}
+	}
+}
+
+// kubeletStreamsAuthorized: the node's streaming paths are authorized as
+// its log path is, as the kubelet's (pkg/kubelet/server/auth.go): nodes/proxy
+// through a SubjectAccessReview. A user without it gets the kubelet's 403;
+// one with it reaches the exec (here refused for want of an upgrade).
+func kubeletStreamsAuthorized(t *testing.T, c *controlPlane, n *node, pod string) {
+	t.Helper()
+	ca := loadClusterCA(t, c)
+	suffix := randomSuffix(t)
+	reader, stranger := "podward-exec-reader-"+suffix, "podward-exec-stranger-"+suffix
+	c.bindNodesRole(t, reader, "proxy")
+	path := "/exec/default/" + pod + "/app?command=true&output=1"
+	code, body := n.kubeletGet(t, path, ca.clientCert(t, stranger), "")
+	if want := fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource(s)=[proxy])\n", stranger); code != http.StatusForbidden || body != want {
+		t.Errorf("GET %s as %s: %d %q, want 403 %q", path, stranger, code, body, want)
+	}
+	code, body = n.kubeletGet(t, path, ca.clientCert(t, reader), "")
+	t.Logf("GET %s (no upgrade) as a user allowed nodes/proxy: %d %q", path, code, body)
+	if code == http.StatusForbidden || code == http.StatusUnauthorized || code == http.StatusNotFound {
+		t.Errorf("GET %s as %s: %d %q, want the exec reached", path, reader, code, body)
 	}
 }
