@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/test/internal/bintest"
@@ -105,6 +106,13 @@ func TestKubectlStreams(t *testing.T) {
 			t.Errorf("kubectl exec in a terminated container: stderr %q, exit code %d", errOut, code)
 		}
 
+		kubectlExecTTY(t, c, pod, rt.Bash)
+		// Attach is not served yet: refused before any stream.
+		_, errOut, code = c.kubectlRun(t, "", "attach", pod, "-c", "app")
+		t.Logf("kubectl attach %s -c app: exit code %d, stderr %q", pod, code, errOut)
+		if code != 1 || !strings.Contains(errOut, "attach is not supported yet") {
+			t.Errorf("kubectl attach: stderr %q, exit code %d", errOut, code)
+		}
 		if rt.Name == "process" {
 			kubeletStreamsAuthorized(t, c, n, pod)
 		}
@@ -222,4 +230,58 @@ func kubeletStreamsAuthorized(t *testing.T, c *controlPlane, n *node, pod string
 	if code == http.StatusForbidden || code == http.StatusUnauthorized || code == http.StatusNotFound {
 		t.Errorf("GET %s as %s: %d %q, want the exec reached", path, reader, code, body)
 	}
+}
+
+// kubectlExecTTY runs `kubectl exec -it POD -- bash` on a real terminal
+// (a pty of 40x100): the shell has a terminal of that size, sees it
+// change to 50x120, and kubectl exits with its code.
+func kubectlExecTTY(t *testing.T, c *controlPlane, pod, bash string) {
+	t.Helper()
+	cmd := exec.Command(c.env["KUBECTL"], "--kubeconfig", c.env["KUBECONFIG"], "exec", "-it", pod, "-c", "app", "--", bash, "--norc", "--noprofile")
+	cmd.Env = append(os.Environ(), "TERM=dumb")
+	cmd.WaitDelay = 5 * time.Second
+	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	out := &lockedBuffer{}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, term)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// The markers are split so that the echo of the typed line does not
+	// match them.
+	fmt.Fprint(term, "tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
+	if !out.waitLine("SIZE 40 100END", 1, waitTimeout) || !strings.Contains(out.String(), "ISTTY") {
+		t.Fatalf("kubectl exec -it: no terminal of 40x100; it shows %q", out.String())
+	}
+	if err := pty.Setsize(term, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	// The new size reaches the container's terminal asynchronously: ask
+	// until it shows.
+	for i := 1; !strings.Contains(out.String(), "SIZE 50 120END"); i++ {
+		fmt.Fprint(term, "echo SIZE $(stty size)''END\r")
+		if !out.waitLine("END", 1+i, waitTimeout) || i > 1000 {
+			t.Fatalf("kubectl exec -it: the resize never showed; it shows %q", out.String())
+		}
+	}
+	fmt.Fprint(term, "exit 4\r")
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		t.Logf("kubectl exec -it %s -c app -- bash (stty size, a resize, exit 4): %v", pod, err)
+		if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+			t.Errorf("kubectl exec -it: %v, want exit code 4", err)
+		}
+	case <-time.After(waitTimeout):
+		_ = cmd.Process.Kill()
+		t.Fatalf("kubectl exec -it did not end after exit 4; it shows %q", out.String())
+	}
+	term.Close()
+	<-copied
 }
