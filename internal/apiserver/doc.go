@@ -10,6 +10,8 @@
 //	PATCH  /api/v1/namespaces/{ns}/pods/{name}           apply (application/apply-patch+yaml)
 //	DELETE /api/v1/namespaces/{ns}/pods/{name}           graceful delete
 //	GET    /api/v1/namespaces/{ns}/pods/{name}/log       container log (text/plain stream)
+//	POST   /api/v1/namespaces/{ns}/pods/{name}/exec      a command in a container (SPDY/WebSocket; WithStreams)
+//	POST   /api/v1/namespaces/{ns}/pods/{name}/portforward  port-forwards (SPDY/WebSocket; WithStreams)
 //	GET    /api/v1/events, /api/v1/namespaces/{ns}/events list or watch
 //	GET    /healthz                                      health (the agent serves, its state is saved)
 //

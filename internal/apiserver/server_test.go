@@ -30,6 +30,7 @@ import (
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
+	"github.com/podward/podward/internal/streaming"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -136,7 +137,8 @@ func newEnv(t *testing.T) *env {
 	a := agent.New(ctx, agent.Config{Runtime: rt, Clock: clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
 	dir := shortDir(t)
 	e := &env{t: t, agent: a, rt: rt, logDir: filepath.Join(dir, "logs"), log: &syncBuffer{}, socket: filepath.Join(dir, "api.sock")}
-	srv := New(&backend{Agent: a, logDir: e.logDir}, slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	srv := New(&backend{Agent: a, logDir: e.logDir}, slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))).
+		WithStreams(streaming.New(a, rt, slog.New(slog.DiscardHandler)))
 	ln, err := Listen(e.socket)
 	if err != nil {
 		t.Fatal(err)

@@ -107,6 +107,11 @@ var rules = []rule{
 		Why:   "the metrics implement the recorders their owners declare (podworker, agent) and read the states they name; only internal/node wires them",
 	},
 	{
+		From: "internal/streaming",
+		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
+		Why:  "the streaming server serves the runtime contract's streams to both servers, which resolve and authorize; it knows the agent only as the Pods it declares",
+	},
+	{
 		From:  "internal/node",
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,

@@ -8,12 +8,14 @@
 //     (PodAgent), kills those deleted or gone, writes their status and defer
 //     statuses back as coalesced patches, posts events, and deletes a pod's
 //     object once its worker terminated it;
-//   - KubeletServer serves the kubelet's log API (`kubectl logs`) over TLS,
-//     authenticating clients by the cluster CA (or a TokenReview) and
-//     authorizing each request with a SubjectAccessReview, as the kubelet.
+//   - KubeletServer serves the kubelet's log API (`kubectl logs`) and its
+//     streaming paths (`kubectl exec`, `port-forward`, `cp`, through
+//     internal/streaming) over TLS, authenticating clients by the cluster
+//     CA (or a TokenReview) and authorizing each request with a
+//     SubjectAccessReview, as the kubelet.
 //
 // It imports the agent (the engine it drives), the pod worker's phases, the
-// model, crilog and the runtime contract (runtime.Info); it never imports a
-// concrete runtime.
+// model, crilog, the streaming server's types and the runtime contract
+// (runtime.Info); it never imports a concrete runtime.
 // Where it differs from the kubelet is in docs/lifecycle.md.
 package cluster

@@ -25,15 +25,19 @@ import (
 // The kubelet's HTTPS server, the part of it that podward serves: the API
 // server connects to it (at the node's address and
 // status.daemonEndpoints.kubeletEndpoint.Port) to stream a container's log
-// for `kubectl logs`.
+// for `kubectl logs`, and a container's exec or a pod's port-forward for
+// `kubectl exec`, `kubectl port-forward` and `kubectl cp`.
 //
 //	GET /containerLogs/{namespace}/{pod}/{container}   the log, text/plain
+//	GET|POST /exec/{namespace}/{pod}/{container}       an exec (KubeletServerConfig.Streams; see handleStreams)
+//	GET|POST /portForward/{namespace}/{pod}            port-forwards
+//	POST /run/{namespace}/{pod}/{container}            a command's output
+//	GET|POST /attach/{namespace}/{pod}/{container}     refused: attach is not supported yet
 //	GET /healthz                                       "ok"
 //	GET /metrics                                       the agent's metrics (KubeletServerConfig.Metrics)
 //
-// Anything else is 404 (exec, attach, port-forward, stats and the
-// kubelet's /metrics/cadvisor, /metrics/probes and /metrics/resource are
-// not served).
+// Anything else is 404 (stats and the kubelet's /metrics/cadvisor,
+// /metrics/probes and /metrics/resource are not served).
 //
 // Authentication is by client certificate, as the kubelet's
 // --client-ca-file: the API server presents its --kubelet-client-certificate,
@@ -88,6 +92,9 @@ type LogEnds interface {
 type KubeletServerConfig struct {
 	// Logs finds the log files; it may implement LogEnds.
 	Logs LogSource
+	// Streams, when set, serves exec, attach, port-forward and run
+	// (handleStreams); without it those paths are 404.
+	Streams Streams
 	// Metrics, when set, serves GET /metrics (the Prometheus handler),
 	// authorized as the kubelet's: nodes/metrics.
 	Metrics http.Handler
@@ -216,6 +223,9 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	if cfg.Streams != nil {
+		s.handleStreams(mux, cfg.Streams)
 	}
 	mux.HandleFunc("/", http.NotFound)
 	s.handler = s.guard(mux)

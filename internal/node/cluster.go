@@ -20,6 +20,7 @@ import (
 	"github.com/podward/podward/internal/cluster"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/store"
+	"github.com/podward/podward/internal/streaming"
 )
 
 // RootNodeStateDir is the cluster node's state directory by default.
@@ -141,7 +142,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
 	n.pods = cluster.NewPods(cluster.PodsConfig{Client: client, NodeName: name, Agent: n.agent.Agent, Logger: log})
-	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, n.agent.metrics.Handler(), client, name, addrs, root); err != nil {
+	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, streaming.New(n.agent.Agent, n.agent.rt, log), n.agent.metrics.Handler(), client, name, addrs, root); err != nil {
 		return nil, err
 	}
 	started = true
@@ -165,11 +166,12 @@ func (n *ClusterNode) pokeNode() {
 	}
 }
 
-// kubeletServer is the kubelet API of node name, serving logs. The API
+// kubeletServer is the kubelet API of node name, serving logs and the
+// pods' streams. The API
 // server authenticates its bearer tokens and authorizes its requests (in
 // Webhook mode). Its audit lines (one per request) are logged whatever
 // Verbose says.
-func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource, metrics http.Handler, client kubernetes.Interface, name string, addrs []v1.NodeAddress, root string) (*cluster.KubeletServer, error) {
+func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource, streams cluster.Streams, metrics http.Handler, client kubernetes.Interface, name string, addrs []v1.NodeAddress, root string) (*cluster.KubeletServer, error) {
 	mode := cluster.AuthorizationWebhook
 	if o.AuthorizationMode != "" {
 		var err error
@@ -178,7 +180,7 @@ func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource,
 		}
 	}
 	s, err := cluster.NewKubeletServer(cluster.KubeletServerConfig{
-		Logs: logs, Metrics: metrics, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
+		Logs: logs, Streams: streams, Metrics: metrics, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
 		TLSCertFile: o.TLSCertFile, TLSPrivateKeyFile: o.TLSPrivateKeyFile, CertDir: filepath.Join(root, "pki"),
 		ClientCAFile: o.ClientCAFile, AllowAnonymous: o.AnonymousAuth,
 		TokenReviews:  client.AuthenticationV1().TokenReviews(),

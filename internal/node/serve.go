@@ -13,6 +13,7 @@ import (
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/staticpods"
 	"github.com/podward/podward/internal/store"
+	"github.com/podward/podward/internal/streaming"
 )
 
 // RootStateDir is serve's state directory when it runs as root.
@@ -129,7 +130,7 @@ func (a *Agent) Socket() string { return a.socket }
 // ErrInternal.
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
-	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown)).Serve(ctx, a.ln)
+	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
 		return internal(err)

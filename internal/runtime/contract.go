@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"io"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -140,4 +142,62 @@ type Warner interface {
 	// open. The channel is owned by the runtime; a warning may be dropped
 	// when nobody reads it.
 	Warnings() <-chan Warning
+}
+
+// TerminalSize is the size of a client's terminal, in characters.
+type TerminalSize struct {
+	Width, Height uint16
+}
+
+// ExecStreams are the streams of an interactive exec (`kubectl exec`):
+// each nil when the client did not ask for it. With TTY the command runs
+// on a terminal of its own, whose output is Stdout alone (Stderr is nil),
+// and Resize carries the client's terminal size, first and on every
+// change, until it is closed or the exec ends.
+type ExecStreams struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            bool
+	Resize         <-chan TerminalSize
+}
+
+// StreamExecer is the optional ability to run an interactive command in a
+// container's context, the runtime serving the streams itself (the process
+// runtime). A runtime with a streaming server of its own (the CRI's)
+// implements StreamLocator instead; one with neither cannot serve
+// `kubectl exec`.
+type StreamExecer interface {
+	// ExecStream runs cmd in the context of container ref of pod, as Exec
+	// does, with the given streams, and returns its exit code (128+signal
+	// for a signal) once it exited and its output was copied. Stdin that
+	// ends closes the command's input. When ctx ends first (the client
+	// went away) the command's process group is killed and the error
+	// wraps ctx.Err(). A command that cannot be started is an error. The
+	// caller checks that the container runs.
+	ExecStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string, streams ExecStreams) (exitCode int, err error)
+}
+
+// PortForwarder is the optional ability to connect to a port of a pod's
+// network (`kubectl port-forward`), the runtime serving the stream itself.
+type PortForwarder interface {
+	// PortForward connects to TCP port of pod's network and copies between
+	// the connection and stream until either side is done or ctx ends; it
+	// closes stream. A port nobody listens on is an error.
+	PortForward(ctx context.Context, pod *model.Pod, port int32, stream io.ReadWriteCloser) error
+}
+
+// StreamLocator is the optional ability of a runtime that serves exec and
+// port-forward streams from a streaming server of its own (the CRI's Exec
+// and PortForward calls): it returns where, and the caller proxies the
+// client's request there, as the kubelet does
+// (pkg/kubelet/server/server.go, getExec and getPortForward).
+type StreamLocator interface {
+	// ExecURL is where an exec of cmd in the running instance of container
+	// ref of pod is served, with the streams asked for (tty excludes
+	// stderr). ErrNotFound when no instance of the container runs.
+	ExecURL(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string, stdin, stdout, stderr, tty bool) (*url.URL, error)
+	// PortForwardURL is where port-forwards to pod's network are served
+	// (the ports are named by the client's request). ErrNotFound when the
+	// pod has no sandbox.
+	PortForwardURL(ctx context.Context, pod *model.Pod, ports []int32) (*url.URL, error)
 }

@@ -543,23 +543,9 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 }
 
 func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) ([]byte, int, error) {
-	cctx, cancel := r.call(ctx)
-	resp, err := r.rt.ListContainers(cctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
-		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: r.selector(LabelPodUID, string(pod.UID), LabelContainerName, ref.Name),
-	}})
-	cancel()
+	id, err := r.runningInstance(ctx, pod, ref)
 	if err != nil {
-		return nil, 0, fmt.Errorf("find the running instance: %w", err)
-	}
-	id, best := "", -1
-	for _, c := range resp.Containers {
-		if a := identify(c.Labels, c.Metadata).attempt; a > best {
-			id, best = c.Id, a
-		}
-	}
-	if id == "" {
-		return nil, 0, errors.New("the container is not running")
+		return nil, 0, err
 	}
 	var timeout int64
 	if dl, ok := ctx.Deadline(); ok {
@@ -582,4 +568,29 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	out = append(out, res.Stdout[:min(len(res.Stdout), execOutputLimit)]...)
 	out = append(out, res.Stderr[:min(len(res.Stderr), execOutputLimit-len(out))]...)
 	return out, int(res.ExitCode), nil
+}
+
+// runningInstance is the ID of the running instance of container ref of pod
+// (the one with the highest attempt, found by its labels); an error
+// wrapping runtime.ErrNotFound when none runs.
+func (r *Runtime) runningInstance(ctx context.Context, pod *model.Pod, ref model.ContainerRef) (string, error) {
+	cctx, cancel := r.call(ctx)
+	resp, err := r.rt.ListContainers(cctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: r.selector(LabelPodUID, string(pod.UID), LabelContainerName, ref.Name),
+	}})
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("find the running instance: %w", err)
+	}
+	id, best := "", -1
+	for _, c := range resp.Containers {
+		if a := identify(c.Labels, c.Metadata).attempt; a > best {
+			id, best = c.Id, a
+		}
+	}
+	if id == "" {
+		return "", fmt.Errorf("the container is not running: %w", runtime.ErrNotFound)
+	}
+	return id, nil
 }

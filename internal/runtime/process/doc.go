@@ -133,10 +133,13 @@
 //
 // # Execs die with the agent
 //
-// Exec (hooks and probes) runs its command as a child of the agent, in a
-// process group of its own, not under a shim: a probe or hook does not
-// outlive the agent that waits for its result, and its result is lost with
-// the agent. When the agent dies, however it dies:
+// Exec (hooks and probes) and ExecStream (`kubectl exec`, with the
+// client's stdin and, with a tty, a pty the agent holds, in a session of
+// its own) run their command as a child of the agent, in a process group
+// of its own, not under a shim: a probe or hook does not outlive the agent
+// that waits for its result, and its result is lost with the agent; an
+// interactive exec's client loses its stream then anyway. When the agent
+// dies, however it dies:
 //
 //   - the command itself gets SIGKILL from the kernel at once
 //     (launch.StartTied: PR_SET_PDEATHSIG, set from one locked thread);

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -60,28 +61,60 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err != nil {
 		return nil, 0, err
 	}
+	var out cappedBuffer
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
+	code, err := r.runTied(ctx, pod, ref, spec, launch.Stdio{Out: outW, Err: outW}, []output{{outR, &out}}, log)
+	return out.bytes(), code, err
+}
+
+// output is one read end of a command's output and where it is copied.
+type output struct {
+	r  *os.File
+	to io.Writer
+}
+
+// runTied starts spec tied to the agent (launch.StartTiedStdio) with
+// stdio, whose files it closes once the command started (they are the
+// child's ends), copies each of outputs until its writers are gone, and
+// waits for the command. Once it exited, the rest of its process group is
+// killed and the outputs drained (bounded by drainTimeout) and closed. It
+// returns the exit code (128+signal for a signal); when ctx ends first,
+// the process group is killed and the error is ctx.Err().
+func (r *Runtime) runTied(ctx context.Context, pod *model.Pod, ref model.ContainerRef, spec launch.Spec, stdio launch.Stdio, outputs []output, log *slog.Logger) (int, error) {
 	var record string
-	proc, err := launch.StartTied(ctx, spec, outW, outW, func(pid int) { record = r.recordExec(pid, log) })
-	outW.Close()
+	started := func(pid int) {
+		record = r.recordExec(pid, log)
+		r.joinContainerCgroup(pod, ref, pid, log)
+	}
+	proc, err := launch.StartTiedStdio(ctx, spec, stdio, started)
+	for _, f := range []*os.File{stdio.In, stdio.Out, stdio.Err} {
+		if f != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		r.forgetExec(record, log)
-		outR.Close()
+		for _, o := range outputs {
+			o.r.Close()
+		}
 		if ctx.Err() != nil {
 			// The context ended while the command was being set up:
 			// Start killed it, whether or not it had begun to run.
-			return nil, 128 + int(unix.SIGKILL), ctx.Err()
+			return 128 + int(unix.SIGKILL), ctx.Err()
 		}
-		return nil, 0, err
+		return 0, err
 	}
 	pid := proc.Pid()
 
-	var out cappedBuffer
-	copied := make(chan struct{}, 1)
-	go func() {
-		_, _ = io.Copy(&out, outR)
-		copied <- struct{}{}
-	}()
+	copied := make(chan struct{}, len(outputs))
+	pipes := make([]*os.File, len(outputs))
+	for i, o := range outputs {
+		pipes[i] = o.r
+		go func() {
+			_, _ = io.Copy(o.to, o.r)
+			copied <- struct{}{}
+		}()
+	}
 
 	killed := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -99,16 +132,23 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	// reaped yet.
 	_ = unix.Kill(-pid, unix.SIGKILL)
 	r.forgetExec(record, log)
-	launch.DrainPipes(r.clock, drainTimeout, log, []*os.File{outR}, copied)
+	launch.DrainPipes(r.clock, drainTimeout, log, pipes, copied)
 	ps, _ := proc.Wait()
 	if waitErr != nil {
-		return out.bytes(), 0, waitErr
+		return 0, waitErr
 	}
 	code := launch.ExitCode(ps)
 	if ctxKilled {
-		return out.bytes(), code, ctx.Err()
+		return code, ctx.Err()
 	}
-	return out.bytes(), code, nil
+	return code, nil
+}
+
+// joinContainerCgroup is where an exec joins the cgroup of the container
+// it runs in, once it exists and before it runs its command (the process
+// waits for this call to return): the hook the cgroups work fills in.
+// Until then an exec stays in the agent's cgroup.
+func (r *Runtime) joinContainerCgroup(pod *model.Pod, ref model.ContainerRef, pid int, log *slog.Logger) {
 }
 
 // runningTermFile is the termination-message file of the running instance

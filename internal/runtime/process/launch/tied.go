@@ -36,10 +36,37 @@ type Tied struct {
 // process then goes through the init helper, which waits for started to
 // return.
 func StartTied(ctx context.Context, spec Spec, stdout, stderr *os.File, started func(pid int)) (*Tied, error) {
+	return StartTiedStdio(ctx, spec, Stdio{Out: stdout, Err: stderr}, started)
+}
+
+// Stdio are the standard streams of a process StartTiedStdio starts. In,
+// when nil, is /dev/null. With Terminal, In, Out and Err are one
+// terminal (a pty's slave end), which becomes the controlling terminal of
+// the process, in a session of its own (whose ID is its process group's,
+// its PID), so that the shell on it does job control and gets SIGWINCH.
+type Stdio struct {
+	In, Out, Err *os.File
+	Terminal     bool
+}
+
+// StartTiedStdio is StartTied with a standard input and, when asked, a
+// controlling terminal: an interactive exec.
+func StartTiedStdio(ctx context.Context, spec Spec, stdio Stdio, started func(pid int)) (*Tied, error) {
 	reqs := forker.acquire()
-	cmd, err := start(ctx, spec, stdout, stderr, starter{
+	cmd, err := start(ctx, spec, stdio.Out, stdio.Err, starter{
 		fork: func(cmd *exec.Cmd) error {
 			cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+			if stdio.In != nil {
+				cmd.Stdin = stdio.In
+			}
+			if stdio.Terminal {
+				// A session leader is its group's leader already, and
+				// may not set its group.
+				cmd.SysProcAttr.Setpgid = false
+				cmd.SysProcAttr.Setsid = true
+				cmd.SysProcAttr.Setctty = true
+				cmd.SysProcAttr.Ctty = 0 // the child's stdin
+			}
 			done := make(chan error, 1)
 			reqs <- forkRequest{cmd: cmd, done: done}
 			return <-done

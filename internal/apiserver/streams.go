@@ -1,0 +1,82 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/podward/podward/internal/streaming"
+)
+
+// Streams serves the pods' interactive streams. *streaming.Server
+// implements it.
+type Streams interface {
+	Resolve(ns, name, container string) (streaming.Target, error)
+	ServeExec(w http.ResponseWriter, r *http.Request, t streaming.Target, cmd []string, o streaming.ExecOptions)
+	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target)
+	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error
+}
+
+var _ Streams = (*streaming.Server)(nil)
+
+// WithStreams serves the pods' exec, attach and portforward subresources
+// with st, as the API server does (GET or POST, upgraded to SPDY or
+// WebSocket):
+//
+//	/api/v1/namespaces/{ns}/pods/{name}/exec?container=C&command=ARG...&stdin=&stdout=&stderr=&tty=
+//	/api/v1/namespaces/{ns}/pods/{name}/attach?container=C&...
+//	/api/v1/namespaces/{ns}/pods/{name}/portforward   (SPDY: the ports in the streams' headers)
+//
+// Without it the paths answer 404. A refusal before the upgrade is a
+// Status (an unknown pod, a container to name) or, for one the kubelet
+// refuses (a container that does not run), the kubelet's text. It is
+// called before Serve.
+func (s *Server) WithStreams(st Streams) *Server {
+	for _, sub := range []string{"exec", "attach"} {
+		s.mux.HandleFunc("/api/v1/namespaces/{ns}/pods/{name}/"+sub, s.streamHandler(func(w http.ResponseWriter, r *http.Request) error {
+			q := r.URL.Query()
+			t, err := st.Resolve(r.PathValue("ns"), r.PathValue("name"), q.Get("container"))
+			if err != nil {
+				return err
+			}
+			if sub == "attach" {
+				st.ServeAttach(w, r, t)
+				return nil
+			}
+			o, err := streaming.PodExecOptions(q)
+			if err != nil {
+				return err
+			}
+			st.ServeExec(w, r, t, q["command"], o)
+			return nil
+		}))
+	}
+	s.mux.HandleFunc("/api/v1/namespaces/{ns}/pods/{name}/portforward", s.streamHandler(func(w http.ResponseWriter, r *http.Request) error {
+		return st.ServePortForward(w, r, r.PathValue("ns"), r.PathValue("name"))
+	}))
+	return s
+}
+
+// streamHandler serves a stream's GET and POST with h, whose errors before
+// the upgrade are answered here. The response writer is the server's own,
+// which the upgrade hijacks.
+func (s *Server) streamHandler(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodPost {
+			w.Header().Set("Allow", "GET, POST")
+			s.fail(w, r, errMethodNotAllowed)
+			return
+		}
+		err := h(w, r)
+		var se *streaming.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &se) && se.Code >= http.StatusInternalServerError:
+			s.log.Info("stream refused", "path", r.URL.Path, "err", err)
+			streaming.WriteError(w, err)
+		case errors.As(err, &se):
+			s.fail(w, r, badRequest("%s", se.Message))
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/creack/pty"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/process/launch"
+)
+
+var (
+	_ runtime.StreamExecer  = (*Runtime)(nil)
+	_ runtime.PortForwarder = (*Runtime)(nil)
+)
+
+// ExecStream runs cmd in the context of container ref of pod, as Exec does
+// (the same volumes, environment, working directory and host name), with
+// the client's streams: `kubectl exec`. With streams.TTY the command runs
+// on a pty the agent holds, in a session of its own with the pty as its
+// controlling terminal; the client's size changes are applied to the pty
+// (the kernel sends the command SIGWINCH). Without it, its stdout and
+// stderr are pipes copied to the streams, and its stdin, when asked, a
+// pipe fed from streams.Stdin and closed when that ends. Like Exec's, the
+// command dies with the agent.
+func (r *Runtime) ExecStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string, streams runtime.ExecStreams) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if r.isClosed() {
+		return 0, errClosed
+	}
+	if len(cmd) == 0 {
+		return 0, fmt.Errorf("exec in container %q of pod %s: empty command", ref.Name, pod.Key())
+	}
+	code, err := r.execStream(ctx, pod, ref, cmd, streams)
+	if err != nil {
+		return code, fmt.Errorf("exec %q in container %q of pod %s: %w", cmd[0], ref.Name, pod.Key(), err)
+	}
+	return code, nil
+}
+
+func (r *Runtime) execStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string, streams runtime.ExecStreams) (int, error) {
+	spec, _, err := r.prepare(pod, ref, pod.Container(ref), argv, r.runningTermFile(pod.UID, ref.Name))
+	if err != nil {
+		return 0, err
+	}
+	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
+	if streams.TTY {
+		master, slave, err := pty.Open()
+		if err != nil {
+			return 0, fmt.Errorf("open a pty: %w", err)
+		}
+		resized := make(chan struct{})
+		defer close(resized)
+		go applySizes(master, streams.Resize, resized)
+		if streams.Stdin != nil {
+			go copyInput(master, streams.Stdin, false)
+		}
+		var out io.Writer = io.Discard
+		if streams.Stdout != nil {
+			out = streams.Stdout
+		}
+		stdio := launch.Stdio{In: slave, Out: slave, Err: slave, Terminal: true}
+		return r.runTied(ctx, pod, ref, spec, stdio, []output{{master, out}}, log)
+	}
+
+	var stdio launch.Stdio
+	var outputs []output
+	for _, s := range []struct {
+		to    io.Writer
+		child **os.File
+	}{{streams.Stdout, &stdio.Out}, {streams.Stderr, &stdio.Err}} {
+		if s.to == nil {
+			continue
+		}
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			closeAll(stdio, outputs)
+			return 0, err
+		}
+		*s.child = wr
+		outputs = append(outputs, output{rd, s.to})
+	}
+	if streams.Stdin != nil {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			closeAll(stdio, outputs)
+			return 0, err
+		}
+		stdio.In = rd
+		go copyInput(wr, streams.Stdin, true)
+	}
+	return r.runTied(ctx, pod, ref, spec, stdio, outputs, log)
+}
+
+// closeAll closes the pipes made for an exec that does not start.
+func closeAll(stdio launch.Stdio, outputs []output) {
+	for _, f := range []*os.File{stdio.In, stdio.Out, stdio.Err} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, o := range outputs {
+		o.r.Close()
+	}
+}
+
+// copyInput copies the client's stdin to the command's until either ends;
+// with closeAtEnd (a pipe) the command's stdin is closed then, so that it
+// reads its end. A pty is not closed: its master end is the command's
+// output too, which runTied drains and closes. The copy ends at the
+// latest when the stream is closed, once the exec is done.
+func copyInput(to *os.File, from io.Reader, closeAtEnd bool) {
+	_, _ = io.Copy(to, from)
+	if closeAtEnd {
+		to.Close()
+	}
+}
+
+// applySizes sets the pty's size to each size the client sends, until
+// sizes is closed or done is.
+func applySizes(master *os.File, sizes <-chan runtime.TerminalSize, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case size, ok := <-sizes:
+			if !ok {
+				return
+			}
+			_ = pty.Setsize(master, &pty.Winsize{Rows: size.Height, Cols: size.Width})
+		}
+	}
+}
+
+// PortForward connects to port on the pod's network, which on the process
+// runtime is always the host's: its loopback, IPv4 first then IPv6, as
+// containerd dials localhost in the pod's network namespace. It copies
+// both ways until the server's side ends (or ctx does), and closes stream.
+func (r *Runtime) PortForward(ctx context.Context, pod *model.Pod, port int32, stream io.ReadWriteCloser) error {
+	defer stream.Close()
+	if port <= 0 || port > 65535 {
+		return fmt.Errorf("port-forward to pod %s: invalid port %d", pod.Key(), port)
+	}
+	var d net.Dialer
+	var errs []error
+	var conn net.Conn
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
+		if err == nil {
+			conn = c
+			break
+		}
+		errs = append(errs, err)
+	}
+	if conn == nil {
+		return fmt.Errorf("port-forward to pod %s: connect to port %d on the host's loopback: %w", pod.Key(), port, errors.Join(errs...))
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	// The client's side ends when it is done sending (the server then
+	// reads its end), or when the client drops the stream once it read
+	// the server's end; conn is closed on return.
+	go func() {
+		_, _ = io.Copy(conn, stream)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}()
+	_, err := io.Copy(stream, conn)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("port-forward to pod %s port %d: %w", pod.Key(), port, err)
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// execPod runs app until deleted, having written a file into its emptyDir
+// (mounted at {{.Dir}}/data, which stays empty on the host) and, with
+// {{.Serve}}, serving {{.Dir}}/www over HTTP on the loopback's port
+// {{.Port}}; its container done exits at once and stays terminated.
+const execPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shell
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c"]
+    args: ["echo made-by-app > {{.Dir}}/data/f; mkdir -p {{.Dir}}/www; echo hello-from-pod > {{.Dir}}/www/index.html; if [ -n '{{.Serve}}' ]; then exec busybox httpd -f -p 127.0.0.1:{{.Port}} -h {{.Dir}}/www; fi; exec sleep {{.Marker}}"]
+    workingDir: {{.Dir}}
+    env: [{name: GREETING, value: hello}]
+    volumeMounts: [{name: data, mountPath: "{{.Dir}}/data"}]
+    ports: [{name: web, containerPort: {{.Port}}}]
+  - name: done
+    image: bash
+    command: ["{{.Bash}}", "-c", "true"]
+  volumes: [{name: data, emptyDir: {}}]
+`
+
+// startExecPod starts an agent on rt with execPod running.
+func startExecPod(t *testing.T, rt runtimeEnv, serve bool, port int) (*agent, string) {
+	t.Helper()
+	needRoot(t)
+	dir := t.TempDir()
+	mkdirs(t, filepath.Join(dir, "data"))
+	a := startAgent(t, rt.Args...)
+	s := ""
+	if serve {
+		s = "yes"
+	}
+	a.apply("shell", rt.manifest(t, dir, execPod, map[string]string{"Dir": dir, "Serve": s, "Port": fmt.Sprint(port), "Marker": newSleepMarker()}))
+	a.waitPod("shell", "jsonpath={.status.containerStatuses[1].state.terminated.reason}=Completed", exitTimeout)
+	a.waitPod("shell", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
+	return a, dir
+}
+
+// podwardCmd is `podward ARGS...` against a, not started.
+func (a *agent) podwardCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(podwardBin, args...)
+	cmd.Env = append(os.Environ(), "PODWARD_SOCKET="+a.socket)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// runPodward runs `podward ARGS...` with stdin and returns its outputs and
+// exit code.
+func (a *agent) runPodward(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := a.podwardCmd(args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(cliTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("podward %s: %v", strings.Join(args, " "), err)
+		}
+	case <-timer.C:
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("podward %s did not end within %v; stderr: %s", strings.Join(args, " "), cliTimeout, errOut.String())
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestExec: `podward exec` runs its command in the container's context
+// (its environment, working directory and volume mounts: the file the
+// container wrote into its emptyDir is at the mount path, which is empty
+// on the host), passes stdin with -i, and exits with the command's code
+// after kubectl's words; it refuses, as kubectl and the kubelet do, an
+// unknown container (kubectl's podcmd) and one that terminated (the
+// kubelet finds only running containers: pkg/kubelet/kubelet_pods.go,
+// GetExec).
+func TestExec(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		a, dir := startExecPod(t, rt, false, 1)
+
+		out, errOut, code := a.runPodward(t, "", "exec", "shell", "-c", "app", "--", rt.Bash, "-c", "echo $GREETING; pwd; cat "+dir+"/data/f; echo oops >&2; exit 7")
+		if want := "hello\n" + dir + "\nmade-by-app\n"; out != want || code != 7 {
+			t.Errorf("exec: stdout %q, exit code %d; want %q, 7 (stderr %q)", out, code, want, errOut)
+		}
+		if !strings.Contains(errOut, "oops\n") || !strings.HasSuffix(errOut, "command terminated with exit code 7\n") {
+			t.Errorf("exec: stderr %q, want the command's and kubectl's last line", errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data", "f")); err == nil {
+			t.Errorf("the volume's file is on the host at its mount path: the test proves nothing")
+		}
+
+		out, errOut, code = a.runPodward(t, "line one\nline two\n", "exec", "-i", "shell", "-c", "app", "--", "cat")
+		if out != "line one\nline two\n" || code != 0 {
+			t.Errorf("exec -i cat: stdout %q, exit code %d (stderr %q)", out, code, errOut)
+		}
+
+		// Without -c: the first container, said as kubectl says it.
+		out, errOut, code = a.runPodward(t, "", "exec", "shell", "--", "echo", "default")
+		if out != "default\n" || code != 0 || !strings.Contains(errOut, `Defaulted container "app" out of: app, done`) {
+			t.Errorf("exec without -c: stdout %q, stderr %q, exit code %d", out, errOut, code)
+		}
+
+		_, errOut, code = a.runPodward(t, "", "exec", "shell", "-c", "nope", "--", "true")
+		if code != 1 || !strings.Contains(errOut, "error: container nope is not valid for pod shell out of: app, done") {
+			t.Errorf("exec -c nope: stderr %q, exit code %d", errOut, code)
+		}
+		_, errOut, code = a.runPodward(t, "", "exec", "shell", "-c", "done", "--", "true")
+		if code != 1 || !strings.Contains(errOut, `unable to upgrade connection: container not found ("done")`) {
+			t.Errorf("exec in a terminated container: stderr %q, exit code %d", errOut, code)
+		}
+		_, errOut, code = a.runPodward(t, "", "exec", "-it", "shell", "-c", "app", "--", "true")
+		if code != 0 || !strings.Contains(errOut, "Unable to use a TTY - input is not a terminal or the right kind of file") {
+			t.Errorf("exec -it without a terminal: stderr %q, exit code %d", errOut, code)
+		}
+	})
+}
+
+// ptyOutput collects what a pty's master end gives.
+type ptyOutput struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
+}
+
+func (p *ptyOutput) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.b.Write(b)
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	return len(b), nil
+}
+
+// wait waits until the output has s after what it had at from, and returns
+// where s ends.
+func (p *ptyOutput) wait(t *testing.T, from int, s string) int {
+	t.Helper()
+	timer := time.NewTimer(lineTimeout)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		text := p.b.String()
+		if i := strings.Index(text[from:], s); i >= 0 {
+			p.mu.Unlock()
+			return from + i + len(s)
+		}
+		if p.changed == nil {
+			p.changed = make(chan struct{})
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timer.C:
+			t.Fatalf("no %q on the terminal within %v; it shows:\n%q", s, lineTimeout, text)
+		}
+	}
+}
+
+// TestExecTTY: `podward exec -it` on a real terminal gives the command a
+// terminal of its own (a pty), the size of the client's, and passes a size
+// change on (stty size reads it again); what is typed goes to the command,
+// and the exit code is the command's.
+func TestExecTTY(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		a, _ := startExecPod(t, rt, false, 1)
+		cmd := a.podwardCmd("exec", "-it", "shell", "-c", "app", "--", rt.Bash, "--norc", "--noprofile")
+		cmd.Env = append(cmd.Env, "TERM=dumb")
+		term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer term.Close()
+		var out ptyOutput
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			_, _ = io.Copy(&out, term)
+		}()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+
+		// The markers are split so that the echo of what is typed does not
+		// match them.
+		fmt.Fprint(term, "tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
+		at := out.wait(t, 0, "ISTTY")
+		at = out.wait(t, at, "SIZE 40 100END")
+		if err := pty.Setsize(term, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
+			t.Fatal(err)
+		}
+		// The new size reaches the container's pty asynchronously: ask
+		// until it shows.
+		deadline := time.Now().Add(lineTimeout)
+		for {
+			fmt.Fprint(term, "echo SIZE $(stty size)''END\r")
+			next := out.wait(t, at, "END")
+			out.mu.Lock()
+			seen := out.b.String()[at:next]
+			out.mu.Unlock()
+			at = next
+			if strings.Contains(seen, "SIZE 50 120END") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the resize to 50x120 never showed: last %q", seen)
+			}
+		}
+		fmt.Fprint(term, "exit 3\r")
+		timer := time.NewTimer(cliTimeout)
+		defer timer.Stop()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+				t.Errorf("podward exec -it: %v, want exit code 3", err)
+			}
+		case <-timer.C:
+			_ = cmd.Process.Kill()
+			t.Fatalf("podward exec -it did not end after exit 3")
+		}
+		term.Close()
+		<-copied
+	})
+}
+
+// TestPortForward: `podward port-forward POD LOCAL:NAME` forwards a local
+// port to the container's port, found by its name, on the pod's network
+// (on the process runtime, the host's loopback, where the container
+// listens), printing kubectl's lines, until it is interrupted.
+func TestPortForward(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		remote := freePort(t)
+		a, _ := startExecPod(t, rt, true, remote)
+		local := freePort(t)
+		cmd := a.podwardCmd("port-forward", "shell", fmt.Sprintf("%d:web", local))
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = pw, pw
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		defer pr.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		lines := make(chan string, 16)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+		want := fmt.Sprintf("Forwarding from 127.0.0.1:%d -> %d", local, remote)
+		timer := time.NewTimer(lineTimeout)
+		defer timer.Stop()
+	wait:
+		for {
+			select {
+			case l := <-lines:
+				if l == want {
+					break wait
+				}
+				t.Logf("port-forward: %s", l)
+			case <-timer.C:
+				_ = cmd.Process.Kill()
+				t.Fatalf("no %q within %v", want, lineTimeout)
+			}
+		}
+		// The server may come up a little after the pod is Running.
+		url := fmt.Sprintf("http://127.0.0.1:%d/", local)
+		var body string
+		deadline := time.Now().Add(lineTimeout)
+		for {
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = string(b)
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s: %v %q", url, err, body)
+			}
+		}
+		if body != "hello-from-pod\n" {
+			t.Errorf("GET through the forward: %q", body)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("port-forward after SIGINT: %v, want exit code 0", err)
+			}
+		case <-time.After(cliTimeout):
+			_ = cmd.Process.Kill()
+			t.Fatalf("port-forward did not end on SIGINT")
+		}
+	})
+}
+
+// TestCp: `podward cp` copies a directory into a container (into the
+// directory named, as kubectl cp) and back out, through tar over exec.
+func TestCp(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		a, dir := startExecPod(t, rt, false, 1)
+		src := filepath.Join(t.TempDir(), "tree")
+		mkdirs(t, filepath.Join(src, "sub"))
+		for name, text := range map[string]string{"a.txt": "one\n", "sub/b.txt": "two\n"} {
+			if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data := dir + "/data"
+		if _, errOut, code := a.runPodward(t, "", "cp", src, "shell:"+data, "-c", "app"); code != 0 {
+			t.Fatalf("cp in: exit code %d, stderr %q", code, errOut)
+		}
+		out, errOut, code := a.runPodward(t, "", "exec", "shell", "-c", "app", "--", "cat", data+"/tree/a.txt", data+"/tree/sub/b.txt")
+		if out != "one\ntwo\n" || code != 0 {
+			t.Errorf("the files copied in: %q, exit code %d, stderr %q", out, code, errOut)
+		}
+		back := filepath.Join(t.TempDir(), "back")
+		if _, errOut, code := a.runPodward(t, "", "cp", "shell:"+data, back, "-c", "app"); code != 0 {
+			t.Fatalf("cp out: exit code %d, stderr %q", code, errOut)
+		}
+		for name, want := range map[string]string{"f": "made-by-app\n", "tree/a.txt": "one\n", "tree/sub/b.txt": "two\n"} {
+			if b, err := os.ReadFile(filepath.Join(back, name)); err != nil || string(b) != want {
+				t.Errorf("copied out %s: %q, %v; want %q", name, b, err, want)
+			}
+		}
+	})
+}
