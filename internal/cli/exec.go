@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,10 +15,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 )
-
-// defaultContainerAnnotation names the container kubectl picks when none
-// is given (KEP-2227).
-const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
 type execOptions struct {
 	container  string
@@ -119,52 +114,10 @@ func runExec(ctx context.Context, s Streams, api *apiOptions, o execOptions, arg
 }
 
 // execContainer is the container an exec (or a cp) runs in, as kubectl
-// picks it (pkg/cmd/util/podcmd): the one named, which must be in the pod;
-// else the one the default-container annotation names; else the first
-// regular container, saying so on warn when the pod has others.
+// picks it (pkg/cmd/util/podcmd): pickContainer without the defer
+// containers, which an exec cannot reach.
 func execContainer(pod *v1.Pod, name string, quiet bool, warn io.Writer) (string, error) {
-	if len(pod.Spec.Containers) == 0 {
-		return "", fmt.Errorf("pod %s/%s does not have any containers", pod.Namespace, pod.Name)
-	}
-	if name == "" {
-		name = pod.Annotations[defaultContainerAnnotation]
-	}
-	if name != "" {
-		for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for _, c := range list {
-				if c.Name == name {
-					return name, nil
-				}
-			}
-		}
-		for _, c := range pod.Spec.EphemeralContainers {
-			if c.Name == name {
-				return name, nil
-			}
-		}
-		return "", fmt.Errorf("container %s is not valid for pod %s out of: %s", name, pod.Name, allContainerNames(pod))
-	}
-	first := pod.Spec.Containers[0].Name
-	if !quiet && (len(pod.Spec.Containers) > 1 || len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0) {
-		fmt.Fprintf(warn, "Defaulted container %q out of: %s\n", first, allContainerNames(pod))
-	}
-	return first, nil
-}
-
-// allContainerNames is kubectl's list of a pod's containers: the regular
-// ones, the ephemeral ones (ephem) and the init ones (init).
-func allContainerNames(pod *v1.Pod) string {
-	var names []string
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		names = append(names, c.Name+" (ephem)")
-	}
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name+" (init)")
-	}
-	return strings.Join(names, ", ")
+	return pickContainer(pod, name, nil, quiet, warn)
 }
 
 // execTTY is the terminal of an exec: raw when the command gets a

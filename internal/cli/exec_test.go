@@ -32,7 +32,7 @@ func TestExecContainer(t *testing.T) {
 		{name: "first", want: "app", warn: `Defaulted container "app" out of: app, side, setup (init)` + "\n"},
 		{name: "annotation", annotation: "side", want: "side"},
 		{name: "unknown", container: "nope", err: "container nope is not valid for pod web out of: app, side, setup (init)"},
-		{name: "unknown annotation", annotation: "gone", err: "container gone is not valid for pod web out of: app, side, setup (init)"},
+		{name: "unknown annotation", annotation: "gone", want: "app", warn: `Default container name "gone" not found in pod web` + "\n" + `Defaulted container "app" out of: app, side, setup (init)` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod.DeepCopy()

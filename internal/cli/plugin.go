@@ -382,75 +382,13 @@ func proxyError(resp *http.Response, pod string) error {
 
 // logContainer picks the container whose log is read, as kubectl logs
 // picks it (FindOrDefaultContainerByName in kubectl's
-// pkg/cmd/util/podcmd/podcmd.go), defer containers included: the one named,
-// else the kubectl.kubernetes.io/default-container annotation's, else the
-// first regular container, saying so on warn when the pod has others.
+// pkg/cmd/util/podcmd/podcmd.go), defer containers included.
 func logContainer(pod *v1.Pod, name string, warn io.Writer) (string, error) {
 	var deferred []v1.Container
 	if mp, err := model.FromV1(pod); err == nil {
 		deferred = mp.Defer
 	}
-	has := func(name string) bool {
-		for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers, deferred} {
-			for _, c := range list {
-				if c.Name == name {
-					return true
-				}
-			}
-		}
-		for _, c := range pod.Spec.EphemeralContainers {
-			if c.Name == name {
-				return true
-			}
-		}
-		return false
-	}
-	if name == "" {
-		if d := pod.Annotations[defaultContainerAnnotation]; d != "" {
-			if has(d) {
-				return d, nil
-			}
-			fmt.Fprintf(warn, "Default container name %q not found in pod %s\n", d, pod.Name)
-		}
-	}
-	if name != "" {
-		if !has(name) {
-			return "", fmt.Errorf("container %s is not valid for pod %s out of: %s", name, pod.Name, allContainerNames(pod, deferred))
-		}
-		return name, nil
-	}
-	if len(pod.Spec.Containers) == 0 {
-		return "", fmt.Errorf("pod %s/%s does not have any containers", pod.Namespace, pod.Name)
-	}
-	first := pod.Spec.Containers[0].Name
-	if len(pod.Spec.Containers) > 1 || len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0 || len(deferred) > 0 {
-		fmt.Fprintf(warn, "Defaulted container %q out of: %s\n", first, allContainerNames(pod, deferred))
-	}
-	return first, nil
-}
-
-// defaultContainerAnnotation names the container kubectl logs and exec
-// default to.
-const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
-
-// allContainerNames is kubectl's list of a pod's containers (regular,
-// ephemeral "(ephem)", init "(init)"), then the defer containers, marked
-// "(defer)".
-func allContainerNames(pod *v1.Pod, deferred []v1.Container) string {
-	var names []string
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		names = append(names, c.Name+" (ephem)")
-	}
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name+" (init)")
-	}
-	for _, c := range deferred {
-		names = append(names, c.Name+" (defer)")
-	}
-	return strings.Join(names, ", ")
+	return pickContainer(pod, name, deferred, false, warn)
 }
 
 func newPluginDescribeCommand(o *pluginOptions) *cobra.Command {
