@@ -131,10 +131,14 @@ type Runtime struct {
 
 	mountpoints mountpoints
 	spares      spareShims
+	// poller waits for the watched shims' exits and notices (watch).
+	poller *poller
 
 	mu        sync.Mutex
 	closed    bool
 	instances map[string]*instance // by ID, until their pod is cleaned up
+	// watches are the instances whose shims the poller waits for.
+	watches map[*watch]struct{}
 }
 
 // New returns a runtime keeping its state under cfg.Root, which it creates,
@@ -204,6 +208,7 @@ func New(cfg Config) (*Runtime, error) {
 		cancel:      cancel,
 		mountpoints: mountpoints{created: make(map[string]*createdPath)},
 		instances:   make(map[string]*instance),
+		watches:     make(map[*watch]struct{}),
 		spares:      spareShims{want: cfg.SpareShims, marker: root},
 	}
 	if r.clock == nil {
@@ -213,6 +218,12 @@ func New(cfg Config) (*Runtime, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.spares.log = r.log
+	if r.poller, err = newPoller(r.log); err != nil {
+		cancel()
+		agentLock.Close()
+		lock.Close()
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
 	if err := r.killLeftExecs(); err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("process runtime: execs left in %s: %w", root, err)
@@ -247,6 +258,8 @@ func (r *Runtime) Close() error {
 		close(r.done)
 		r.cancel()
 		r.spares.close()
+		r.poller.close()
+		r.abandonWatches()
 		r.watchers.Wait()
 		// Closing the files releases the locks.
 		r.agentLock.Close()
@@ -330,6 +343,13 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Tim
 		startedAt: startedAt,
 		termFile:  spec.TerminationMessage.File,
 	}
+}
+
+// logger is log with the instance's keys. It is made when something is
+// logged, not kept: a logger with attributes holds a copy of them, and
+// thousands of instances log nothing for hours.
+func (in *instance) logger(log *slog.Logger) *slog.Logger {
+	return log.With("pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id)
 }
 
 func (in *instance) exitStatus() *runtime.ExitStatus {
