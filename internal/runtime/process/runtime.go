@@ -137,6 +137,9 @@ type Runtime struct {
 	mu        sync.Mutex
 	closed    bool
 	instances map[string]*instance // by ID, until their pod is cleaned up
+	// byPod are the same instances by pod, then ID: a pod's queries do
+	// not scan every pod's instances.
+	byPod map[types.UID]map[string]*instance
 	// watches are the instances whose shims the poller waits for.
 	watches map[*watch]struct{}
 }
@@ -208,6 +211,7 @@ func New(cfg Config) (*Runtime, error) {
 		cancel:      cancel,
 		mountpoints: mountpoints{created: make(map[string]*createdPath)},
 		instances:   make(map[string]*instance),
+		byPod:       make(map[types.UID]map[string]*instance),
 		watches:     make(map[*watch]struct{}),
 		spares:      spareShims{want: cfg.SpareShims, marker: root},
 	}
@@ -414,10 +418,8 @@ func (r *Runtime) Signal(_ context.Context, id string, sig syscall.Signal) error
 func (r *Runtime) ListContainers(_ context.Context, podUID types.UID) ([]runtime.ContainerStatus, error) {
 	r.mu.Lock()
 	var list []runtime.ContainerStatus
-	for _, in := range r.instances {
-		if in.podUID == podUID {
-			list = append(list, in.status())
-		}
+	for _, in := range r.byPod[podUID] {
+		list = append(list, in.status())
 	}
 	r.mu.Unlock()
 	runtime.SortContainerStatuses(list)

@@ -16,8 +16,19 @@ import (
 // register registers in, which exited.
 func (r *Runtime) register(in *instance) {
 	r.mu.Lock()
-	r.instances[in.id] = in
+	r.addLocked(in)
 	r.mu.Unlock()
+}
+
+// addLocked records in by ID and by pod; r.mu is held.
+func (r *Runtime) addLocked(in *instance) {
+	r.instances[in.id] = in
+	pod := r.byPod[in.podUID]
+	if pod == nil {
+		pod = make(map[string]*instance)
+		r.byPod[in.podUID] = pod
+	}
+	pod[in.id] = in
 }
 
 // track registers in, whose shim is shimProc, and watches it until it
@@ -26,7 +37,7 @@ func (r *Runtime) register(in *instance) {
 // track owns shimProc.
 func (r *Runtime) track(in *instance, shimProc *shim.Proc, offset int64) {
 	r.mu.Lock()
-	r.instances[in.id] = in
+	r.addLocked(in)
 	watching := !r.closed
 	if watching {
 		r.watchers.Add(1)
