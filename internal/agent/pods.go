@@ -268,37 +268,49 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 		uid types.UID
 		rv  uint64
 	}
-	look := func() ([]item, <-chan struct{}) {
+	// look returns, under a.mu, the pods of ns whose resource version is
+	// above since and, only when some pod sent was removed, those gone:
+	// with many pods, a change costs one pass over them, without a copy.
+	// sent is the watcher's (look runs on its goroutine).
+	look := func(since uint64, sent map[types.UID]uint64) (changed []item, gone []types.UID, rv uint64, ch <-chan struct{}) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		var now []item
+		n, added := 0, 0
 		for uid, e := range a.pods {
-			if ns == "" || e.pod.Namespace == ns {
-				now = append(now, item{uid, e.rv})
+			if ns != "" && e.pod.Namespace != ns {
+				continue
+			}
+			n++
+			if e.rv > since {
+				changed = append(changed, item{uid, e.rv})
+				if _, ok := sent[uid]; !ok {
+					added++
+				}
 			}
 		}
-		return now, a.changed
+		if len(sent)+added > n {
+			for uid := range sent {
+				if _, ok := a.pods[uid]; !ok {
+					gone = append(gone, uid)
+				}
+			}
+		}
+		return changed, gone, a.rv, a.changed
 	}
-	now, changed := look()
+	sent := map[types.UID]uint64{}
+	changed, gone, since, ch := look(0, sent)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(out)
-		sent := map[types.UID]uint64{}
 		for {
-			present := map[types.UID]bool{}
-			for _, it := range now {
-				present[it.uid] = true
-				last, seen := sent[it.uid]
-				if seen && last == it.rv {
-					continue
-				}
+			for _, it := range changed {
 				p, _, err := a.Get(it.uid)
 				if err != nil {
 					continue
 				}
 				typ := "MODIFIED"
-				if !seen {
+				if _, seen := sent[it.uid]; !seen {
 					typ = "ADDED"
 				}
 				sent[it.uid] = it.rv
@@ -306,10 +318,7 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 					return
 				}
 			}
-			for uid := range sent {
-				if present[uid] {
-					continue
-				}
+			for _, uid := range gone {
 				delete(sent, uid)
 				p, _, err := a.Get(uid)
 				if err != nil {
@@ -322,11 +331,11 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 			select {
 			case <-ctx.Done():
 				return
-			case <-changed:
+			case <-ch:
 			case <-a.ctx.Done():
 				return
 			}
-			now, changed = look()
+			changed, gone, since, ch = look(since, sent)
 		}
 	}()
 	return out
