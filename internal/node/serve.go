@@ -129,6 +129,13 @@ func (a *Agent) Socket() string { return a.socket }
 // ErrInternal.
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
+	releaseStartupMemory(a.log)
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		releaseAfterStartup(ctx, a.log)
+	}()
+	defer func() { <-released }()
 	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown)).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
