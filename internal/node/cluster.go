@@ -260,7 +260,11 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
-	runs := []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe}
+	runs := []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe, func(ctx context.Context) error {
+		releaseStartupMemory(n.log)
+		releaseWhileServing(ctx, n.log)
+		return nil
+	}}
 	if ln := n.ln; ln != nil {
 		n.ln = nil // Serve closes it
 		runs = append(runs, func(ctx context.Context) error {

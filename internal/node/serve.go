@@ -133,7 +133,7 @@ func (a *Agent) Serve(ctx context.Context) error {
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
-		releaseAfterStartup(ctx, a.log)
+		releaseWhileServing(ctx, a.log)
 	}()
 	defer func() { <-released }()
 	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown)).Serve(ctx, a.ln)
