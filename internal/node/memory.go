@@ -31,10 +31,9 @@ func tuneGC() {
 }
 
 // releaseStartupMemory sets the daemon's GOGC (tuneGC) and gives back, once
-// the daemon is assembled and before
-// it serves, what only its start-up used: the Go heap's free pages, and
-// the daemon's mappings of the pages of its own executable that nothing
-// wrote. Initialisation (the Kubernetes libraries' type registrations, the
+// the daemon is assembled and before it serves, what only its start-up
+// used: the Go heap's free pages, and the daemon's mappings of the pages of
+// its own executable that nothing wrote. Initialisation (the Kubernetes libraries' type registrations, the
 // runtime's tables) touches some 35 MB of the binary's text and read-only
 // data, and a page touched once stays mapped, and counted in the RSS, for
 // the life of the process; an idle agent runs almost none of it. Dropping
