@@ -264,41 +264,8 @@ type WatchEvent struct {
 // returns, so a pod removed right after the call is seen as DELETED.
 func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 	out := make(chan WatchEvent)
-	type item struct {
-		uid types.UID
-		rv  uint64
-	}
-	// look returns, under a.mu, the pods of ns whose resource version is
-	// above since and, only when some pod sent was removed, those gone:
-	// with many pods, a change costs one pass over them, without a copy.
-	// sent is the watcher's (look runs on its goroutine).
-	look := func(since uint64, sent map[types.UID]uint64) (changed []item, gone []types.UID, rv uint64, ch <-chan struct{}) {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		n, added := 0, 0
-		for uid, e := range a.pods {
-			if ns != "" && e.pod.Namespace != ns {
-				continue
-			}
-			n++
-			if e.rv > since {
-				changed = append(changed, item{uid, e.rv})
-				if _, ok := sent[uid]; !ok {
-					added++
-				}
-			}
-		}
-		if len(sent)+added > n {
-			for uid := range sent {
-				if _, ok := a.pods[uid]; !ok {
-					gone = append(gone, uid)
-				}
-			}
-		}
-		return changed, gone, a.rv, a.changed
-	}
 	sent := map[types.UID]uint64{}
-	changed, gone, since, ch := look(0, sent)
+	changed, gone, since, ch := a.watchLook(ns, 0, sent)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -335,10 +302,48 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 			case <-a.ctx.Done():
 				return
 			}
-			changed, gone, since, ch = look(since, sent)
+			changed, gone, since, ch = a.watchLook(ns, since, sent)
 		}
 	}()
 	return out
+}
+
+// watchItem is a pod a watch has to send: its UID, its resource version.
+type watchItem struct {
+	uid types.UID
+	rv  uint64
+}
+
+// watchLook returns, under a.mu, the pods of ns ("" for all) whose
+// resource version is above since and, only when some pod of sent was
+// removed, those gone; with them the agent's resource version and the
+// channel its next change closes. With many pods, a change costs a watch
+// one pass over them, without a copy. sent (a pod's UID: the resource
+// version sent of it) is the calling watch's.
+func (a *Agent) watchLook(ns string, since uint64, sent map[types.UID]uint64) (changed []watchItem, gone []types.UID, rv uint64, ch <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, added := 0, 0
+	for uid, e := range a.pods {
+		if ns != "" && e.pod.Namespace != ns {
+			continue
+		}
+		n++
+		if e.rv > since {
+			changed = append(changed, watchItem{uid, e.rv})
+			if _, ok := sent[uid]; !ok {
+				added++
+			}
+		}
+	}
+	if len(sent)+added > n {
+		for uid := range sent {
+			if _, ok := a.pods[uid]; !ok {
+				gone = append(gone, uid)
+			}
+		}
+	}
+	return changed, gone, a.rv, a.changed
 }
 
 func send[T any](ctx context.Context, ch chan<- T, v T) bool {
