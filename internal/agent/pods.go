@@ -264,41 +264,20 @@ type WatchEvent struct {
 // returns, so a pod removed right after the call is seen as DELETED.
 func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 	out := make(chan WatchEvent)
-	type item struct {
-		uid types.UID
-		rv  uint64
-	}
-	look := func() ([]item, <-chan struct{}) {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		var now []item
-		for uid, e := range a.pods {
-			if ns == "" || e.pod.Namespace == ns {
-				now = append(now, item{uid, e.rv})
-			}
-		}
-		return now, a.changed
-	}
-	now, changed := look()
+	sent := map[types.UID]uint64{}
+	changed, gone, since, ch := a.watchLook(ns, 0, sent)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(out)
-		sent := map[types.UID]uint64{}
 		for {
-			present := map[types.UID]bool{}
-			for _, it := range now {
-				present[it.uid] = true
-				last, seen := sent[it.uid]
-				if seen && last == it.rv {
-					continue
-				}
+			for _, it := range changed {
 				p, _, err := a.Get(it.uid)
 				if err != nil {
 					continue
 				}
 				typ := "MODIFIED"
-				if !seen {
+				if _, seen := sent[it.uid]; !seen {
 					typ = "ADDED"
 				}
 				sent[it.uid] = it.rv
@@ -306,10 +285,7 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 					return
 				}
 			}
-			for uid := range sent {
-				if present[uid] {
-					continue
-				}
+			for _, uid := range gone {
 				delete(sent, uid)
 				p, _, err := a.Get(uid)
 				if err != nil {
@@ -322,14 +298,52 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 			select {
 			case <-ctx.Done():
 				return
-			case <-changed:
+			case <-ch:
 			case <-a.ctx.Done():
 				return
 			}
-			now, changed = look()
+			changed, gone, since, ch = a.watchLook(ns, since, sent)
 		}
 	}()
 	return out
+}
+
+// watchItem is a pod a watch has to send: its UID, its resource version.
+type watchItem struct {
+	uid types.UID
+	rv  uint64
+}
+
+// watchLook returns, under a.mu, the pods of ns ("" for all) whose
+// resource version is above since and, only when some pod of sent was
+// removed, those gone; with them the agent's resource version and the
+// channel its next change closes. With many pods, a change costs a watch
+// one pass over them, without a copy. sent (a pod's UID: the resource
+// version sent of it) is the calling watch's.
+func (a *Agent) watchLook(ns string, since uint64, sent map[types.UID]uint64) (changed []watchItem, gone []types.UID, rv uint64, ch <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, added := 0, 0
+	for uid, e := range a.pods {
+		if ns != "" && e.pod.Namespace != ns {
+			continue
+		}
+		n++
+		if e.rv > since {
+			changed = append(changed, watchItem{uid, e.rv})
+			if _, ok := sent[uid]; !ok {
+				added++
+			}
+		}
+	}
+	if len(sent)+added > n {
+		for uid := range sent {
+			if _, ok := a.pods[uid]; !ok {
+				gone = append(gone, uid)
+			}
+		}
+	}
+	return changed, gone, a.rv, a.changed
 }
 
 func send[T any](ctx context.Context, ch chan<- T, v T) bool {

@@ -66,6 +66,11 @@ type Options struct {
 	Concurrency int
 	// PodTimeout bounds each wait on one pod (or one batch of them).
 	PodTimeout time.Duration
+	// ProfileDir, when set, runs the agent with --pprof and writes its
+	// profiles there: for each scale size, CPU profiles of the apply and
+	// of the delete of all (in chunks: see profileChunk), and the heap and
+	// goroutines at the end of each idle window.
+	ProfileDir string
 
 	// Progress gets a line per phase; nil: none.
 	Progress io.Writer
@@ -138,7 +143,8 @@ type run struct {
 	pods   *tracker
 	stamps *stamps
 	floor  floor
-	seq    int // names: the next pod number (Run's goroutine only)
+	prof   *profiler // nil: no profiles
+	seq    int       // names: the next pod number (Run's goroutine only)
 	mu     sync.Mutex
 }
 
@@ -187,6 +193,9 @@ func Run(ctx context.Context, o Options) (res *Results, err error) {
 	if o.Runtime == "cri" {
 		args = append(args, "--cri-endpoint", o.CRIEndpoint)
 	}
+	if o.ProfileDir != "" {
+		args = append(args, "--pprof")
+	}
 	r.progress("starting %s serve %s (in %s)", o.Podward, strings.Join(args, " "), r.dir)
 	if r.agent, err = startAgent(ctx, o.Podward, r.dir, args); err != nil {
 		return nil, err
@@ -197,6 +206,9 @@ func Run(ctx context.Context, o Options) (res *Results, err error) {
 		}
 	}()
 	res.Agent = AgentInfo{Binary: o.Podward, PID: r.agent.pid, Root: r.agent.root, Log: r.agent.log}
+	if r.prof, err = newProfiler(o.ProfileDir, r.agent.socket); err != nil {
+		return nil, err
+	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	if r.pods, err = startTracker(wctx, r.agent.client, namespace); err != nil {
@@ -205,7 +217,7 @@ func Run(ctx context.Context, o Options) (res *Results, err error) {
 	if o.runs(ScenarioScale) {
 		// A fresh agent with no pods: before anything ran on it.
 		r.progress("idle with no pods, %v", o.Idle)
-		idle, err := r.idle(ctx, 0)
+		idle, err := r.idle(ctx, 0, "empty")
 		if err != nil {
 			return nil, err
 		}

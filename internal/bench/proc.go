@@ -70,7 +70,11 @@ func parseStat(text string) (CPUTimes, error) {
 // Status is what the bench reads of /proc/PID/status.
 type Status struct {
 	RSSBytes int64 // VmRSS
-	Threads  int
+	// AnonBytes and FileBytes split VmRSS (RssAnon; RssFile with
+	// RssShmem): the process's own memory, and the pages of files it maps
+	// (its binary, the state file's mmap) that the kernel may drop.
+	AnonBytes, FileBytes int64
+	Threads              int
 }
 
 // ReadStatus reads pid's resident set size and thread count.
@@ -97,6 +101,16 @@ func parseStatus(text string) (Status, error) {
 				return Status{}, fmt.Errorf("status VmRSS: %w", err)
 			}
 			s.RSSBytes, haveRSS = kb, true
+		case "RssAnon", "RssFile", "RssShmem":
+			kb, err := parseKB(val)
+			if err != nil {
+				return Status{}, fmt.Errorf("status %s: %w", key, err)
+			}
+			if key == "RssAnon" {
+				s.AnonBytes = kb
+			} else {
+				s.FileBytes += kb
+			}
 		case "Threads":
 			n, err := strconv.Atoi(strings.TrimSpace(val))
 			if err != nil {

@@ -84,7 +84,11 @@ type StopResult struct {
 
 // AgentSnapshot is the agent's process at one moment.
 type AgentSnapshot struct {
-	RSSMB   float64 `json:"rss_mb"`
+	RSSMB float64 `json:"rss_mb"`
+	// AnonMB and FileMB split RSSMB: the agent's own memory, and the
+	// pages of the files it maps (its binary, the state file).
+	AnonMB  float64 `json:"rss_anon_mb"`
+	FileMB  float64 `json:"rss_file_mb"`
 	PSSMB   float64 `json:"pss_mb"`
 	Threads int     `json:"threads"`
 	FDs     int     `json:"fds"`
@@ -259,8 +263,8 @@ func (res *Results) WriteTable(w io.Writer) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nfigure\tvalue")
 	if e := res.Empty; e != nil {
-		fmt.Fprintf(tw, "idle %.0f s, no pods\tagent CPU %.2f %%, RSS %.1f MB, %d fds, %d threads%s\n",
-			e.WindowS, e.CPUPercent, e.Agent.RSSMB, e.Agent.FDs, e.Agent.Threads, goroutinesCell(e.Agent.Goroutines))
+		fmt.Fprintf(tw, "idle %.0f s, no pods\tagent CPU %.2f %%, RSS %.1f MB (anon %.1f, files %.1f), %d fds, %d threads%s\n",
+			e.WindowS, e.CPUPercent, e.Agent.RSSMB, e.Agent.AnonMB, e.Agent.FileMB, e.Agent.FDs, e.Agent.Threads, goroutinesCell(e.Agent.Goroutines))
 	}
 	if s := res.Scale; s != nil {
 		points := s.Points
@@ -273,8 +277,8 @@ func (res *Results) WriteTable(w io.Writer) error {
 				label += ", exec readiness 1 s"
 			}
 			fmt.Fprintf(tw, "%s\tall running %.1f s; deleted %.1f s\n", label, p.AllRunningS, p.DeleteAllS)
-			fmt.Fprintf(tw, "  idle %.0f s\tagent CPU %.2f %% (%.2f %% with children), RSS %.1f MB, %d fds, %d threads%s\n",
-				p.Idle.WindowS, p.Idle.CPUPercent, p.Idle.CPUPercentWithChildren, p.Idle.Agent.RSSMB, p.Idle.Agent.FDs, p.Idle.Agent.Threads, goroutinesCell(p.Idle.Agent.Goroutines))
+			fmt.Fprintf(tw, "  idle %.0f s\tagent CPU %.2f %% (%.2f %% with children), RSS %.1f MB (anon %.1f, files %.1f), %d fds, %d threads%s\n",
+				p.Idle.WindowS, p.Idle.CPUPercent, p.Idle.CPUPercentWithChildren, p.Idle.Agent.RSSMB, p.Idle.Agent.AnonMB, p.Idle.Agent.FileMB, p.Idle.Agent.FDs, p.Idle.Agent.Threads, goroutinesCell(p.Idle.Agent.Goroutines))
 			fmt.Fprintf(tw, "  shims\t%d, PSS %.1f MB in all, %.2f MB per container\n", p.Idle.Shims, p.Idle.ShimPSSMB, p.Idle.ShimPSSPerContainerMB)
 		}
 	}

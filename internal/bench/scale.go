@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,8 +16,9 @@ const scaleContainers = 3
 
 // idle measures the agent over one idle window of o.Idle, with pods pods
 // (and containers containers) running: its CPU, and at the window's end
-// its memory, threads, fds, goroutines and its shims' PSS.
-func (r *run) idle(ctx context.Context, containers int) (Idle, error) {
+// its memory, threads, fds, goroutines and its shims' PSS; with profiles,
+// its heap and goroutines then, named after prefix.
+func (r *run) idle(ctx context.Context, containers int, prefix string) (Idle, error) {
 	if err := sleepCtx(ctx, r.o.Settle); err != nil {
 		return Idle{}, err
 	}
@@ -40,6 +42,9 @@ func (r *run) idle(ctx context.Context, containers int) (Idle, error) {
 		CPUPercentWithChildren: 100 * float64(c1.WithChildren()-c0.WithChildren()) / float64(window),
 	}
 	if err := r.snapshotAgent(ctx, &out.Agent); err != nil {
+		return Idle{}, err
+	}
+	if err := r.prof.snapshot(ctx, prefix); err != nil {
 		return Idle{}, err
 	}
 	shims, err := FindShims(r.agent.root)
@@ -79,6 +84,7 @@ func (r *run) snapshotAgent(ctx context.Context, s *AgentSnapshot) error {
 		return fmt.Errorf("agent fds: %w", err)
 	}
 	s.RSSMB, s.PSSMB, s.Threads, s.FDs = mb(st.RSSBytes), mb(pss), st.Threads, fds
+	s.AnonMB, s.FileMB = mb(st.AnonBytes), mb(st.FileBytes)
 	if n, ok := r.agent.goroutines(ctx); ok {
 		s.Goroutines = &n
 	}
@@ -103,22 +109,34 @@ func (r *run) scalePoint(ctx context.Context, n int, probe bool) (ScalePoint, er
 		names[i] = pods[i].Name
 	}
 	r.progress("scale: %d pods × %d containers (readiness probes: %v)", n, scaleContainers, probe)
+	prefix := fmt.Sprintf("scale%d", n)
+	if probe {
+		prefix += "-probe"
+	}
+	stopProfile := r.prof.cpu(ctx, prefix+"-apply")
 	t0 := time.Now()
 	if err := r.createAll(ctx, pods); err != nil {
-		return out, err
+		return out, errors.Join(err, stopProfile())
 	}
 	out.AllRunningS = time.Since(t0).Seconds()
+	if err := stopProfile(); err != nil {
+		return out, err
+	}
 	r.progress("scale: all %d running after %.1fs; idle %v", n, out.AllRunningS, r.o.Idle)
-	idle, err := r.idle(ctx, out.Containers)
+	idle, err := r.idle(ctx, out.Containers, prefix+"-idle")
 	if err != nil {
 		return out, err
 	}
 	out.Idle = idle
+	stopProfile = r.prof.cpu(ctx, prefix+"-delete")
 	t0 = time.Now()
 	if err := r.deleteAll(ctx, names, false); err != nil {
-		return out, err
+		return out, errors.Join(err, stopProfile())
 	}
 	out.DeleteAllS = time.Since(t0).Seconds()
+	if err := stopProfile(); err != nil {
+		return out, err
+	}
 	out.Load = loadPair(loadBefore, readLoad())
 	return out, nil
 }

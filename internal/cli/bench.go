@@ -71,6 +71,7 @@ quick run.`,
 	f.IntVar(&o.ChurnInFlight, "churn-in-flight", o.ChurnInFlight, "churn: cycles at once")
 	f.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "API calls in flight when many pods are created or deleted at once")
 	f.DurationVar(&o.PodTimeout, "pod-timeout", o.PodTimeout, "bound of each wait on a pod (or a batch of them)")
+	f.StringVar(&o.ProfileDir, "profile-dir", "", "run the agent with --pprof and write its profiles here: CPU of each scale apply and delete of all (in 5 s chunks, for go tool pprof to merge), heap and goroutines at each idle window's end")
 	return cmd
 }
 

@@ -262,6 +262,7 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
+	releaseStartupMemory()
 	runs := []func(context.Context) error{n.node.Run, n.pods.Run, n.kubelet.ListenAndServe}
 	if ln := n.ln; ln != nil {
 		n.ln = nil // Serve closes it

@@ -130,6 +130,7 @@ func (a *Agent) Socket() string { return a.socket }
 // ErrInternal.
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
+	releaseStartupMemory()
 	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {

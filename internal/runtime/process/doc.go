@@ -34,6 +34,10 @@
 // holds nothing until then, and exits when its socket closes: at Close, or
 // when the agent dies.
 //
+// One goroutine of the Runtime (its poller, an epoll set) waits for every
+// watched shim's pidfd and notices FIFO, so that a running container costs
+// the agent two descriptors and no goroutine.
+//
 // Close stops the runtime's own work (watchers, log followers, spares) but
 // never a container or its shim, because stopping the agent and killing a
 // pod are different things. New on the same root (in this process or a new one)

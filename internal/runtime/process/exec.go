@@ -159,8 +159,8 @@ func (r *Runtime) runningTermFile(uid types.UID, container string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	file, attempt := "", -1
-	for _, in := range r.instances {
-		if in.podUID == uid && in.container == container && in.attempt > attempt && in.exitStatus() == nil {
+	for _, in := range r.byPod[uid] {
+		if in.container == container && in.attempt > attempt && in.exitStatus() == nil {
 			file, attempt = in.termFile, in.attempt
 		}
 	}

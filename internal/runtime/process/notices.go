@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -48,43 +45,70 @@ func (r *Runtime) warn(w runtime.Warning, log *slog.Logger) {
 // take becomes a Warning, and an exit it could not write to disk is kept
 // for settle. It holds the FIFO open for reading and writing, so that a
 // shim always finds a reader and a read never sees the end of the FIFO.
+// The Runtime's poller tells it when there is something to read.
 type noticeReader struct {
-	r   *Runtime
-	in  *instance
-	log *slog.Logger
-	f   *os.File
+	r  *Runtime
+	in *instance
 
-	line []byte        // an unfinished line
-	done chan struct{} // closed when the reading goroutine returned
-
-	mu   sync.Mutex
-	exit *shim.Exit
+	mu     sync.Mutex // held while reading; guards what follows
+	fd     int        // the FIFO, non-blocking
+	key    int32      // fd's key in the poller
+	closed bool       // finish closed fd
+	line   []byte     // an unfinished line
+	exit   *shim.Exit
 }
 
 // readNotices starts reading the notices of in; nil when its instance has
-// no notices FIFO (an older shim's).
-func (r *Runtime) readNotices(in *instance, log *slog.Logger) *noticeReader {
+// no notices FIFO (an older shim's), or when it cannot be read.
+func (r *Runtime) readNotices(in *instance) *noticeReader {
 	path := filepath.Join(in.dir, shim.NoticesFile)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			log.Warn("cannot read the shim's notices", "err", err)
+		if !errors.Is(err, unix.ENOENT) {
+			in.logger(r.log).Warn("cannot read the shim's notices", "err", &fs.PathError{Op: "open", Path: path, Err: err})
 		}
 		return nil
 	}
-	nr := &noticeReader{r: r, in: in, log: log, f: f, done: make(chan struct{})}
-	go nr.run()
+	nr := &noticeReader{r: r, in: in, fd: fd}
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	if nr.key, err = r.poller.add(fd, false, nr.readAvailable); err != nil {
+		if !errors.Is(err, errPollerClosed) {
+			in.logger(r.log).Warn("cannot read the shim's notices", "err", err)
+		}
+		unix.Close(fd)
+		return nil
+	}
 	return nr
 }
 
-func (nr *noticeReader) run() {
-	defer close(nr.done)
-	buf := make([]byte, 4096)
+// readAvailable reads what the FIFO holds now, without waiting: the
+// poller's handler.
+func (nr *noticeReader) readAvailable() {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	nr.drainLocked()
+}
+
+// drainLocked reads the FIFO until it is empty; nr.mu is held.
+func (nr *noticeReader) drainLocked() {
+	if nr.closed {
+		return
+	}
+	var buf [4096]byte
 	for {
-		n, err := nr.f.Read(buf)
-		nr.take(buf[:n])
-		if err != nil {
-			return // finish set the deadline, or the FIFO broke
+		n, err := unix.Read(nr.fd, buf[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n > 0 {
+			nr.take(buf[:n])
+		}
+		if err != nil || n <= 0 {
+			if err != nil && !errors.Is(err, unix.EAGAIN) {
+				nr.in.logger(nr.r.log).Warn("read the shim's notices", "err", err)
+			}
+			return
 		}
 	}
 }
@@ -96,7 +120,7 @@ func (nr *noticeReader) take(p []byte) {
 		i := bytes.IndexByte(nr.line, '\n')
 		if i < 0 {
 			if len(nr.line) > maxNoticeLine {
-				nr.log.Warn("a notice line of the shim is too long; skipped")
+				nr.in.logger(nr.r.log).Warn("a notice line of the shim is too long; skipped")
 				nr.line = nr.line[:0]
 			}
 			return
@@ -107,9 +131,10 @@ func (nr *noticeReader) take(p []byte) {
 }
 
 func (nr *noticeReader) handle(line []byte) {
+	log := nr.in.logger(nr.r.log)
 	nt, err := shim.DecodeNotice(line)
 	if err != nil {
-		nr.log.Warn("a notice of the shim cannot be read", "err", err)
+		log.Warn("a notice of the shim cannot be read", "err", err)
 		return
 	}
 	if nt.Message != "" {
@@ -117,7 +142,7 @@ func (nr *noticeReader) handle(line []byte) {
 		if err := level.UnmarshalText([]byte(nt.Level)); err != nil {
 			level = slog.LevelWarn
 		}
-		nr.log.Log(context.Background(), level, "shim: "+nt.Message, "at", nt.Time)
+		log.Log(context.Background(), level, "shim: "+nt.Message, "at", nt.Time)
 	}
 	if d := nt.LogDropped; d != nil {
 		msg := fmt.Sprintf("%d bytes of the container's %s were dropped: its log could not be written (%s)", d.Bytes, d.Stream, d.Cause)
@@ -126,18 +151,13 @@ func (nr *noticeReader) handle(line []byte) {
 		} else {
 			msg += " until it exited"
 		}
-		nr.log.Warn("container output dropped", "stream", d.Stream, "bytes", d.Bytes, "cause", d.Cause)
-		nr.r.warn(runtime.Warning{PodUID: nr.in.podUID, Container: nr.in.container, ID: nr.in.id, Reason: runtime.WarningLogDropped, Message: msg}, nr.log)
+		log.Warn("container output dropped", "stream", d.Stream, "bytes", d.Bytes, "cause", d.Cause)
+		nr.r.warn(runtime.Warning{PodUID: nr.in.podUID, Container: nr.in.container, ID: nr.in.id, Reason: runtime.WarningLogDropped, Message: msg}, log)
 	}
 	if nt.Exit != nil {
-		nr.mu.Lock()
-		nr.exit = nt.Exit
-		nr.mu.Unlock()
+		nr.exit = nt.Exit // nr.mu is held: see drainLocked
 	}
 }
-
-// longAgo is a deadline that has always passed: setting it wakes a read.
-var longAgo = time.Unix(1, 0)
 
 // finish stops the reading once the shim is gone, after reading what it
 // wrote last, and returns the exit it sent, if any. It closes the FIFO. A
@@ -146,30 +166,15 @@ func (nr *noticeReader) finish() *shim.Exit {
 	if nr == nil {
 		return nil
 	}
-	_ = nr.f.SetReadDeadline(longAgo)
-	<-nr.done
-	// What the shim wrote last, without waiting: the FIFO has no writer
-	// left but this reader, so a read would wait for ever.
-	_ = nr.f.SetReadDeadline(time.Time{})
-	if rc, err := nr.f.SyscallConn(); err == nil {
-		buf := make([]byte, 4096)
-		for {
-			var n int
-			var rerr error
-			if err := rc.Read(func(fd uintptr) bool {
-				n, rerr = unix.Read(int(fd), buf)
-				return true
-			}); err != nil || rerr != nil || n <= 0 {
-				if rerr != nil && !errors.Is(rerr, syscall.EAGAIN) {
-					nr.log.Warn("read the shim's last notices", "err", rerr)
-				}
-				break
-			}
-			nr.take(buf[:n])
-		}
-	}
-	_ = nr.f.Close()
+	nr.r.poller.remove(nr.key)
 	nr.mu.Lock()
 	defer nr.mu.Unlock()
+	// What the shim wrote last: the FIFO has no writer left but this
+	// reader, so the read stops at EAGAIN.
+	nr.drainLocked()
+	if !nr.closed {
+		nr.closed = true
+		unix.Close(nr.fd)
+	}
 	return nr.exit
 }

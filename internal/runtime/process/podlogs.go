@@ -23,12 +23,7 @@ func (r *Runtime) RemovePodLogs(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("remove logs of pod %s: %w", uid, err)
 	}
 	r.mu.Lock()
-	left := 0
-	for _, in := range r.instances {
-		if in.podUID == uid {
-			left++
-		}
-	}
+	left := len(r.byPod[uid])
 	r.mu.Unlock()
 	if left > 0 {
 		return fmt.Errorf("remove logs of pod %s: %d container instances not cleaned up", uid, left)

@@ -131,10 +131,17 @@ type Runtime struct {
 
 	mountpoints mountpoints
 	spares      spareShims
+	// poller waits for the watched shims' exits and notices (watch).
+	poller *poller
 
 	mu        sync.Mutex
 	closed    bool
 	instances map[string]*instance // by ID, until their pod is cleaned up
+	// byPod are the same instances by pod, then ID: a pod's queries do
+	// not scan every pod's instances.
+	byPod map[types.UID]map[string]*instance
+	// watches are the instances whose shims the poller waits for.
+	watches map[*watch]struct{}
 }
 
 // New returns a runtime keeping its state under cfg.Root, which it creates,
@@ -204,6 +211,8 @@ func New(cfg Config) (*Runtime, error) {
 		cancel:      cancel,
 		mountpoints: mountpoints{created: make(map[string]*createdPath)},
 		instances:   make(map[string]*instance),
+		byPod:       make(map[types.UID]map[string]*instance),
+		watches:     make(map[*watch]struct{}),
 		spares:      spareShims{want: cfg.SpareShims, marker: root},
 	}
 	if r.clock == nil {
@@ -213,6 +222,12 @@ func New(cfg Config) (*Runtime, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.spares.log = r.log
+	if r.poller, err = newPoller(r.log); err != nil {
+		cancel()
+		agentLock.Close()
+		lock.Close()
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
 	if err := r.killLeftExecs(); err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("process runtime: execs left in %s: %w", root, err)
@@ -247,6 +262,8 @@ func (r *Runtime) Close() error {
 		close(r.done)
 		r.cancel()
 		r.spares.close()
+		r.poller.close()
+		r.abandonWatches()
 		r.watchers.Wait()
 		// Closing the files releases the locks.
 		r.agentLock.Close()
@@ -332,6 +349,13 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Tim
 	}
 }
 
+// logger is log with the instance's keys. It is made when something is
+// logged, not kept: a logger with attributes holds a copy of them, and
+// thousands of instances log nothing for hours.
+func (in *instance) logger(log *slog.Logger) *slog.Logger {
+	return log.With("pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id)
+}
+
 func (in *instance) exitStatus() *runtime.ExitStatus {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -394,10 +418,8 @@ func (r *Runtime) Signal(_ context.Context, id string, sig syscall.Signal) error
 func (r *Runtime) ListContainers(_ context.Context, podUID types.UID) ([]runtime.ContainerStatus, error) {
 	r.mu.Lock()
 	var list []runtime.ContainerStatus
-	for _, in := range r.instances {
-		if in.podUID == podUID {
-			list = append(list, in.status())
-		}
+	for _, in := range r.byPod[podUID] {
+		list = append(list, in.status())
 	}
 	r.mu.Unlock()
 	runtime.SortContainerStatuses(list)

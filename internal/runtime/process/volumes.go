@@ -102,17 +102,16 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 	var running []string
 	r.mu.Lock()
-	for _, in := range r.instances {
-		if in.podUID == pod.UID && in.exitStatus() == nil {
+	for _, in := range r.byPod[pod.UID] {
+		if in.exitStatus() == nil {
 			running = append(running, in.container)
 		}
 	}
 	if len(running) == 0 {
-		for id, in := range r.instances {
-			if in.podUID == pod.UID {
-				delete(r.instances, id)
-			}
+		for id := range r.byPod[pod.UID] {
+			delete(r.instances, id)
 		}
+		delete(r.byPod, pod.UID)
 	}
 	r.mu.Unlock()
 	if len(running) > 0 {
