@@ -82,6 +82,11 @@ const ShimsDir = "shims"
 // shims stay out of the pod's pids cgroup).
 const ShimPids = 24
 
+// ShimMemory is the room the pod's memory limit gets for each of its
+// shims, which are in the pod's cgroup but not in a container's: the
+// containers of a pod may all reach their own limits.
+const ShimMemory = 32 << 20
+
 // PodPath is the cgroup of the pod uid at level q under root, as the
 // kubelet names it: <root>[/<qos>]/pod<uid>.
 func PodPath(root string, q QoS, uid string) string {

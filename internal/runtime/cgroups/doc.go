@@ -19,10 +19,13 @@
 // The pod's cgroup has the pod's limits (the sum of its containers', as
 // the kubelet's ResourceConfigForPod) and its pid limit; each instance's
 // has its container's. The shims are in the pod's cgroup, never in a
-// container's, so that a container's memory limit never kills its shim;
-// on v1 they stay out of the pod's pids cgroup (the pid limit never
-// starves the shim of threads), on v2 a cgroup is in every controller at
-// once and the pod's pid limit has room for them (ShimPids each).
+// container's, so that a container's memory limit never kills its shim
+// (which also gives up its OOM score: the OOM killer takes the pod's
+// containers first); the pod's memory limit has room for them (ShimMemory
+// each), so that its containers may all reach their own limits. On v1 they
+// stay out of the pod's pids cgroup (the pid limit never starves a shim
+// of threads); on v2 a process is in every controller at once, and the
+// pod's pid limit has room for them (ShimPids each).
 //
 // # Two halves
 //

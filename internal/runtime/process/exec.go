@@ -56,6 +56,9 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err != nil {
 		return nil, 0, err
 	}
+	// In its container's cgroup, as a CRI runtime's exec: its usage is the
+	// container's, within its limits.
+	spec.Cgroup = r.ExecCgroup(pod.UID, ref.Name)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, 0, err
