@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -175,6 +176,11 @@ type Runtime struct {
 	podNetwork     bool
 	cgroupParent   string
 	cgroupRoot     string // /sys/fs/cgroup; tests point it elsewhere
+	// cgroupV2: the host's cgroups are the unified hierarchy.
+	cgroupV2 bool
+	// memoryCapacity is the node's memory, for the containers'
+	// oom_score_adj (0 when unknown: Burstable containers get 999).
+	memoryCapacity int64
 	nodeIP         string
 	output         func(pod *model.Pod, container, stream string, line []byte)
 	lock           *os.File // flock'ed: one Runtime per root
@@ -265,6 +271,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		podNetwork:     cfg.PodNetwork,
 		cgroupParent:   cfg.CgroupParent,
 		cgroupRoot:     "/sys/fs/cgroup",
+		cgroupV2:       isUnified("/sys/fs/cgroup"),
 		nodeIP:         cfg.NodeIP,
 		output:         cfg.Output,
 		loopWaiting:    cfg.loopWaiting,
@@ -287,6 +294,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if r.cgroupParent == "" {
 		r.cgroupParent = DefaultCgroupParent
+	}
+	if mem, err := hostfs.MemoryCapacity(); err != nil {
+		r.log.Warn("the node's memory is unknown: Burstable containers get oom_score_adj 999", "err", err)
+	} else {
+		r.memoryCapacity = mem
 	}
 	if r.nodeIP == "" {
 		r.nodeIP = "127.0.0.1"
@@ -458,4 +470,10 @@ func notFound(err error) error {
 		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
 	}
 	return err
+}
+
+// isUnified says whether dir is a cgroup v2 (unified) mount.
+func isUnified(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
 }

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/cgroups"
 )
 
 // CFS figures, as the kubelet uses them (pkg/kubelet/cm/helpers_linux.go).
@@ -180,4 +181,35 @@ func allLimit(pod *model.Pod, name v1.ResourceName) bool {
 		}
 	}
 	return true
+}
+
+// SandboxResources are the pod sandbox's settings as the kubelet passes
+// them (pkg/kubelet/kuberuntime/kuberuntime_sandbox_linux.go,
+// calculateSandboxResources): the pod's summed requests and limits, as a
+// container's.
+func SandboxResources(pod *model.Pod) Resources {
+	cpu := podAmount(pod, v1.ResourceCPU, requests).MilliValue()
+	limit := podAmount(pod, v1.ResourceCPU, limits).MilliValue()
+	if cpu == 0 {
+		cpu = limit
+	}
+	return Resources{
+		CPUShares: MilliCPUToShares(cpu),
+		CPUQuota:  MilliCPUToQuota(limit),
+		Memory:    podAmount(pod, v1.ResourceMemory, limits).Value(),
+	}
+}
+
+// cgroupQoS is where each QoS class's pods have their cgroup.
+var cgroupQoS = map[v1.PodQOSClass]cgroups.QoS{
+	v1.PodQOSGuaranteed: cgroups.Guaranteed,
+	v1.PodQOSBurstable:  cgroups.Burstable,
+	v1.PodQOSBestEffort: cgroups.BestEffort,
+}
+
+// PodCgroup is the pod's cgroup under root, in the kubelet's QoS layout
+// (cgroups.PodPath): the process runtime's pod cgroup, the CRI runtime's
+// cgroup parent.
+func PodCgroup(root string, pod *model.Pod) string {
+	return cgroups.PodPath(root, cgroupQoS[model.QOSClass(pod.Pod)], string(pod.UID))
 }

@@ -1,19 +1,15 @@
 package process
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"os"
 	"path"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/cgroups"
+	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
@@ -49,44 +45,16 @@ func newPodCgroups(cfg *CgroupConfig) (*podCgroups, error) {
 	if err := cfg.Hierarchy.Init(cfg.Root); err != nil {
 		return nil, err
 	}
-	mem, err := memoryCapacity()
+	mem, err := hostfs.MemoryCapacity()
 	if err != nil {
 		return nil, err
 	}
 	return &podCgroups{CgroupConfig: *cfg, memoryCapacity: mem}, nil
 }
 
-// memoryCapacity is the node's memory, MemTotal of /proc/meminfo, as
-// cAdvisor reports it to the kubelet.
-func memoryCapacity() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/meminfo: %w", err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, errors.New("/proc/meminfo: no MemTotal")
-}
-
-// qos is where the pod's cgroup goes.
-var qos = map[v1.PodQOSClass]cgroups.QoS{
-	v1.PodQOSGuaranteed: cgroups.Guaranteed,
-	v1.PodQOSBurstable:  cgroups.Burstable,
-	v1.PodQOSBestEffort: cgroups.BestEffort,
-}
-
 // podPath is the pod's cgroup.
 func (c *podCgroups) podPath(pod *model.Pod) string {
-	return cgroups.PodPath(c.Root, qos[model.QOSClass(pod.Pod)], string(pod.UID))
+	return podspec.PodCgroup(c.Root, pod)
 }
 
 // preparePod creates the pod's cgroup with the pod's limits and its pid
