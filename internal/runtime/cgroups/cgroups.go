@@ -255,6 +255,17 @@ func (h *Hierarchy) placement(p string, controllers []string) Placement {
 	return pl
 }
 
+// CreateShims makes the cgroup of the shims of the pod whose cgroup is pod
+// (ShimPlacement), with no limits, in the hierarchies they join only.
+func (h *Hierarchy) CreateShims(pod string) error {
+	for _, d := range h.ShimPlacement(pod).dirs() {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 // dirs are the directories of the cgroup p, one per hierarchy.
 func (h *Hierarchy) dirs(p string) []string {
 	return h.Placement(p).dirs()

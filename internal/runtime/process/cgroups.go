@@ -76,7 +76,7 @@ func (c *podCgroups) preparePod(pod *model.Pod) error {
 	if err := c.Hierarchy.Create(p, res); err != nil {
 		return err
 	}
-	return c.Hierarchy.Create(path.Join(p, cgroups.ShimsDir), cgroups.Resources{})
+	return c.Hierarchy.CreateShims(p)
 }
 
 // prepareInstance creates the cgroup of the instance id of container c

@@ -72,6 +72,13 @@ func (r *Runtime) watch(in *instance, shimProc *shim.Proc, offset int64) {
 	case <-r.done:
 		log.Debug("runtime closed; exit event dropped")
 	}
+	// After the event: an exit is not reported later for the cgroup's
+	// removal (a few hundred µs per hierarchy on v1).
+	if cg := in.cgroup; cg != nil {
+		if err := errors.Join(cg.Kill(), cg.Remove()); err != nil {
+			log.Warn("remove the instance's cgroup", "err", err)
+		}
+	}
 }
 
 // settle returns how the instance in dir ended, once its shim is gone: as

@@ -108,9 +108,14 @@ func intoCgroup(p cgroups.Placement, cmd *exec.Cmd) (left func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	// A thread that cannot go back is never used again anyway: it is
-	// locked, and ends with its goroutine.
-	return func() { _ = restore() }, nil
+	return func() {
+		// The thread ends with its goroutine (locked, never unlocked),
+		// unless it is the main thread, which Go never ends: only that
+		// one goes back, since each move waits for an RCU grace period.
+		if unix.Gettid() == unix.Getpid() {
+			_ = restore()
+		}
+	}, nil
 }
 
 // threadNamespaces are the calling thread's mount and UTS namespaces.

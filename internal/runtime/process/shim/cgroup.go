@@ -14,9 +14,12 @@ import (
 const shimOOMScoreAdj = -998
 
 // enterCgroup moves the shim into its pod's cgroup and, as far as it may
-// (lowering a score needs CAP_SYS_RESOURCE), out of the OOM killer's way.
-// Before the container starts: a failure to move is the start's.
-func (s *supervisor) enterCgroup() error {
+// (lowering a score needs CAP_SYS_RESOURCE), out of the OOM killer's way,
+// once the container runs and the agent has its start: a move is a
+// migration of the whole process, which on v1 waits for an RCU grace
+// period per hierarchy, and nothing of the shim's needs to be in the
+// pod's cgroup before. A failure is only logged: the container runs.
+func (s *supervisor) enterCgroup() {
 	if s.spec.OOMScoreAdj != nil {
 		if err := setOOMScoreAdj("self", shimOOMScoreAdj); err != nil {
 			s.log.Debug("the shim keeps its OOM score", "err", err)
@@ -24,10 +27,9 @@ func (s *supervisor) enterCgroup() error {
 	}
 	if s.spec.ShimCgroup != nil {
 		if err := s.spec.ShimCgroup.Enter(os.Getpid()); err != nil {
-			return fmt.Errorf("the shim's cgroup: %w", err)
+			s.log.Warn("move the shim into its pod's cgroup", "err", err)
 		}
 	}
-	return nil
 }
 
 // scoreContainer gives the container, just forked, its oom_score_adj (what
@@ -62,8 +64,8 @@ func (s *supervisor) killCgroup() {
 
 // cgroupExit, once nothing of the container is left, makes e OOMKilled
 // when the OOM killer killed any process in the container's cgroup (as
-// containerd reports it from the cgroup's OOM events), and removes the
-// cgroup.
+// containerd reports it from the cgroup's OOM events). The runtime removes
+// the cgroup once it reported the exit.
 func (s *supervisor) cgroupExit(e *Exit) {
 	cg := s.spec.Process.Cgroup
 	if cg == nil {
@@ -75,8 +77,5 @@ func (s *supervisor) cgroupExit(e *Exit) {
 		s.log.Warn("read the container's OOM kills", "err", err)
 	case n > 0:
 		e.Reason = runtime.ReasonOOMKilled
-	}
-	if err := cg.Remove(); err != nil {
-		s.log.Warn("remove the container's cgroup", "err", err)
 	}
 }

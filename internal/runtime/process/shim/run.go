@@ -136,9 +136,6 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	s.spec = &spec
 	s.log = s.log.With("pod", spec.PodNamespace+"/"+spec.PodName, "podUID", spec.PodUID, "container", spec.Container, "id", spec.ID)
 
-	if err := s.enterCgroup(); err != nil {
-		return s.startFailed(err)
-	}
 	logFile, pipes, err := s.openFiles()
 	if err != nil {
 		return s.startFailed(err)
@@ -197,6 +194,8 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 		s.signal(unix.SIGKILL)
 	} else {
 		s.log.Debug("container started", "pid", s.pgid)
+		// Once the agent has its start: a move costs milliseconds on v1.
+		s.enterCgroup()
 	}
 	exit := s.finish(logFile, sink, pipes[:2], copied)
 	if abort != nil {

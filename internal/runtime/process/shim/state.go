@@ -73,10 +73,10 @@ type Spec struct {
 	// Nil (a spec of an older agent): every signal the shim gets goes to
 	// the container at once.
 	Order *Order `json:"order,omitempty"`
-	// ShimCgroup, when set, is the cgroup the shim moves itself into before
-	// it starts the container (its pod's, never the container's own:
-	// Process.Cgroup), which the shim kills and removes once the container
-	// exited, after it read its OOM kills: any makes the exit OOMKilled.
+	// ShimCgroup, when set, is the cgroup the shim moves itself into once
+	// the container runs (its pod's, never the container's own:
+	// Process.Cgroup), which the shim kills once the container exited and
+	// whose OOM kills it reads then: any makes the exit OOMKilled.
 	ShimCgroup *cgroups.Placement `json:"shimCgroup,omitempty"`
 	// OOMScoreAdj, when set, is the container's oom_score_adj, which the
 	// shim gives it once forked; the shim itself then takes
