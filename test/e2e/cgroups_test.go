@@ -32,7 +32,7 @@ func newCgroupEnv(t *testing.T) *cgroupEnv {
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 		e.dirs = []string{filepath.Join("/sys/fs/cgroup", e.root)}
 	} else {
-		for _, c := range []string{"memory", "cpu", "pids"} {
+		for _, c := range []string{"memory", "cpu", "cpuacct", "pids"} {
 			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c)); err != nil {
 				t.Skipf("no cgroup v1 %s hierarchy: %v", c, err)
 			}

@@ -43,7 +43,7 @@ const (
 	// within a second when nothing pokes the relist sooner.
 	DefaultRelistPeriod = time.Second
 	// DefaultCgroupParent is the cgroup under which each pod gets its own
-	// parent, <DefaultCgroupParent>/<podUID>.
+	// parent, <DefaultCgroupParent>/<qos>/pod<UID>.
 	DefaultCgroupParent = "/podward"
 )
 
@@ -120,7 +120,8 @@ type Config struct {
 	// configuration.
 	PodNetwork bool
 	// CgroupParent is the cgroup under which each pod gets a parent of its
-	// own, <CgroupParent>/<podUID>, for the cgroupfs driver. Default
+	// own, <CgroupParent>/<qos>/pod<UID> (podspec.PodCgroup), for the
+	// cgroupfs driver. Default
 	// DefaultCgroupParent. CleanupPod removes the pod's parent, which the
 	// CRI runtime creates but never removes.
 	CgroupParent string
