@@ -296,11 +296,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.cgroupParent == "" {
 		r.cgroupParent = DefaultCgroupParent
 	}
-	if mem, err := hostfs.MemoryCapacity(); err != nil {
-		r.log.Warn("the node's memory is unknown: Burstable containers get oom_score_adj 999", "err", err)
-	} else {
-		r.memoryCapacity = mem
-	}
+	r.memoryCapacity = nodeMemory(r.log)
 	if r.nodeIP == "" {
 		r.nodeIP = "127.0.0.1"
 	}
@@ -471,6 +467,15 @@ func notFound(err error) error {
 		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
 	}
 	return err
+}
+
+// nodeMemory is the node's memory, 0 (logged) when it is unknown.
+func nodeMemory(log *slog.Logger) int64 {
+	mem, err := hostfs.MemoryCapacity()
+	if err != nil {
+		log.Warn("the node's memory is unknown: Burstable containers get oom_score_adj 999", "err", err)
+	}
+	return mem
 }
 
 // isUnified says whether dir is a cgroup v2 (unified) mount.

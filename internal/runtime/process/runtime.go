@@ -183,6 +183,10 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("process runtime root: %w", err)
 		}
 	}
+	cg, err := newPodCgroups(cfg.Cgroups)
+	if err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
 	lock, err := hostfs.LockRoot(root, "process runtime", ErrRootInUse)
 	if err != nil {
 		return nil, err
@@ -191,12 +195,6 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("process runtime root: %w", err)
-	}
-	cg, err := newPodCgroups(cfg.Cgroups)
-	if err != nil {
-		agentLock.Close()
-		lock.Close()
-		return nil, fmt.Errorf("process runtime: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{

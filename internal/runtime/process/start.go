@@ -141,16 +141,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		}
 	}
 	// Whatever fails from here on, the instance never was.
-	gone := func() {
-		if err := os.RemoveAll(dir); err != nil {
-			r.log.Warn("remove the directory of an instance that did not start", "dir", dir, "err", err)
-		}
-		if cg := spec.Process.Cgroup; cg != nil {
-			if err := errors.Join(cg.Kill(), cg.Remove()); err != nil {
-				r.log.Warn("remove the cgroup of an instance that did not start", "dir", dir, "err", err)
-			}
-		}
-	}
+	gone := func() { r.unstarted(dir, spec) }
 	if err := shim.Create(dir, spec); err != nil {
 		gone()
 		return runtime.Container{}, fmt.Errorf("instance directory: %w", err)
@@ -172,6 +163,19 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		"pid", started.Process.Pid, "shimPid", shimProc.Ident().Pid, "attempt", attempt)
 	r.track(in, shimProc, offset)
 	return runtime.Container{ID: id, StartedAt: started.StartedAt, LogPath: logPath}, nil
+}
+
+// unstarted removes what there is of the instance of spec in dir that did
+// not start: its directory and its cgroup.
+func (r *Runtime) unstarted(dir string, spec *shim.Spec) {
+	if err := os.RemoveAll(dir); err != nil {
+		r.log.Warn("remove the directory of an instance that did not start", "dir", dir, "err", err)
+	}
+	if cg := spec.Process.Cgroup; cg != nil {
+		if err := errors.Join(cg.Kill(), cg.Remove()); err != nil {
+			r.log.Warn("remove the cgroup of an instance that did not start", "dir", dir, "err", err)
+		}
+	}
 }
 
 // shimRoles are the model's roles as the shims know them.

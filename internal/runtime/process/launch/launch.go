@@ -177,12 +177,8 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 	if err != nil {
 		return nil, fmt.Errorf("start init helper: %w", err)
 	}
-	if spec.Cgroup != nil {
-		if err := spec.Cgroup.Enter(cmd.Process.Pid); err != nil {
-			_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
-			_ = cmd.Wait()
-			return nil, err
-		}
+	if err := enterCgroup(spec, cmd); err != nil {
+		return nil, err
 	}
 	if hs.WaitGo {
 		how.started(cmd.Process.Pid)
@@ -207,6 +203,20 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 	default:
 		return nil, fmt.Errorf("wait for the init helper: %w", err)
 	}
+}
+
+// enterCgroup moves the init helper cmd, which waits for its go-ahead,
+// into spec's cgroup; when it cannot, the helper is killed and reaped.
+func enterCgroup(spec Spec, cmd *exec.Cmd) error {
+	if spec.Cgroup == nil {
+		return nil
+	}
+	if err := spec.Cgroup.Enter(cmd.Process.Pid); err != nil {
+		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
 }
 
 // unshareFlags are the namespaces the init helper of spec starts in: a
