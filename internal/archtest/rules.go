@@ -44,6 +44,12 @@ var rules = []rule{
 		Why:   "runtimes implement the contract in internal/runtime; they never know their consumers",
 	},
 	{
+		From:  "internal/runtime/cgroups",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the cgroup layer is a leaf the shim binary links: no podward package, no Kubernetes one",
+	},
+	{
 		From: "internal/cli",
 		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/runtime", "internal/planner", "internal/prober", "internal/apiserver", "internal/staticpods", "internal/cluster"},
 		Why:  "the CLI speaks to the agent through the client; daemons are assembled by internal/node",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/podworker"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/cri"
 	"github.com/podward/podward/internal/runtime/process"
 	"github.com/podward/podward/internal/shutdown"
@@ -119,7 +121,30 @@ type RuntimeOptions struct {
 	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every
 	// pod is on the host network.
 	PodNetwork bool
+	// Cgroups says whether the process runtime enforces resource limits
+	// in cgroups: CgroupsAuto (when it can: root and a usable hierarchy,
+	// with a log line when it cannot), CgroupsOn (fail when it cannot),
+	// CgroupsOff.
+	Cgroups string
+	// CgroupRoot is podward's cgroup, from each hierarchy's root: the
+	// process runtime's pod cgroups, and the CRI runtime's cgroup parents,
+	// are below it in the kubelet's QoS layout (the kubelet's
+	// --cgroup-root).
+	CgroupRoot string
+	// PodMaxPids, when above zero, limits the processes of each pod (the
+	// kubelet's --pod-max-pids; zero or -1: no limit).
+	PodMaxPids int64
 }
+
+// What RuntimeOptions.Cgroups says.
+const (
+	CgroupsAuto = "auto"
+	CgroupsOn   = "on"
+	CgroupsOff  = "off"
+)
+
+// DefaultCgroupRoot is podward's cgroup.
+const DefaultCgroupRoot = "/podward"
 
 // The runtimes RuntimeOptions.Kind selects.
 const (
@@ -146,7 +171,10 @@ func DefaultOptions() Options {
 		MaxEvents:             store.DefaultMaxEvents,
 		KeepTerminatedPodLogs: agent.DefaultKeepTerminatedPodLogs,
 		MaxPods:               agent.DefaultMaxPods,
-		Runtime:               RuntimeOptions{Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint},
+		Runtime: RuntimeOptions{
+			Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint,
+			Cgroups: CgroupsAuto, CgroupRoot: DefaultCgroupRoot,
+		},
 
 		ContainerLogMaxSize:  crilog.DefaultMaxSize,
 		ContainerLogMaxFiles: crilog.DefaultMaxFiles,
@@ -213,14 +241,19 @@ type openRuntime interface {
 func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation) (openRuntime, error) {
 	switch o.Kind {
 	case RuntimeProcess:
+		cg, err := o.cgroups(log)
+		if err != nil {
+			return nil, err
+		}
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
-			SpareShims: process.DefaultSpareShims,
+			SpareShims: process.DefaultSpareShims, Cgroups: cg,
 		})
 	case RuntimeCRI:
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
+			CgroupParent: o.CgroupRoot,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)
@@ -229,6 +262,38 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 	default:
 		return nil, fmt.Errorf("--runtime: unknown runtime %q (want process or cri)", o.Kind)
 	}
+}
+
+// cgroups is the process runtime's cgroup configuration, nil when it runs
+// without cgroups: off, or auto where they cannot be used (not root, no
+// usable hierarchy), which is logged.
+func (o *RuntimeOptions) cgroups(log *slog.Logger) (*process.CgroupConfig, error) {
+	switch o.Cgroups {
+	case CgroupsOff:
+		return nil, nil
+	case CgroupsAuto, CgroupsOn:
+	default:
+		return nil, badOptions(fmt.Errorf("--cgroups: unknown value %q (want auto, on or off)", o.Cgroups))
+	}
+	if !path.IsAbs(o.CgroupRoot) || path.Clean(o.CgroupRoot) == "/" {
+		return nil, badOptions(fmt.Errorf("--cgroup-root: %q: must be an absolute path below /", o.CgroupRoot))
+	}
+	h, err := cgroups.Detect()
+	if err == nil && os.Geteuid() != 0 {
+		err = errors.New("podward is not running as root")
+	}
+	if err == nil {
+		err = h.Init(o.CgroupRoot)
+	}
+	if err != nil {
+		if o.Cgroups == CgroupsOn {
+			return nil, fmt.Errorf("--cgroups=on: %w", err)
+		}
+		log.Warn("cgroups unavailable: resource limits are recorded but not enforced (--cgroups=off hides this)", "err", err)
+		return nil, nil
+	}
+	log.Info("enforcing resource limits in cgroups", "hierarchy", h.String(), "cgroupRoot", o.CgroupRoot, "podMaxPids", o.PodMaxPids)
+	return &process.CgroupConfig{Hierarchy: h, Root: path.Clean(o.CgroupRoot), PodPidsLimit: o.PodMaxPids}, nil
 }
 
 // InvalidError is a pod that failed validation or that the runtime cannot

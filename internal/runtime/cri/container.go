@@ -17,6 +17,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // execOutputLimit caps the output Exec returns, as the process runtime's
@@ -265,7 +266,7 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 		// Relative to the sandbox's log directory.
 		LogPath: filepath.Join(c.Name, strconv.Itoa(attempt)+".log"),
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       resources(c),
+			Resources:       r.resources(pod, c),
 			SecurityContext: sc,
 		},
 		StopSignal: stopSignal(c),
@@ -382,29 +383,30 @@ func seccompProfile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
 	return nil
 }
 
-// CFS figures, as the kubelet uses them.
-const (
-	cpuPeriod = 100_000 // µs
-	minShares = 2
-	minQuota  = 1000 // µs
-)
-
-// resources maps the container's cpu and memory to the runtime's cgroup
-// settings: the cpu request to shares, the cpu limit to a CFS quota, the
-// memory limit to a hard limit. Nothing set, nothing limited.
-func resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
-	res := &runtimeapi.LinuxContainerResources{}
-	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
-		res.CpuShares = max(q.MilliValue()*1024/1000, minShares)
-	}
-	if q, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
-		res.CpuPeriod = cpuPeriod
-		res.CpuQuota = max(q.MilliValue()*cpuPeriod/1000, minQuota)
-	}
-	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		res.MemoryLimitInBytes = q.Value()
+// resources are the container's cgroup settings as the kubelet passes
+// them (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go,
+// generateLinuxContainerResources): shares from the cpu request (at
+// least 2), a CFS quota from the cpu limit over a 100 ms period, the
+// memory limit, and the QoS policy's oom_score_adj; on cgroup v2 the
+// OOM killer kills the whole container (memory.oom.group, the kubelet's
+// default there).
+func (r *Runtime) resources(pod *model.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+	res := linuxResources(podspec.ContainerResources(c))
+	res.OomScoreAdj = int64(podspec.OOMScoreAdj(pod, c, r.memoryCapacity))
+	if r.cgroupV2 {
+		res.Unified = map[string]string{"memory.oom.group": "1"}
 	}
 	return res
+}
+
+// linuxResources is res in the CRI's terms.
+func linuxResources(res podspec.Resources) *runtimeapi.LinuxContainerResources {
+	return &runtimeapi.LinuxContainerResources{
+		CpuShares:          res.CPUShares,
+		CpuPeriod:          podspec.CPUPeriod,
+		CpuQuota:           res.CPUQuota,
+		MemoryLimitInBytes: res.Memory,
+	}
 }
 
 // stopSignal is the container's lifecycle.stopSignal in CRI's terms, set at

@@ -30,8 +30,10 @@
 // PreparePod runs the sandbox: on the host's network (no hostname: a
 // host-network sandbox cannot set one) unless the pod asks for its own and
 // Config.PodNetwork is on; PID namespace per container unless
-// shareProcessNamespace; cgroup parent <Config.CgroupParent>/<podUID>,
-// which CleanupPod removes since the CRI runtime never does. Check refuses
+// shareProcessNamespace; cgroup parent <Config.CgroupParent>/<qos>/pod<UID>
+// as the kubelet's cgroupfs driver names it, which CleanupPod removes since
+// the CRI runtime never does. Resources are passed as the kubelet passes
+// them (podspec.ContainerResources, OOMScoreAdj, SandboxResources). Check refuses
 // what the runtime cannot honour (volume kinds but emptyDir and hostPath,
 // SELinux, AppArmor, Localhost seccomp, user namespaces, limits of
 // resources but cpu and memory...), naming the field.

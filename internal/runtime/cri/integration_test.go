@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // Integration tests against a real CRI runtime, at PODWARD_CRI_ENDPOINT,
@@ -260,7 +262,7 @@ func TestIntegrationPodLifecycle(t *testing.T) {
 	if err != nil || len(sbs.Items) != 0 {
 		t.Fatalf("sandboxes after CleanupPod: %v, %v", sbs.GetItems(), err)
 	}
-	matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", r.podCgroup(pod.UID)))
+	matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", podspec.PodCgroup(r.cgroupParent, pod)))
 	if len(matches) != 0 {
 		t.Errorf("cgroups left after CleanupPod: %v", matches)
 	}
@@ -624,5 +626,28 @@ func TestIntegrationLogRotation(t *testing.T) {
 	t.Logf("rotated files: %q", rotated)
 	if len(rotated) == 0 || len(rotated) > 2 {
 		t.Fatalf("rotated files %q: want one or two (MaxFiles 3)", rotated)
+	}
+}
+
+// A container that allocates past its memory limit on a real CRI runtime
+// is killed by the OOM killer in its cgroup (the limit passed as the
+// kubelet passes it, LinuxContainerResources.memory_limit_in_bytes, under
+// the pod's cgroup parent in the kubelet's QoS layout), and its exit
+// carries the runtime's own reason: OOMKilled, exit code 137.
+func TestIntegrationOOMKilled(t *testing.T) {
+	r := realRuntime(t, t.TempDir(), nil)
+	// At most 128 MiB even if the limit did not hold.
+	pod := realPod(t, "oom", map[string]string{"hog": "head -c 128m /dev/zero | tail"}, "hog")
+	pod.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("16Mi")}
+	model.Default(pod)
+	setUp(t, r, pod)
+	hog := startIn(t, r, pod, "hog", 0)
+	ev := waitExit(t, r, hog.ID, 60*time.Second)
+	if ev.Exit.Reason != runtime.ReasonOOMKilled || ev.Exit.ExitCode != 137 {
+		t.Fatalf("exit = %+v, want OOMKilled, 137: %q", ev.Exit, readLog(t, hog.LogPath))
+	}
+	matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/memory", podspec.PodCgroup(r.cgroupParent, pod)))
+	if len(matches) != 1 {
+		t.Errorf("the pod's memory cgroup %s: %v", podspec.PodCgroup(r.cgroupParent, pod), matches)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -42,7 +43,7 @@ const (
 	// within a second when nothing pokes the relist sooner.
 	DefaultRelistPeriod = time.Second
 	// DefaultCgroupParent is the cgroup under which each pod gets its own
-	// parent, <DefaultCgroupParent>/<podUID>.
+	// parent, <DefaultCgroupParent>/<qos>/pod<UID>.
 	DefaultCgroupParent = "/podward"
 )
 
@@ -119,7 +120,8 @@ type Config struct {
 	// configuration.
 	PodNetwork bool
 	// CgroupParent is the cgroup under which each pod gets a parent of its
-	// own, <CgroupParent>/<podUID>, for the cgroupfs driver. Default
+	// own, <CgroupParent>/<qos>/pod<UID> (podspec.PodCgroup), for the
+	// cgroupfs driver. Default
 	// DefaultCgroupParent. CleanupPod removes the pod's parent, which the
 	// CRI runtime creates but never removes.
 	CgroupParent string
@@ -175,6 +177,11 @@ type Runtime struct {
 	podNetwork     bool
 	cgroupParent   string
 	cgroupRoot     string // /sys/fs/cgroup; tests point it elsewhere
+	// cgroupV2: the host's cgroups are the unified hierarchy.
+	cgroupV2 bool
+	// memoryCapacity is the node's memory, for the containers'
+	// oom_score_adj (0 when unknown: Burstable containers get 999).
+	memoryCapacity int64
 	nodeIP         string
 	output         func(pod *model.Pod, container, stream string, line []byte)
 	lock           *os.File // flock'ed: one Runtime per root
@@ -265,6 +272,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		podNetwork:     cfg.PodNetwork,
 		cgroupParent:   cfg.CgroupParent,
 		cgroupRoot:     "/sys/fs/cgroup",
+		cgroupV2:       isUnified("/sys/fs/cgroup"),
 		nodeIP:         cfg.NodeIP,
 		output:         cfg.Output,
 		loopWaiting:    cfg.loopWaiting,
@@ -288,6 +296,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.cgroupParent == "" {
 		r.cgroupParent = DefaultCgroupParent
 	}
+	r.memoryCapacity = nodeMemory(r.log)
 	if r.nodeIP == "" {
 		r.nodeIP = "127.0.0.1"
 	}
@@ -458,4 +467,19 @@ func notFound(err error) error {
 		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
 	}
 	return err
+}
+
+// nodeMemory is the node's memory, 0 (logged) when it is unknown.
+func nodeMemory(log *slog.Logger) int64 {
+	mem, err := hostfs.MemoryCapacity()
+	if err != nil {
+		log.Warn("the node's memory is unknown: Burstable containers get oom_score_adj 999", "err", err)
+	}
+	return mem
+}
+
+// isUnified says whether dir is a cgroup v2 (unified) mount.
+func isUnified(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
 }

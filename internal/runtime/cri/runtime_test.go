@@ -273,8 +273,13 @@ func TestPreparePodSandbox(t *testing.T) {
 			if want := filepath.Join(h.r.root, "pods", "uid-1", "logs"); cfg.LogDirectory != want {
 				t.Errorf("log directory = %q, want %q", cfg.LogDirectory, want)
 			}
-			if cfg.Linux.CgroupParent != "/podward/uid-1" {
+			// The kubelet's cgroupfs layout: <root>/<qos>/pod<UID>
+			// (pkg/kubelet/cm/pod_container_manager_linux.go).
+			if cfg.Linux.CgroupParent != "/podward/besteffort/poduid-1" {
 				t.Errorf("cgroup parent = %q", cfg.Linux.CgroupParent)
+			}
+			if res := cfg.Linux.Resources; res == nil || res.CpuShares != 2 || res.CpuPeriod != 100000 || res.CpuQuota != 0 || res.MemoryLimitInBytes != 0 {
+				t.Errorf("sandbox resources = %v, want the best-effort pod's", res)
 			}
 			m := cfg.Metadata
 			if m.Name != "web" || m.Namespace != "default" || m.Uid != "uid-1" || m.Attempt != 0 {
@@ -455,8 +460,10 @@ func TestStartContainerConfig(t *testing.T) {
 	if sc.Seccomp == nil || sc.Seccomp.ProfileType != runtimeapi.SecurityProfile_RuntimeDefault {
 		t.Errorf("seccomp = %v", sc.Seccomp)
 	}
+	// As the kubelet computes them (kuberuntime_container_linux.go): a
+	// Burstable container without a memory request gets oom_score_adj 999.
 	res := cfg.Linux.Resources
-	if res.CpuPeriod != 100000 || res.CpuQuota != 50000 || res.CpuShares != 256 || res.MemoryLimitInBytes != 64<<20 {
+	if res.CpuPeriod != 100000 || res.CpuQuota != 50000 || res.CpuShares != 256 || res.MemoryLimitInBytes != 64<<20 || res.OomScoreAdj != 999 {
 		t.Errorf("resources = %v", res)
 	}
 	// The init container's image is normalized; it gets no stop signal.
@@ -464,6 +471,11 @@ func TestStartContainerConfig(t *testing.T) {
 	icfg := h.f.container(ic.ID).config
 	if icfg.Image.Image != "docker.io/library/busybox:latest" || icfg.Image.UserSpecifiedImage != "busybox" {
 		t.Errorf("init image = %v", icfg.Image)
+	}
+	// Without requests nor limits: the minimum shares, no quota, the
+	// kubelet's period all the same.
+	if ir := icfg.Linux.Resources; ir.CpuShares != 2 || ir.CpuPeriod != 100000 || ir.CpuQuota != 0 || ir.MemoryLimitInBytes != 0 {
+		t.Errorf("init resources = %v", ir)
 	}
 	if icfg.StopSignal != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT || icfg.Labels[LabelRole] != "init" || icfg.Labels[LabelIndex] != "0" {
 		t.Errorf("init: stop signal %v labels %v", icfg.StopSignal, icfg.Labels)
@@ -930,8 +942,9 @@ func TestCleanupPod(t *testing.T) {
 	}
 	h.prepare(pod)
 	c := h.start(pod, "app", 0)
-	// The pod's cgroup parent, as runc leaves it, in two hierarchies.
-	for _, d := range []string{"cpu/podward/uid-1/" + c.ID, "memory/podward/uid-1", "memory/podward/uid-2"} {
+	// The pod's cgroup parent, as runc leaves it, in two hierarchies (and
+	// where an older podward put it).
+	for _, d := range []string{"cpu/podward/besteffort/poduid-1/" + c.ID, "memory/podward/besteffort/poduid-1", "memory/podward/uid-1", "memory/podward/besteffort/poduid-2"} {
 		if err := os.MkdirAll(filepath.Join(h.cgroups, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -974,12 +987,12 @@ func TestCleanupPod(t *testing.T) {
 	if _, err := os.Stat(c.LogPath); err != nil {
 		t.Errorf("the log is gone: %v", err)
 	}
-	for _, d := range []string{"cpu/podward/uid-1", "memory/podward/uid-1"} {
+	for _, d := range []string{"cpu/podward/besteffort/poduid-1", "memory/podward/besteffort/poduid-1", "memory/podward/uid-1"} {
 		if _, err := os.Stat(filepath.Join(h.cgroups, d)); !os.IsNotExist(err) {
 			t.Errorf("cgroup %s left: %v", d, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(h.cgroups, "memory/podward/uid-2")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.cgroups, "memory/podward/besteffort/poduid-2")); err != nil {
 		t.Errorf("another pod's cgroup removed: %v", err)
 	}
 	if uids, err := h.r.ListPods(); err != nil || len(uids) != 0 {

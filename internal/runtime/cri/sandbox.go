@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/podspec"
 )
@@ -203,7 +204,8 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodS
 		Labels:       r.podLabels(pod),
 		Annotations:  graceAnnotations(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			CgroupParent:    r.podCgroup(pod.UID),
+			CgroupParent:    podspec.PodCgroup(r.cgroupParent, pod),
+			Resources:       linuxResources(podspec.SandboxResources(pod)),
 			SecurityContext: sc,
 			Sysctls:         sysctls,
 		},
@@ -272,11 +274,6 @@ func portMappings(pod *model.Pod) []*runtimeapi.PortMapping {
 		}
 	}
 	return pms
-}
-
-// podCgroup is the pod's cgroup parent.
-func (r *Runtime) podCgroup(uid types.UID) string {
-	return path.Join("/", r.cgroupParent, string(uid))
 }
 
 // CleanupPod removes what the pod left in the CRI runtime and on disk:
@@ -385,21 +382,25 @@ func (r *Runtime) removeSandbox(ctx context.Context, id string) error {
 }
 
 // removePodCgroups removes the pod's cgroup parent in every hierarchy
-// (cgroup v1: one per controller; v2: the unified one), deepest first. The
-// CRI runtime removes its containers' cgroups but not the parent it was
-// given.
+// (cgroup v1: one per controller; v2: the unified one), deepest first,
+// wherever its QoS class put it (and where an older podward put it,
+// <parent>/<uid>). The CRI runtime removes its containers' cgroups but not
+// the parent it was given.
 func (r *Runtime) removePodCgroups(uid types.UID) error {
-	rel := strings.TrimPrefix(r.podCgroup(uid), "/")
-	candidates := []string{filepath.Join(r.cgroupRoot, rel)}
 	entries, err := os.ReadDir(r.cgroupRoot)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cgroups: %w", err)
 	}
-	for _, e := range entries {
-		// cgroup v1 hierarchies are directories, some reached through
-		// symlinks (cpu -> cpu,cpuacct): each is tried, a missing one
-		// is skipped.
-		candidates = append(candidates, filepath.Join(r.cgroupRoot, e.Name(), rel))
+	var candidates []string
+	for _, p := range append(cgroups.PodPaths(r.cgroupParent, string(uid)), path.Join("/", r.cgroupParent, string(uid))) {
+		rel := strings.TrimPrefix(p, "/")
+		candidates = append(candidates, filepath.Join(r.cgroupRoot, rel))
+		for _, e := range entries {
+			// cgroup v1 hierarchies are directories, some reached
+			// through symlinks (cpu -> cpu,cpuacct): each is tried, a
+			// missing one is skipped.
+			candidates = append(candidates, filepath.Join(r.cgroupRoot, e.Name(), rel))
+		}
 	}
 	var errs []error
 	for _, dir := range candidates {

@@ -1,7 +1,24 @@
 // Package process is podward's runtime that runs a pod's containers as plain
-// host processes: no image, no root filesystem of their own, no cgroup limits.
-// A container is its command, run with the spec's args, env and working
-// directory, in a process group of its own.
+// host processes: no image, no root filesystem of their own. A container is
+// its command, run with the spec's args, env and working directory, in a
+// process group of its own, and, with Config.Cgroups, in a cgroup of its
+// own inside its pod's (package cgroups has the layout).
+//
+// # Resource limits
+//
+// With Config.Cgroups, PreparePod makes the pod's cgroup with the pod's
+// limits and pid limit (podspec.PodResources, CgroupConfig.PodPidsLimit)
+// and its shims' cgroup; StartContainer makes the instance's with its
+// container's limits (podspec.ContainerResources) and puts both
+// placements in the instance's spec: the container is forked into its
+// cgroup (launch.Spec.Cgroup), the shim moves itself into its pod's once
+// the container runs, and after the exit kills what is left in the
+// container's cgroup and reads its OOM kill counter (any: OOMKilled). The
+// watcher removes the instance's cgroup once it reported the exit;
+// CleanupPod removes the pod's. An Exec runs in the running instance's
+// cgroup (ExecCgroup, which the exec path sets as its launch.Spec.Cgroup).
+// A Runtime that attaches finds each instance's cgroup in its spec, and
+// ListPods lists a pod whose cgroup is left, for its cleanup.
 //
 // # Containers outlive the agent
 //

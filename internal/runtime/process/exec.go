@@ -57,6 +57,9 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	if err != nil {
 		return nil, 0, err
 	}
+	// In its container's cgroup, as a CRI runtime's exec: its usage is the
+	// container's, within its limits.
+	spec.Cgroup = r.ExecCgroup(pod.UID, ref.Name)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, 0, err
@@ -84,7 +87,6 @@ func (r *Runtime) runTied(ctx context.Context, pod *model.Pod, ref model.Contain
 	var record string
 	started := func(pid int) {
 		record = r.recordExec(pid, log)
-		r.joinContainerCgroup(pod, ref, pid, log)
 	}
 	proc, err := launch.StartTiedStdio(ctx, spec, stdio, started)
 	for _, f := range []*os.File{stdio.In, stdio.Out, stdio.Err} {
@@ -142,13 +144,6 @@ func (r *Runtime) runTied(ctx context.Context, pod *model.Pod, ref model.Contain
 		return code, ctx.Err()
 	}
 	return code, nil
-}
-
-// joinContainerCgroup is where an exec joins the cgroup of the container
-// it runs in, once it exists and before it runs its command (the process
-// waits for this call to return): the hook the cgroups work fills in.
-// Until then an exec stays in the agent's cgroup.
-func (r *Runtime) joinContainerCgroup(pod *model.Pod, ref model.ContainerRef, pid int, log *slog.Logger) {
 }
 
 // runningTermFile is the termination-message file of the running instance

@@ -80,13 +80,21 @@ func newHarness(t *testing.T) *harness {
 // uses it again.
 func newHarnessAt(t *testing.T, root string) *harness {
 	t.Helper()
+	return newHarnessWith(t, root, Config{})
+}
+
+// newHarnessWith is newHarnessAt with cfg's settings besides the root, the
+// clock and the output.
+func newHarnessWith(t *testing.T, root string, cfg Config) *harness {
+	t.Helper()
 	h := &harness{
 		t:       t,
 		clk:     testingclock.NewFakeClock(epoch),
 		changed: make(chan struct{}, 1),
 		events:  make(map[string]runtime.Event),
 	}
-	r, err := New(Config{Root: root, Clock: h.clk, Output: h.record})
+	cfg.Root, cfg.Clock, cfg.Output = root, h.clk, h.record
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

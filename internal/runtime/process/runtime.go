@@ -23,6 +23,7 @@ import (
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
@@ -87,6 +88,10 @@ type Config struct {
 	// exits when Close ends it or when this process dies. Zero: none, every
 	// start starts its shim.
 	SpareShims int
+	// Cgroups, when set, enforces the containers' resource limits in
+	// cgroups (see CgroupConfig); nil runs without (limits are then
+	// recorded, not enforced).
+	Cgroups *CgroupConfig
 }
 
 // The contract and the optional abilities the process runtime has.
@@ -133,6 +138,8 @@ type Runtime struct {
 	spares      spareShims
 	// poller waits for the watched shims' exits and notices (watch).
 	poller *poller
+	// cgroups is nil without Config.Cgroups.
+	cgroups *podCgroups
 
 	mu        sync.Mutex
 	closed    bool
@@ -183,6 +190,10 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("process runtime root: %w", err)
 		}
 	}
+	cg, err := newPodCgroups(cfg.Cgroups)
+	if err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
 	lock, err := hostfs.LockRoot(root, "process runtime", ErrRootInUse)
 	if err != nil {
 		return nil, err
@@ -194,6 +205,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
+		cgroups:     cg,
 		root:        root,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
@@ -323,6 +335,8 @@ type instance struct {
 	startedAt time.Time // zero if it never started
 	// termFile is its termination-message file, "" when it has none.
 	termFile string
+	// cgroup is its container's cgroup, nil without cgroups.
+	cgroup *cgroups.Placement
 
 	mu   sync.Mutex
 	exit *runtime.ExitStatus // nil while it runs
@@ -346,6 +360,7 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Tim
 		logPath:   spec.LogPath,
 		startedAt: startedAt,
 		termFile:  spec.TerminationMessage.File,
+		cgroup:    spec.Process.Cgroup,
 	}
 }
 
@@ -441,6 +456,11 @@ func (r *Runtime) ListPods() ([]types.UID, error) {
 			continue
 		}
 		uid := types.UID(e.Name())
+		if r.cgroups != nil && r.cgroups.hasPod(uid) {
+			// A cgroup whose removal failed is removed again.
+			uids = append(uids, uid)
+			continue
+		}
 		for _, sub := range []string{r.instancesDir(uid), filepath.Join(r.podDir(uid), "volumes")} {
 			_, err := os.Lstat(sub)
 			if err == nil {

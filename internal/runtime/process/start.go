@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,22 +135,27 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if r.tethered {
 		spec.Tether = os.Getpid()
 	}
+	if r.cgroups != nil {
+		if err := r.cgroups.prepareInstance(pod, c, id, spec); err != nil {
+			return runtime.Container{}, err
+		}
+	}
+	// Whatever fails from here on, the instance never was.
+	gone := func() { r.unstarted(dir, spec) }
 	if err := shim.Create(dir, spec); err != nil {
-		_ = os.RemoveAll(dir)
+		gone()
 		return runtime.Container{}, fmt.Errorf("instance directory: %w", err)
 	}
 	if term.File != "" {
 		if err := hostfs.CreateMessageFile(term.File); err != nil {
-			_ = os.RemoveAll(dir)
+			gone()
 			return runtime.Container{}, fmt.Errorf("termination message file: %w", err)
 		}
 	}
 	shimProc, started, err := r.startShim(ctx, dir)
 	if err != nil {
 		// Nothing of the instance runs: it never was.
-		if rerr := os.RemoveAll(dir); rerr != nil {
-			r.log.Warn("remove the directory of an instance that did not start", "dir", dir, "err", rerr)
-		}
+		gone()
 		return runtime.Container{}, err
 	}
 	in := newInstance(spec, dir, pod, started.StartedAt)
@@ -157,6 +163,19 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		"pid", started.Process.Pid, "shimPid", shimProc.Ident().Pid, "attempt", attempt)
 	r.track(in, shimProc, offset)
 	return runtime.Container{ID: id, StartedAt: started.StartedAt, LogPath: logPath}, nil
+}
+
+// unstarted removes what there is of the instance of spec in dir that did
+// not start: its directory and its cgroup.
+func (r *Runtime) unstarted(dir string, spec *shim.Spec) {
+	if err := os.RemoveAll(dir); err != nil {
+		r.log.Warn("remove the directory of an instance that did not start", "dir", dir, "err", err)
+	}
+	if cg := spec.Process.Cgroup; cg != nil {
+		if err := errors.Join(cg.Kill(), cg.Remove()); err != nil {
+			r.log.Warn("remove the cgroup of an instance that did not start", "dir", dir, "err", err)
+		}
+	}
 }
 
 // shimRoles are the model's roles as the shims know them.

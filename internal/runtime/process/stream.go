@@ -52,6 +52,8 @@ func (r *Runtime) execStream(ctx context.Context, pod *model.Pod, ref model.Cont
 	if err != nil {
 		return 0, err
 	}
+	// In its container's cgroup, as a probe's exec (see exec).
+	spec.Cgroup = r.ExecCgroup(pod.UID, ref.Name)
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
 	if streams.TTY {
 		master, slave, err := pty.Open()

@@ -39,6 +39,11 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
 		}
 	}
+	if r.cgroups != nil {
+		if err := r.cgroups.preparePod(pod); err != nil {
+			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
+		}
+	}
 	for i := range pod.Spec.Volumes {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -87,9 +92,9 @@ func prepareHostPath(hp *v1.HostPathVolumeSource) error {
 }
 
 // CleanupPod removes the pod's volumes (hostPaths are left alone), the
-// mountpoints created for it that no other pod uses and the state
-// directories of its container instances, and forgets the instances; it
-// keeps the logs. It is idempotent, and works for a pod the runtime knows
+// mountpoints created for it that no other pod uses, the state
+// directories of its container instances and its cgroups, and forgets the
+// instances; it keeps the logs. It is idempotent, and works for a pod the runtime knows
 // only from disk (ListPods): only pod.UID is needed then. It must only be
 // called when no container of the pod runs; it fails without removing
 // anything when one of the pod's instances has not exited yet.
@@ -130,6 +135,13 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 	if err := r.mountpoints.release(pod.UID); err != nil {
 		errs = append(errs, err)
+	}
+	if r.cgroups != nil {
+		// Last: what is left in them (a container's orphan that left its
+		// process group) is killed with them.
+		if err := r.cgroups.removePod(pod.UID); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", pod.Key(), err)

@@ -7,6 +7,8 @@ import (
 	goruntime "runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/runtime/cgroups"
 )
 
 // startIsolated starts spec, which has mounts or a host name, without the
@@ -45,13 +47,15 @@ func startIsolated(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 
 // forkIsolated is startIsolated's work, on its locked thread.
 func forkIsolated(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
-	back, err := openNamespaces()
-	if err != nil {
-		return nil, err
-	}
-	defer back.restore()
-	if err := unix.Unshare(int(unshareFlags(spec))); err != nil {
-		return nil, os.NewSyscallError("unshare", err)
+	if flags := unshareFlags(spec); flags != 0 {
+		back, err := openNamespaces()
+		if err != nil {
+			return nil, err
+		}
+		defer back.restore()
+		if err := unix.Unshare(int(flags)); err != nil {
+			return nil, os.NewSyscallError("unshare", err)
+		}
 	}
 	if len(spec.Mounts) > 0 {
 		// As Go does in a child it unshares a mount namespace for: nothing
@@ -68,6 +72,13 @@ func forkIsolated(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.Cgroup != nil {
+		left, err := intoCgroup(*spec.Cgroup, cmd)
+		if err != nil {
+			return nil, err
+		}
+		defer left()
+	}
 	if err := cmd.Start(); err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) && pe.Op == "chdir" {
@@ -76,6 +87,35 @@ func forkIsolated(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 		return nil, err
 	}
 	return cmd, nil
+}
+
+// intoCgroup makes cmd start in the cgroup p: on v2 by a fork into it
+// (clone3, CLONE_INTO_CGROUP), on v1 by moving the calling (locked) thread
+// into it first, since a child starts in its forking thread's cgroups.
+// left, called once cmd started (or failed to), closes the cgroup's
+// descriptor or moves the thread back.
+func intoCgroup(p cgroups.Placement, cmd *exec.Cmd) (left func(), err error) {
+	if p.Unified != "" {
+		fd, err := p.FD()
+		if err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = fd
+		return func() { unix.Close(fd) }, nil
+	}
+	restore, err := p.EnterThread()
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		// The thread ends with its goroutine (locked, never unlocked),
+		// unless it is the main thread, which Go never ends: only that
+		// one goes back, since each move waits for an RCU grace period.
+		if unix.Gettid() == unix.Getpid() {
+			_ = restore()
+		}
+	}, nil
 }
 
 // threadNamespaces are the calling thread's mount and UTS namespaces.

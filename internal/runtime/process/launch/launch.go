@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
+
+	"github.com/podward/podward/internal/runtime/cgroups"
 )
 
 // longAgo is a deadline that has always passed: setting it wakes a read.
@@ -51,12 +53,17 @@ type Spec struct {
 	// Hostname, when set, is the host name of a UTS namespace of the
 	// process's own (which needs CanUnshareUTS).
 	Hostname string `json:"hostname,omitempty"`
+	// Cgroup, when set, is the cgroup the process runs its command in: it
+	// is forked into it (Start) or moved there before the init helper
+	// execs the command (StartTied), never after the command began.
+	Cgroup *cgroups.Placement `json:"cgroup,omitempty"`
 }
 
 // Start starts spec in a process group of its own with the given stdout and
 // stderr, and returns once the process runs its command (or failed to). A
-// process with mounts or a host name is forked from a thread in namespaces
-// of its own (startIsolated), not through the init helper. A working
+// process with mounts, a host name or a cgroup is forked from a thread in
+// namespaces (and, on cgroup v1, cgroups) of its own (startIsolated), not
+// through the init helper. A working
 // directory that is not one is reported as such (`workingDir "/x": no such
 // file or directory`), not as a command that could not be run. ctx that
 // ended means nothing is started. The caller owns the returned Cmd and
@@ -65,7 +72,7 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(spec.Argv) > 0 && (len(spec.Mounts) > 0 || spec.Hostname != "") {
+	if len(spec.Argv) > 0 && (len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Cgroup != nil) {
 		return startIsolated(spec, stdout, stderr)
 	}
 	return start(ctx, spec, stdout, stderr, starter{fork: (*exec.Cmd).Start})
@@ -85,6 +92,10 @@ type starter struct {
 func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("no command")
+	}
+	if spec.Cgroup != nil && how.started == nil {
+		// The helper waits for its move into the cgroup.
+		how.started = func(int) {}
 	}
 	if len(spec.Mounts) > 0 || spec.Hostname != "" || how.started != nil {
 		return startHelper(ctx, spec, stdout, stderr, how)
@@ -166,6 +177,9 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 	if err != nil {
 		return nil, fmt.Errorf("start init helper: %w", err)
 	}
+	if err := enterCgroup(spec, cmd); err != nil {
+		return nil, err
+	}
 	if hs.WaitGo {
 		how.started(cmd.Process.Pid)
 		// A helper that failed already has closed its end: EPIPE, and its
@@ -189,6 +203,20 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 	default:
 		return nil, fmt.Errorf("wait for the init helper: %w", err)
 	}
+}
+
+// enterCgroup moves the init helper cmd, which waits for its go-ahead,
+// into spec's cgroup; when it cannot, the helper is killed and reaped.
+func enterCgroup(spec Spec, cmd *exec.Cmd) error {
+	if spec.Cgroup == nil {
+		return nil
+	}
+	if err := spec.Cgroup.Enter(cmd.Process.Pid); err != nil {
+		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
 }
 
 // unshareFlags are the namespaces the init helper of spec starts in: a

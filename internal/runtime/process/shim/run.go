@@ -160,6 +160,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	}
 	s.cmd, s.pgid = cmd, cmd.Process.Pid
 	started := Started{StartedAt: s.clock.Now()}
+	s.scoreContainer(s.pgid)
 
 	sink := crilog.NewSink(logFile, s.clock, nil)
 	sink.OnDrop(s.dropped)
@@ -193,11 +194,14 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 		s.signal(unix.SIGKILL)
 	} else {
 		s.log.Debug("container started", "pid", s.pgid)
+		// Once the agent has its start: a move costs milliseconds on v1.
+		s.enterCgroup()
 	}
 	exit := s.finish(logFile, sink, pipes[:2], copied)
 	if abort != nil {
 		exit = &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
 	} else {
+		s.cgroupExit(exit)
 		// The log is complete: the message may come from its tail.
 		exit.Message = spec.TerminationMessage.Message(exit.Status(), spec.LogPath)
 	}
@@ -336,6 +340,7 @@ func (s *supervisor) finish(logFile *crilog.LogFile, sink *crilog.Sink, pipes []
 	// Orphans die with their container. The leader is a zombie until it is
 	// reaped below, so its group ID is still the container's.
 	s.signal(unix.SIGKILL)
+	s.killCgroup()
 	// Gone: those of the pod that stop after it may go on.
 	s.order.leave()
 	launch.DrainPipes(s.clock, drainTimeout, s.log, pipes, copied)

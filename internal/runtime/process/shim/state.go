@@ -14,6 +14,7 @@ import (
 
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
@@ -72,6 +73,15 @@ type Spec struct {
 	// Nil (a spec of an older agent): every signal the shim gets goes to
 	// the container at once.
 	Order *Order `json:"order,omitempty"`
+	// ShimCgroup, when set, is the cgroup the shim moves itself into once
+	// the container runs (its pod's, never the container's own:
+	// Process.Cgroup), which the shim kills once the container exited and
+	// whose OOM kills it reads then: any makes the exit OOMKilled.
+	ShimCgroup *cgroups.Placement `json:"shimCgroup,omitempty"`
+	// OOMScoreAdj, when set, is the container's oom_score_adj, which the
+	// shim gives it once forked; the shim itself then takes
+	// shimOOMScoreAdj where it may.
+	OOMScoreAdj *int `json:"oomScoreAdj,omitempty"`
 }
 
 // Mountpoint is a path the runtime created on the host to mount a volume on.

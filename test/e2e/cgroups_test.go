@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cgroupEnv is a cgroup root of the test's own on the host's hierarchy
+// (v1: one per controller; v2: the unified one), for `--cgroup-root`.
+type cgroupEnv struct {
+	root string   // "/podward-e2e-..."
+	dirs []string // its directory in each hierarchy the test looks at
+}
+
+// newCgroupEnv skips the test where podward cannot use cgroups (not root,
+// no writable hierarchy) and removes the root when the test ends, after
+// the agent's cleanup (registered before it): a leak is an error.
+func newCgroupEnv(t *testing.T) *cgroupEnv {
+	t.Helper()
+	needRoot(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	e := &cgroupEnv{root: "/podward-e2e-" + hex.EncodeToString(b[:])}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		e.dirs = []string{filepath.Join("/sys/fs/cgroup", e.root)}
+	} else {
+		for _, c := range []string{"memory", "cpu", "cpuacct", "pids"} {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c)); err != nil {
+				t.Skipf("no cgroup v1 %s hierarchy: %v", c, err)
+			}
+			e.dirs = append(e.dirs, filepath.Join("/sys/fs/cgroup", c, e.root))
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range e.dirs {
+			if left := e.podCgroups(d); len(left) > 0 {
+				t.Errorf("pod cgroups left after the test: %v", left)
+			}
+			removeCgroupTree(t, d)
+		}
+	})
+	return e
+}
+
+// args are the agent's flags for the environment.
+func (e *cgroupEnv) args(extra ...string) []string {
+	return append([]string{"--cgroups", "on", "--cgroup-root", e.root}, extra...)
+}
+
+// podCgroups lists the pod cgroups under dir, at every QoS level.
+func (e *cgroupEnv) podCgroups(dir string) []string {
+	var found []string
+	for _, level := range []string{"", "burstable", "besteffort"} {
+		m, _ := filepath.Glob(filepath.Join(dir, level, "pod*"))
+		found = append(found, m...)
+	}
+	return found
+}
+
+// podCgroup is the cgroup of the pod uid in the hierarchy dir, "" when
+// it has none.
+func (e *cgroupEnv) podCgroup(dir, uid string) string {
+	for _, p := range e.podCgroups(dir) {
+		if filepath.Base(p) == "pod"+uid {
+			return p
+		}
+	}
+	return ""
+}
+
+// removeCgroupTree removes a cgroup directory and those below it,
+// children first.
+func removeCgroupTree(t *testing.T, dir string) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroupTree(t, filepath.Join(dir, e.Name()))
+		}
+	}
+	if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("remove cgroup %s: %v", dir, err)
+	}
+}
+
+func (a *agent) podUID(name string) string {
+	return strings.TrimSpace(a.mustCLI("get", "pod", name, "-o", "jsonpath={.metadata.uid}"))
+}
+
+// oomPod allocates past its memory limit (at most 128 MiB, should the
+// limit not hold), and its restart policy restarts it.
+const oomPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hog
+spec:
+  restartPolicy: OnFailure
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: hog
+    image: busybox
+    command: ["/bin/sh", "-c", "head -c 128m /dev/zero | tail"]
+    resources:
+      limits:
+        memory: 16Mi
+`
+
+// A container that allocates past limits.memory is killed by the OOM
+// killer in its cgroup and ends OOMKilled, exit code 137, as the kubelet
+// reports it from its runtime; its restart policy (OnFailure) restarts it.
+// Its pod's cgroups go with the pod.
+func TestCgroupsOOMKilled(t *testing.T) {
+	e := newCgroupEnv(t)
+	a := startAgent(t, e.args()...)
+	a.apply("hog", writeManifest(t, t.TempDir(), oomPod, nil))
+	a.waitPod("hog", "jsonpath={.status.containerStatuses[0].lastState.terminated.reason}=OOMKilled", lineTimeout)
+	c := a.getPod("hog").container(t, "hog")
+	if c.LastState.Terminated.ExitCode != 137 || c.RestartCount < 1 {
+		t.Errorf("hog = %s, want exit code 137 and a restart", c)
+	}
+	// A memory limit only: Burstable, under burstable/ as the kubelet has
+	// it (pkg/kubelet/cm/qos_container_manager_linux.go).
+	uid := a.podUID("hog")
+	if q := a.getPod("hog").Status.QOSClass; q != "Burstable" || e.podCgroup(e.dirs[0], uid) != filepath.Join(e.dirs[0], "burstable", "pod"+uid) {
+		t.Errorf("the %s pod's cgroup is not under burstable/: %v", q, e.podCgroups(e.dirs[0]))
+	}
+	a.mustCLI("delete", "pod", "hog", "--timeout", "20s")
+	for _, d := range e.dirs {
+		if p := e.podCgroup(d, uid); p != "" {
+			t.Errorf("the pod's cgroup %s is left after its deletion", p)
+		}
+	}
+}
+
+// bombPod forks sleeping children until it cannot (at most 300, should
+// the limit not hold: then it says so and sleeps); the shell gives up at
+// the first fork that fails ("Cannot fork") and the pod restarts it.
+const bombPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: bomb
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: bomb
+    image: busybox
+    command: ["/bin/sh", "-c"]
+    args: ["n=0; while [ $n -lt 300 ]; do sleep 600 & n=$((n+1)); done; echo forked $n; exec sleep 600"]
+`
+
+// --pod-max-pids (the kubelet's podPidsLimit) stops a fork bomb at the
+// limit, in the pod's cgroup: the node stays responsive meanwhile, and the
+// bomb's processes all go with the pod.
+func TestCgroupsPodPidsLimit(t *testing.T) {
+	e := newCgroupEnv(t)
+	a := startAgent(t, e.args("--pod-max-pids", "50")...)
+	a.apply("bomb", writeManifest(t, t.TempDir(), bombPod, nil))
+	a.waitPod("bomb", "jsonpath={.status.phase}=Running", lineTimeout)
+	uid := a.podUID("bomb")
+	pids := e.dirs[len(e.dirs)-1] // v1: the pids hierarchy; v2: the only one
+	podCg := e.podCgroup(pids, uid)
+	if podCg == "" {
+		t.Fatalf("no pod cgroup for %s", uid)
+	}
+	if max, _ := os.ReadFile(filepath.Join(podCg, "pids.max")); !strings.HasPrefix(string(max), "50") && len(e.dirs) > 1 {
+		t.Errorf("pids.max of the pod = %q, want 50", max)
+	}
+	deadline := time.Now().Add(lineTimeout)
+	for {
+		logs, _ := a.cli("logs", "bomb")
+		if strings.Contains(logs, "forked 300") {
+			t.Fatalf("the fork bomb was not stopped: %s", logs)
+		}
+		if strings.Contains(strings.ToLower(logs), "fork") {
+			t.Logf("the bomb: %s", strings.TrimSpace(logs))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bomb never hit the limit: %q", logs)
+		}
+		// The node answers while the bomb is at its limit.
+		start := time.Now()
+		a.mustCLI("get", "pods")
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("get pods took %v during the fork bomb", d)
+		}
+	}
+	current, _ := os.ReadFile(filepath.Join(podCg, "pids.current"))
+	t.Logf("pids.current %s", strings.TrimSpace(string(current)))
+	a.mustCLI("delete", "pod", "bomb", "--timeout", "20s")
+	for _, d := range e.dirs {
+		if p := e.podCgroup(d, uid); p != "" {
+			t.Errorf("the pod's cgroup %s is left after its deletion", p)
+		}
+	}
+}
+
+// cgroupPod runs until deleted.
+const cgroupPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: steady
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"]
+    resources:
+      requests:
+        cpu: 100m
+`
+
+// An agent killed with SIGKILL leaves its pods' cgroups; the next one on
+// the same state adopts them: the running container is still in its
+// instance's cgroup, no second pod cgroup appears, and the pod's deletion
+// removes them all.
+func TestCgroupsAdoptedAfterAgentKill(t *testing.T) {
+	e := newCgroupEnv(t)
+	dir := t.TempDir()
+	a := startAgentIn(t, dir, e.args()...)
+	a.apply("steady", writeManifest(t, t.TempDir(), cgroupPod, nil))
+	a.waitPod("steady", "condition=Ready", lineTimeout)
+	uid := a.podUID("steady")
+	mem := e.dirs[0]
+	before := e.podCgroup(mem, uid)
+	if before != filepath.Join(mem, "burstable", "pod"+uid) {
+		t.Fatalf("the Burstable pod's cgroup: %q in %v", before, e.podCgroups(mem))
+	}
+	_ = a.cmd.Process.Kill()
+	<-a.done
+
+	b := startAgentIn(t, dir, e.args()...)
+	b.pods = append(b.pods, "steady")
+	b.waitPod("steady", "condition=Ready", lineTimeout)
+	if got := e.podCgroups(mem); len(got) != 1 || got[0] != before {
+		t.Errorf("pod cgroups after the restart: %v, want only %s", got, before)
+	}
+	instances, _ := filepath.Glob(filepath.Join(before, "*", "cgroup.procs"))
+	var busy int
+	for _, f := range instances {
+		if procs, _ := os.ReadFile(f); len(strings.TrimSpace(string(procs))) > 0 && filepath.Base(filepath.Dir(f)) != "shims" {
+			busy++
+		}
+	}
+	if busy != 1 {
+		t.Errorf("%d instance cgroups with processes after the restart, want the running container's: %v", busy, instances)
+	}
+	b.mustCLI("delete", "pod", "steady", "--timeout", "20s")
+	for _, d := range e.dirs {
+		if p := e.podCgroup(d, uid); p != "" {
+			t.Errorf("the pod's cgroup %s is left after its deletion", p)
+		}
+	}
+}
+
+// An exec runs in its container's cgroup, as a CRI runtime's does: its
+// usage is the container's and its limits hold (the kubelet's exec goes
+// through the runtime, runc exec joins the container's cgroups). Both a
+// plain exec and one with a terminal.
+func TestCgroupsExecJoinsTheContainer(t *testing.T) {
+	e := newCgroupEnv(t)
+	a := startAgent(t, e.args()...)
+	a.apply("steady", writeManifest(t, t.TempDir(), cgroupPod, nil))
+	a.waitPod("steady", "condition=Ready", lineTimeout)
+	uid := a.podUID("steady")
+	pod := filepath.Join(e.dirs[0], "burstable", "pod"+uid)
+	instances, _ := filepath.Glob(filepath.Join(pod, "*", "cgroup.procs"))
+	var want string
+	for _, f := range instances {
+		if procs, _ := os.ReadFile(f); len(strings.TrimSpace(string(procs))) > 0 && filepath.Base(filepath.Dir(f)) != "shims" {
+			want = e.root + strings.TrimPrefix(filepath.Dir(f), e.dirs[0])
+		}
+	}
+	if want == "" {
+		t.Fatalf("no busy instance cgroup under %s: %v", pod, instances)
+	}
+	// The line of /proc/self/cgroup of the hierarchy e.dirs[0] is in: v1
+	// "N:memory:/path" (a hybrid host has a "0::/" line too), v2 "0::/path".
+	out := a.mustCLI("exec", "steady", "--", "cat", "/proc/self/cgroup")
+	v2 := !strings.HasPrefix(e.dirs[0], "/sys/fs/cgroup/memory/")
+	var got string
+	for _, line := range strings.Split(out, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && ((!v2 && parts[1] == "memory") || (v2 && parts[0] == "0" && parts[1] == "")) {
+			got = parts[2]
+		}
+	}
+	if got != want {
+		t.Errorf("the exec's memory cgroup is %q, want its container's %q (/proc/self/cgroup:\n%s)", got, want, out)
+	}
+}
