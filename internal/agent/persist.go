@@ -74,6 +74,38 @@ func (c checkpointer) SaveCheckpoint(uid types.UID, data []byte) error {
 	return err
 }
 
+// deferredCheckpoints is the optional ability of a Store to take a
+// checkpoint deferred (store.Store has it): see
+// podworker.DeferredCheckpointer.
+type deferredCheckpoints interface {
+	PutCheckpointDeferred(uid types.UID, data []byte) (wait func() error)
+}
+
+// SaveCheckpointDeferred queues a pod's last checkpoint, which the removal
+// of a deleted pod supersedes in the same commit. A store without the
+// ability saves it at once.
+func (c checkpointer) SaveCheckpointDeferred(uid types.UID, data []byte) (wait func() error) {
+	if c.health.isRemoved(uid) {
+		return func() error { return nil }
+	}
+	ds, ok := c.s.(deferredCheckpoints)
+	if !ok {
+		err := c.SaveCheckpoint(uid, data)
+		return func() error { return err }
+	}
+	w := ds.PutCheckpointDeferred(uid, data)
+	return func() error {
+		err := w()
+		c.health.saved(uid, stateCheckpoint, err)
+		return err
+	}
+}
+
+var (
+	_ podworker.DeferredCheckpointer = checkpointer{}
+	_ deferredCheckpoints            = (*store.Store)(nil)
+)
+
 // bootIDPath tells one boot of the machine from the next.
 var bootIDPath = "/proc/sys/kernel/random/boot_id"
 

@@ -24,6 +24,20 @@ type Checkpointer interface {
 	SaveCheckpoint(uid types.UID, data []byte) error
 }
 
+// DeferredCheckpointer is the optional ability of a Checkpointer to take a
+// checkpoint without waiting for it to be durable: the worker's last save,
+// of a terminated pod, guards no action of its own (the termination's stops
+// were saved ahead), and whoever removes a deleted pod supersedes it in the
+// store, so that the delete does not wait for a commit of its own.
+// SaveCheckpointDeferred queues data and returns at once; wait returns
+// once it is durable, with SaveCheckpoint's error, and is called once. The
+// worker removes the pod's content (CleanupPod: the exits its instances
+// recorded) only after wait returned, so that a crash never loses an exit
+// code. Saves of one pod are stored in the order they were made.
+type DeferredCheckpointer interface {
+	SaveCheckpointDeferred(uid types.UID, data []byte) (wait func() error)
+}
+
 // checkpointVersion changes when the checkpoint's meaning changes.
 const checkpointVersion = 1
 
@@ -313,6 +327,52 @@ func (pw *podWorker) save() error {
 	}
 	pw.saved = data
 	return nil
+}
+
+// saveDeferred is save for the last checkpoint of a terminated pod, where
+// the Checkpointer can take it deferred: it returns at once, and
+// awaitDeferred waits for it. Only the pod's goroutine calls it.
+func (pw *podWorker) saveDeferred() {
+	cpr, ok := pw.w.cfg.Checkpointer.(DeferredCheckpointer)
+	if !ok {
+		_ = pw.save()
+		return
+	}
+	data, err := json.Marshal(pw.record())
+	if err != nil {
+		pw.log.Error("save checkpoint", "err", fmt.Errorf("encode checkpoint: %w", err))
+		return
+	}
+	if string(data) == string(pw.saved) {
+		return
+	}
+	began := pw.w.cfg.Clock.Now()
+	wait := cpr.SaveCheckpointDeferred(pw.uid, data)
+	pw.deferredSave = func() {
+		err := wait()
+		pw.w.cfg.Metrics.CheckpointSaved(pw.w.cfg.Clock.Since(began), err)
+		if err != nil {
+			// As a failed save: the next save (saveUntilSaved) writes it
+			// again.
+			pw.saved = nil
+			if !pw.saveFailed {
+				pw.saveFailed = true
+				pw.eventf("", events.Warning, events.FailedCheckpoint, "Cannot save the pod's checkpoint: %v; stopping containers goes on without it, starting them waits until it is saved", err)
+			}
+			pw.log.Error("save checkpoint", "err", fmt.Errorf("save checkpoint: %w", err))
+		}
+	}
+	// Counted as saved meanwhile, so that the step's own save does not
+	// write it again, durably.
+	pw.saved = data
+}
+
+// awaitDeferred waits for the checkpoint saveDeferred queued, if any.
+func (pw *podWorker) awaitDeferred() {
+	if f := pw.deferredSave; f != nil {
+		pw.deferredSave = nil
+		f()
+	}
 }
 
 // restore loads a checkpoint into a new worker, before its goroutine

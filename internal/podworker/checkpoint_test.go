@@ -8,15 +8,18 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/fake"
 )
 
 func TestRestoreRejectsGarbage(t *testing.T) {
@@ -115,4 +118,85 @@ func restoredWorker(t *testing.T, pod *model.Pod, data []byte) *podWorker {
 		t.Fatal(err)
 	}
 	return pw
+}
+
+// heldCheckpoints is a DeferredCheckpointer whose deferred saves become
+// durable only once the test releases them.
+type heldCheckpoints struct {
+	mu      sync.Mutex
+	durable map[types.UID][]byte
+	// waiting is closed when the worker waits for a deferred save;
+	// release makes it durable.
+	waiting, release chan struct{}
+}
+
+func (c *heldCheckpoints) SaveCheckpoint(uid types.UID, data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.durable[uid] = data
+	return nil
+}
+
+func (c *heldCheckpoints) SaveCheckpointDeferred(uid types.UID, data []byte) func() error {
+	return func() error {
+		close(c.waiting)
+		<-c.release
+		return c.SaveCheckpoint(uid, data)
+	}
+}
+
+func (c *heldCheckpoints) phase(uid types.UID) Phase {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, _ := CheckpointPhase(c.durable[uid])
+	return p
+}
+
+var _ DeferredCheckpointer = (*heldCheckpoints)(nil)
+
+// The last checkpoint of a terminated pod is saved deferred: the pod is
+// known terminated (a delete removes it) before the save is durable. Its
+// content, where the exits are recorded, is removed only once it is, so
+// that a crash in between never loses an exit code.
+func TestTerminatedPodIsCleanedUpOnceItsLastCheckpointIsDurable(t *testing.T) {
+	cp := &heldCheckpoints{durable: map[types.UID][]byte{}, waiting: make(chan struct{}), release: make(chan struct{})}
+	cleanedUp := make(chan Phase, 1)
+	h := newHarnessConfig(t, func(rt *fake.Runtime) runtime.Runtime { return rt }, func(_ *harness, cfg *Config) { cfg.Checkpointer = cp })
+	var released sync.Once
+	release := func() { released.Do(func() { close(cp.release) }) }
+	t.Cleanup(release) // before the harness's: its worker waits for it
+	p := testPod("f1", v1.RestartPolicyNever, "main:app")
+	h.rt.CleanupHook = func(context.Context) {
+		select {
+		case cleanedUp <- cp.phase(p.UID):
+		default:
+		}
+	}
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitCall("start app")
+	h.rt.Exit(p.UID, "app", 3)
+	select {
+	case <-h.w.Terminated(p.UID):
+	case <-time.After(waitTimeout):
+		t.Fatal("the pod did not terminate")
+	}
+	if got := cp.phase(p.UID); got == Terminated {
+		t.Fatal("the last checkpoint was saved durably, not deferred")
+	}
+	select {
+	case <-cp.waiting:
+	case phase := <-cleanedUp:
+		t.Fatalf("the pod's content was removed while its last checkpoint was not durable (durable phase %s)", phase)
+	case <-time.After(waitTimeout):
+		t.Fatal("the worker never waited for its last checkpoint")
+	}
+	release()
+	select {
+	case phase := <-cleanedUp:
+		if phase != Terminated {
+			t.Errorf("cleaned up with the durable checkpoint in phase %s, want Terminated", phase)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("no clean-up")
+	}
 }

@@ -113,6 +113,9 @@ type podWorker struct {
 	// latest state could not be saved (a FailedCheckpoint event said so).
 	saved      []byte
 	saveFailed bool
+	// deferredSave, when set, waits for the last checkpoint, which
+	// finish saved deferred (saveDeferred).
+	deferredSave func()
 	// stepped: the goroutine took its first turn; runningNoted: the pod's
 	// first Running phase was reported (Metrics.PodRunning), or it was
 	// resumed from a checkpoint and is not to be.
@@ -211,6 +214,9 @@ func (pw *podWorker) run(ctx context.Context) {
 		}
 		wake := pw.step(ctx)
 		if pw.phase == Terminated {
+			// The exits the pod's content records are lost with it:
+			// the checkpoint that has them must be durable first.
+			pw.awaitDeferred()
 			pw.cleanup(ctx)
 			pw.saveUntilSaved(ctx)
 			return
@@ -557,12 +563,16 @@ func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason)
 }
 
 // finish marks the pod terminated: checkpointed and published first, so
-// that whoever waits on the terminated channel reads the final status.
+// that whoever waits on the terminated channel reads the final status. The
+// checkpoint is saved deferred where the Checkpointer can
+// (DeferredCheckpointer): a delete, waiting on the terminated channel to
+// remove the pod from the store, does not wait for a commit of its own
+// first; the worker waits for it before the clean-up.
 func (pw *podWorker) finish() {
 	pw.phase = Terminated
 	pw.note(timeline.Note{Kind: timeline.NoteTerminated, At: pw.w.cfg.Clock.Now()})
 	pw.noteTerminated(pw.w.cfg.Clock.Now())
-	pw.save()
+	pw.saveDeferred()
 	pw.publish()
 	close(pw.terminated)
 	pw.log.Info("pod terminated", "phase", pw.published().pod.Status.Phase)

@@ -16,8 +16,12 @@
 //   - a few small meta values, such as the boot ID the agent last ran under.
 //
 // The file is locked while open: a second agent on the same file fails fast
-// with ErrLocked instead of sharing it. Every write is one bbolt transaction,
-// committed with fsync before the call returns.
+// with ErrLocked instead of sharing it. Every write is committed with fsync
+// before the call returns, but not in a transaction of its own: one
+// goroutine commits the writes queued meanwhile together (group commit,
+// commit.go), and the writes that guard nothing (events, timelines, a
+// deferred checkpoint) wait up to Options.DeferredDelay to share the commit
+// of one that does, so that they add no fsync to the pod workers' path.
 //
 // It imports only the model, the events, the Kubernetes API types and
 // bbolt. Nothing in it knows how a pod is run. The agent declares what it

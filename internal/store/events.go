@@ -59,7 +59,7 @@ func (s *Store) AppendEvent(e events.Event) error {
 	if e.PodUID == "" {
 		return fmt.Errorf("append event %s of pod %s/%s: empty pod UID", e.Reason, e.Namespace, e.Pod)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.w.update(func(tx *bolt.Tx) error {
 		if !events.IsNodeUID(e.PodUID) && tx.Bucket(bucketPods).Get([]byte(e.PodUID)) == nil {
 			return fmt.Errorf("pod not stored: %w", ErrNotFound)
 		}
@@ -81,10 +81,13 @@ func (s *Store) AppendEvent(e events.Event) error {
 // on the disk ahead of the pod workers' checkpoints. An event of a pod the
 // store does not have is dropped, as AppendEvent drops it, without failing
 // the others; so is one without a PodUID, which the error names. On a
-// store error none of the batch is kept.
+// store error none of the batch is kept. It is a deferred write (events
+// guard nothing): it may wait up to Options.DeferredDelay for a commit
+// shared with other writes.
 func (s *Store) AppendEvents(evs []events.Event) error {
 	var bad []error
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.w.write(func(tx *bolt.Tx) error {
+		bad = nil // a write may run again, in a new transaction
 		et := openEventTx(tx)
 		pods := tx.Bucket(bucketPods)
 		for _, e := range evs {
@@ -100,7 +103,7 @@ func (s *Store) AppendEvents(evs []events.Event) error {
 			}
 		}
 		return et.save()
-	})
+	}, true)()
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(evs), err)
 	}

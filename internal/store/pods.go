@@ -36,7 +36,7 @@ func (s *Store) PutPod(p *model.Pod) error {
 	if err != nil {
 		return fmt.Errorf("put pod %s: encode: %w", p.Key(), err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.w.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPods).Put([]byte(p.UID), data)
 	})
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Store) ListPods() ([]*model.Pod, error) {
 // that is not stored is not an error.
 func (s *Store) DeletePod(uid types.UID) error {
 	key := []byte(uid)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.w.update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketPods).Delete(key); err != nil {
 			return err
 		}

@@ -77,13 +77,20 @@ type Options struct {
 	// MaxEvents is how many events are kept in all: appending one more
 	// drops the oldest of all pods. Zero or less means DefaultMaxEvents.
 	MaxEvents int
+	// DeferredDelay is how long a deferred write (AppendEvents,
+	// PutTimelines, PutCheckpointDeferred) waits for a durable write to
+	// share its commit with (commit.go). Zero or less means
+	// DefaultDeferredDelay.
+	DeferredDelay time.Duration
 }
 
 // Store is podward's durable state in one bbolt file. It is safe for
-// concurrent use: reads run in parallel, writes are serialised by bbolt, and
-// every write is committed (and fsynced) before the method returns.
+// concurrent use: reads run in parallel, and every write is committed (and
+// fsynced) before the method returns. Concurrent writes share commits; the
+// writes that guard nothing wait a little for one to share (commit.go).
 type Store struct {
 	db           *bolt.DB
+	w            *committer
 	path         string
 	eventsPerPod int
 	maxEvents    int
@@ -101,6 +108,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.MaxEvents <= 0 {
 		opts.MaxEvents = DefaultMaxEvents
+	}
+	if opts.DeferredDelay <= 0 {
+		opts.DeferredDelay = DefaultDeferredDelay
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -120,6 +130,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	s.w = newCommitter(db, opts.DeferredDelay)
 	return s, nil
 }
 
@@ -160,9 +171,11 @@ func (s *Store) init() error {
 	})
 }
 
-// Close waits for the transactions in flight, then releases the file and its
-// lock. Every call after Close fails.
+// Close commits the writes queued (deferred ones too) and waits for the
+// transactions in flight, then releases the file and its lock. Every call
+// after Close fails.
 func (s *Store) Close() error {
+	s.w.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
@@ -203,7 +216,7 @@ func (s *Store) PutMeta(key, value string) error {
 	if key == "" {
 		return errors.New("put meta: empty key")
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.w.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put([]byte(key), []byte(value))
 	})
 	if err != nil {
@@ -215,7 +228,7 @@ func (s *Store) PutMeta(key, value string) error {
 // DeleteMeta removes the value stored under key. Removing a key that is
 // not stored is not an error.
 func (s *Store) DeleteMeta(key string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.w.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Delete([]byte(key))
 	})
 	if err != nil {

@@ -13,12 +13,13 @@ import (
 // deletes it). The timeline of a pod the store does not have — removed
 // meanwhile, since timelines are saved behind the pod workers — is not
 // kept, as its events are not: nothing would ever remove it. The Store
-// keeps no reference to data.
+// keeps no reference to data. It is a deferred write: it may wait up to
+// Options.DeferredDelay for a commit shared with other writes.
 func (s *Store) PutTimelines(data map[types.UID][]byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.w.write(func(tx *bolt.Tx) error {
 		pods, b := tx.Bucket(bucketPods), tx.Bucket(bucketTimelines)
 		for uid, blob := range data {
 			key := []byte(uid)
@@ -33,7 +34,7 @@ func (s *Store) PutTimelines(data map[types.UID][]byte) error {
 			}
 		}
 		return nil
-	})
+	}, true)()
 	if err != nil {
 		return fmt.Errorf("put timelines: %w", err)
 	}
