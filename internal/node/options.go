@@ -119,6 +119,10 @@ type RuntimeOptions struct {
 	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every
 	// pod is on the host network.
 	PodNetwork bool
+	// ShimBinary is the process runtime's shim binary (RuntimeProcess,
+	// process.Config.ShimBinary): "" finds podward-shim beside this
+	// executable or in PATH, else re-executes this binary.
+	ShimBinary string
 }
 
 // The runtimes RuntimeOptions.Kind selects.
@@ -215,7 +219,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 	case RuntimeProcess:
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
-			SpareShims: process.DefaultSpareShims,
+			SpareShims: process.DefaultSpareShims, ShimBinary: o.ShimBinary,
 		})
 	case RuntimeCRI:
 		rt, err := cri.New(ctx, cri.Config{

@@ -61,6 +61,7 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 		return nil, 0, err
 	}
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
+	spec.Helper = r.shimBinary
 	var record string
 	proc, err := launch.StartTied(ctx, spec, outW, outW, func(pid int) { record = r.recordExec(pid, log) })
 	outW.Close()
@@ -99,7 +100,9 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	// reaped yet.
 	_ = unix.Kill(-pid, unix.SIGKILL)
 	r.forgetExec(record, log)
-	launch.DrainPipes(r.clock, drainTimeout, log, []*os.File{outR}, copied)
+	cut := r.clock.NewTimer(drainTimeout)
+	launch.DrainPipes(cut.C(), drainTimeout, log, []*os.File{outR}, copied)
+	cut.Stop()
 	ps, _ := proc.Wait()
 	if waitErr != nil {
 		return out.bytes(), 0, waitErr

@@ -118,7 +118,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	}
 	spec := &shim.Spec{
 		ID:           id,
-		PodUID:       pod.UID,
+		PodUID:       string(pod.UID),
 		PodName:      pod.Name,
 		PodNamespace: pod.Namespace,
 		Container:    c.Name,

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/utils/clock"
 )
 
 // longAgo is a deadline that has always passed: setting it wakes a read.
@@ -51,6 +50,13 @@ type Spec struct {
 	// Hostname, when set, is the host name of a UTS namespace of the
 	// process's own (which needs CanUnshareUTS).
 	Hostname string `json:"hostname,omitempty"`
+	// Helper is the binary run as the init helper when the process goes
+	// through it (StartTied's with mounts, a host name or a started
+	// callback): one whose main calls MaybeRunHelper first, the small
+	// podward-shim or podward itself. "" is this very binary
+	// (/proc/self/exe). It is how the process is started, not part of the
+	// container's spec, and is not recorded.
+	Helper string `json:"-"`
 }
 
 // Start starts spec in a process group of its own with the given stdout and
@@ -145,9 +151,13 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 		defer goW.Close()
 		extra = append(extra, goR) // helperGoFD
 	}
-	cmd := &exec.Cmd{
+	helper := spec.Helper
+	if helper == "" {
 		// This very binary, even if it was replaced on disk since.
-		Path:       "/proc/self/exe",
+		helper = "/proc/self/exe"
+	}
+	cmd := &exec.Cmd{
+		Path:       helper,
 		Args:       []string{"podward-init"},
 		Env:        append(spec.Env[:len(spec.Env):len(spec.Env)], HelperEnv+"="+string(raw)),
 		Dir:        "/", // the helper changes to spec.Dir after mounting
@@ -319,17 +329,18 @@ func ExitCode(ps *os.ProcessState) int {
 }
 
 // DrainPipes waits for the goroutines copying pipes to finish, one value on
-// copied each, cutting the pipes once timeout passed on clk (a grandchild
-// that left the process group may hold them open for ever), and then closes
-// the pipes.
-func DrainPipes(clk clock.Clock, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
-	timer := clk.NewTimer(timeout)
-	defer timer.Stop()
+// copied each, cutting the pipes once cut fires, timeout after the caller
+// started its timer (a grandchild that left the process group may hold
+// them open for ever), and then closes the pipes. The caller owns the
+// timer: a channel rather than a clock, so that this package needs no
+// clock type of its own (the agent's is k8s.io/utils/clock's, which the
+// shim binary does not link).
+func DrainPipes(cut <-chan time.Time, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
 	for remaining := len(pipes); remaining > 0; {
 		select {
 		case <-copied:
 			remaining--
-		case <-timer.C():
+		case <-cut:
 			log.Warn("output pipes still open after the process group was killed; closing them", "timeout", timeout)
 			for _, p := range pipes {
 				_ = p.SetReadDeadline(longAgo)
