@@ -152,13 +152,22 @@ func spawn(bin string, args, env []string, stderr, status *os.File) (*Proc, erro
 	return p, nil
 }
 
+// shimGoMaxProcs tunes the Go runtime of every shim before it starts (an
+// environment variable, so that the runtime never makes more): one P. A
+// shim mostly waits, and each P more costs it memory it keeps for good
+// (the P's cache of spans, the threads that ran it): about a fifth of a
+// shim's 1 MB, measured on 2 cores; the garbage collector's settings made
+// no measurable difference, a shim allocating little once its container
+// runs.
+const shimGoMaxProcs = "GOMAXPROCS=1"
+
 // shimEnv is the shim's environment: the agent's (the container does not
-// get it: its environment is in its spec), and mark, which says what the
-// shim is to do.
+// get it: its environment is in its spec) with shimGoMaxProcs, and mark,
+// which says what the shim is to do.
 func shimEnv(mark string) []string {
-	env := []string{mark}
+	env := []string{mark, shimGoMaxProcs}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, Env+"=") && !strings.HasPrefix(kv, SpareEnv+"=") && !strings.HasPrefix(kv, launch.HelperEnv+"=") {
+		if !strings.HasPrefix(kv, Env+"=") && !strings.HasPrefix(kv, SpareEnv+"=") && !strings.HasPrefix(kv, launch.HelperEnv+"=") && !strings.HasPrefix(kv, "GOMAXPROCS=") {
 			env = append(env, kv)
 		}
 	}
