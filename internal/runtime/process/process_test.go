@@ -80,13 +80,20 @@ func newHarness(t *testing.T) *harness {
 // uses it again.
 func newHarnessAt(t *testing.T, root string) *harness {
 	t.Helper()
+	return newHarnessWith(t, Config{Root: root})
+}
+
+// newHarnessWith is newHarness with cfg, whose Clock and Output it sets.
+func newHarnessWith(t *testing.T, cfg Config) *harness {
+	t.Helper()
 	h := &harness{
 		t:       t,
 		clk:     testingclock.NewFakeClock(epoch),
 		changed: make(chan struct{}, 1),
 		events:  make(map[string]runtime.Event),
 	}
-	r, err := New(Config{Root: root, Clock: h.clk, Output: h.record})
+	cfg.Clock, cfg.Output = h.clk, h.record
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
