@@ -32,9 +32,9 @@ const reportLimit = 64 * 1024
 // shim's binary: one whose main calls MaybeRun first (the small
 // podward-shim, or podward itself through process.MaybeRunInit); "" is
 // this very binary. The shim is a child of this process in a session of
-// its own: it survives the agent and does not get its terminal's signals. When Proc.Wait says the
-// shim exited, call Proc.Reap, or it stays a zombie while this process
-// lives.
+// its own: it survives the agent and does not get its terminal's signals.
+// When Proc.Wait says the shim exited, call Proc.Reap, or it stays a
+// zombie while this process lives.
 //
 // Start fails when the container could not start (with the reason the
 // shim gave) or when ctx ended first (with ctx.Err()). Either way nothing
