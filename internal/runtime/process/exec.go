@@ -61,7 +61,6 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 		return nil, 0, err
 	}
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
-	spec.Helper = r.shimBinary
 	var record string
 	proc, err := launch.StartTied(ctx, spec, outW, outW, func(pid int) { record = r.recordExec(pid, log) })
 	outW.Close()
@@ -100,9 +99,7 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	// reaped yet.
 	_ = unix.Kill(-pid, unix.SIGKILL)
 	r.forgetExec(record, log)
-	cut := r.clock.NewTimer(drainTimeout)
-	launch.DrainPipes(cut.C(), drainTimeout, log, []*os.File{outR}, copied)
-	cut.Stop()
+	launch.DrainPipes(r.clock, drainTimeout, log, []*os.File{outR}, copied)
 	ps, _ := proc.Wait()
 	if waitErr != nil {
 		return out.bytes(), 0, waitErr

@@ -328,14 +328,20 @@ func ExitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
+// Clock is what DrainPipes needs of a clock. k8s.io/utils/clock's Clocks
+// (the agent's, a fake one in its tests) are Clocks; the package declares
+// its own so that the shim binary, which links it, links no Kubernetes
+// package.
+type Clock interface {
+	After(d time.Duration) <-chan time.Time
+}
+
 // DrainPipes waits for the goroutines copying pipes to finish, one value on
-// copied each, cutting the pipes once cut fires, timeout after the caller
-// started its timer (a grandchild that left the process group may hold
-// them open for ever), and then closes the pipes. The caller owns the
-// timer: a channel rather than a clock, so that this package needs no
-// clock type of its own (the agent's is k8s.io/utils/clock's, which the
-// shim binary does not link).
-func DrainPipes(cut <-chan time.Time, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
+// copied each, cutting the pipes once timeout passed on clk (a grandchild
+// that left the process group may hold them open for ever), and then closes
+// the pipes.
+func DrainPipes(clk Clock, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
+	cut := clk.After(timeout)
 	for remaining := len(pipes); remaining > 0; {
 		select {
 		case <-copied:

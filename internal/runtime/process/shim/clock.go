@@ -11,6 +11,7 @@ import "time"
 type shimClock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) shimTimer
+	After(d time.Duration) <-chan time.Time // for launch.DrainPipes
 }
 
 // shimTimer is a timer of a shimClock.
@@ -25,6 +26,8 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) NewTimer(d time.Duration) shimTimer { return realTimer{time.NewTimer(d)} }
+
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 type realTimer struct{ t *time.Timer }
 

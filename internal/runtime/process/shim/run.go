@@ -337,9 +337,7 @@ func (s *supervisor) finish(logFile *crilog.LogFile, sink *crilog.Sink, pipes []
 	s.signal(unix.SIGKILL)
 	// Gone: those of the pod that stop after it may go on.
 	s.order.leave()
-	cut := s.clock.NewTimer(drainTimeout)
-	launch.DrainPipes(cut.C(), drainTimeout, s.log, pipes, copied)
-	cut.Stop()
+	launch.DrainPipes(s.clock, drainTimeout, s.log, pipes, copied)
 	for _, d := range sink.Unmarked() {
 		s.dropped(d)
 	}
