@@ -1,6 +1,8 @@
 # podward — `make help` lists the targets.
 GO      ?= go
 BIN     ?= bin/podward
+# The process runtime's shim binary; the agent finds it beside $(BIN).
+SHIM_BIN ?= $(dir $(BIN))podward-shim
 PKGS    := ./...
 # Packages with goroutines run under the race detector.
 RACE_PKGS := ./internal/...
@@ -13,8 +15,9 @@ FUZZTIME ?= 30s
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 
-build: ## build bin/podward
+build: ## build bin/podward and bin/podward-shim (the process runtime's shim, which must stay beside it)
 	$(GO) build -o $(BIN) ./cmd/podward
+	$(GO) build -o $(SHIM_BIN) ./cmd/podward-shim
 
 # Where `make kubectl-plugin` puts the kubectl-podward link (bin/ by default).
 PLUGIN_DIR ?= $(dir $(BIN))

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -186,5 +187,68 @@ func TestViolationsCatchForbiddenImports(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("violations =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// linkViolations checks the dependencies deps (import paths, the standard
+// library left out) of r.Main in module against r.
+func linkViolations(deps []string, module string, r linkRule) []string {
+	allowed := func(dep string) bool {
+		local, inModule := strings.CutPrefix(dep, module+"/")
+		if inModule {
+			return under(local, r.Main) || slices.ContainsFunc(r.Module, func(m string) bool { return under(local, m) })
+		}
+		return slices.ContainsFunc(r.External, func(e string) bool { return under(dep, e) })
+	}
+	var out []string
+	for _, dep := range deps {
+		if !allowed(dep) {
+			out = append(out, r.Main+" links "+dep+": "+r.Why)
+		}
+	}
+	return out
+}
+
+// The programs of linkRules link only what their rule allows, transitively:
+// `go list -deps` of each, without the standard library.
+func TestLinkedPackages(t *testing.T) {
+	root, module := moduleRoot(t)
+	for _, r := range linkRules {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./"+r.Main)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("go list -deps ./%s: %v\n%s", r.Main, err, stderr)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, module+"/"+r.Main) {
+			t.Fatalf("go list -deps ./%s does not list the program itself: %q", r.Main, deps)
+		}
+		for _, v := range linkViolations(deps, module, r) {
+			t.Error(v)
+		}
+	}
+}
+
+// The link check catches a dependency outside the rule, however deep, and
+// passes what is allowed.
+func TestLinkViolationsCatchForbiddenDependencies(t *testing.T) {
+	r := linkRule{Main: "cmd/small", Module: []string{"internal/leaf"}, External: []string{"golang.org/x/sys"}, Why: "small"}
+	deps := []string{
+		"golang.org/x/sys/unix", "m/internal/leaf", "m/internal/leaf/below", "m/cmd/small",
+		"k8s.io/api/core/v1", "m/internal/model", "golang.org/x/net/http2",
+	}
+	got := linkViolations(deps, "m", r)
+	want := []string{
+		"cmd/small links k8s.io/api/core/v1: small",
+		"cmd/small links m/internal/model: small",
+		"cmd/small links golang.org/x/net/http2: small",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("linkViolations =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

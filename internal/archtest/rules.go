@@ -50,6 +50,24 @@ var rules = []rule{
 		Why:   "the cgroup layer is a leaf the shim binary links: no podward package, no Kubernetes one",
 	},
 	{
+		From:  "internal/runtime/exitstatus",
+		Only:  []string{"internal/crilog"},
+		Tests: true,
+		Why:   "how an instance ended (reasons, status, the termination message's rule) is a leaf that the runtime contract re-exports and the shim binary links",
+	},
+	{
+		From:  "internal/runtime/hostfs/beneath",
+		Only:  []string{},
+		Tests: true,
+		Why:   "opening a path beneath a directory is a leaf that hostfs and the shim binary's init helper share",
+	},
+	{
+		From:  "cmd/podward-shim",
+		Only:  []string{"internal/runtime/process/shim", "internal/runtime/process/launch"},
+		Tests: true,
+		Why:   "the shim binary is the shim and the init helper, nothing else (linkRules checks what they link)",
+	},
+	{
 		From: "internal/cli",
 		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/runtime", "internal/planner", "internal/prober", "internal/apiserver", "internal/staticpods", "internal/cluster"},
 		Why:  "the CLI speaks to the agent through the client; daemons are assembled by internal/node",
@@ -122,5 +140,36 @@ var rules = []rule{
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,
 		Why:   "the assembly package wires the daemons; the CLI sits above it",
+	},
+}
+
+// A linkRule limits what a program links: every package in the non-test
+// dependencies of Main, transitively (`go list -deps`), the standard
+// library aside. A rule on imports cannot see that far: a package of the
+// module may itself be allowed and still pull in a Kubernetes library.
+type linkRule struct {
+	// Main is the program's package, relative to the module.
+	Main string
+	// Module lists the packages of the module it may link (each with
+	// those below it), relative to the module; Main itself always.
+	Module []string
+	// External lists the import paths outside the module it may link
+	// (each with the packages below it).
+	External []string
+	// Why is printed with a violation.
+	Why string
+}
+
+// linkRules are the programs whose dependencies are kept small.
+var linkRules = []linkRule{
+	{
+		Main: "cmd/podward-shim",
+		Module: []string{
+			"internal/runtime/process/shim", "internal/runtime/process/launch", "internal/crilog",
+			"internal/runtime/exitstatus", "internal/runtime/hostfs/beneath", "internal/runtime/cgroups",
+		},
+		External: []string{"golang.org/x/sys"},
+		Why: "one shim runs for every container and one init helper for every exec: the shim binary links no Kubernetes package (nor prometheus, cobra, bbolt, ...), " +
+			"whose initialisation and memory each of them would pay (docs/architecture.md, issue 14's 1 MB per container)",
 	},
 }

@@ -231,10 +231,10 @@ func splitNUL(b []byte) []string {
 	return out
 }
 
-// shimOf matches the process runtime's shims under root: the podward
-// binary re-executed as `podward-shim ROOT/pods/...`, or started ahead as
-// a spare, `podward-shim spare ROOT/process`, which keeps that argv once
-// it holds a container. Other agents' shims on the same machine do not
+// shimOf matches the process runtime's shims under root: podward-shim
+// (or podward re-executed, without one) as `podward-shim ROOT/pods/...`,
+// or started ahead as a spare, `podward-shim spare ROOT/process`, which
+// keeps that argv once it holds a container. Other agents' shims on the same machine do not
 // match.
 func shimOf(root string) func(argv []string, _ func() []string) bool {
 	prefix := filepath.Clean(root) + "/"

@@ -30,6 +30,7 @@
 // ReadTail reads only a log's last records, from its end, in bounded memory
 // (for a termination message taken from the logs).
 //
-// It imports only the standard library, k8s.io/utils/clock and
-// golang.org/x/sys/unix; it knows nothing of pods or runtimes.
+// It imports only the standard library and golang.org/x/sys/unix (the
+// process runtime's shim binary links it); it knows nothing of pods or
+// runtimes.
 package crilog

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-
-	"k8s.io/utils/clock"
 )
 
 // Free space below which a LogFile reserves the room of each record before
@@ -39,7 +37,7 @@ const (
 type LogFile struct {
 	path   string
 	policy Rotation
-	clock  clock.PassiveClock
+	clock  Clock
 	warn   func(msg string, err error)
 
 	f    *os.File
@@ -60,7 +58,7 @@ type LogFile struct {
 // warn, when not nil, is told what goes wrong in the background or in a
 // rotation (the log goes on in its current file); it is called without any
 // lock held, from the writer's goroutine or the tidying one.
-func OpenLogFile(path string, policy Rotation, clk clock.PassiveClock, warn func(msg string, err error)) (*LogFile, error) {
+func OpenLogFile(path string, policy Rotation, clk Clock, warn func(msg string, err error)) (*LogFile, error) {
 	if err := policy.Validate(); err != nil {
 		return nil, err
 	}

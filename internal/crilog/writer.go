@@ -9,9 +9,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"k8s.io/utils/clock"
 )
+
+// Clock is where a Sink and a LogFile read the time: the records' stamps
+// and the rotated files' names. k8s.io/utils/clock's clocks (a fake one in
+// tests) are Clocks; the package declares its own so that the shim binary,
+// which links it, links no Kubernetes package.
+type Clock interface {
+	Now() time.Time
+}
 
 // Sink writes the records of all streams of one container instance to one
 // output, one whole record per Write call on the output. It is safe for
@@ -22,7 +28,7 @@ import (
 // each stream that lost output, "podward: N bytes of log dropped: CAUSE",
 // so that the gap shows in the log, and OnDrop's function is told.
 type Sink struct {
-	clock   clock.PassiveClock
+	clock   Clock
 	observe func(Record)
 	onDrop  func(Drop)
 
@@ -104,7 +110,7 @@ func (s *Sink) Unmarked() []Drop {
 // observe, when not nil, is called after each record was written, without
 // any lock of the Sink held, from the goroutine that called Writer.Write or
 // Writer.Close. The record's Content is only valid during the call.
-func NewSink(out io.Writer, clk clock.PassiveClock, observe func(Record)) *Sink {
+func NewSink(out io.Writer, clk Clock, observe func(Record)) *Sink {
 	return &Sink{clock: clk, observe: observe, out: out}
 }
 

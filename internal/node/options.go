@@ -134,6 +134,10 @@ type RuntimeOptions struct {
 	// PodMaxPids, when above zero, limits the processes of each pod (the
 	// kubelet's --pod-max-pids; zero or -1: no limit).
 	PodMaxPids int64
+	// ShimBinary is the process runtime's shim binary (RuntimeProcess,
+	// process.Config.ShimBinary): "" finds podward-shim beside this
+	// executable or in PATH, else re-executes this binary.
+	ShimBinary string
 }
 
 // What RuntimeOptions.Cgroups says.
@@ -247,7 +251,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		}
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
-			SpareShims: process.DefaultSpareShims, Cgroups: cg,
+			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
 		})
 	case RuntimeCRI:
 		rt, err := cri.New(ctx, cri.Config{

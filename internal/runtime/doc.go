@@ -13,6 +13,9 @@
 // hostfs the host-filesystem ones (root lock, volumes, subPaths, logs).
 // Each runtime asserts `var _ runtime.X = (*Runtime)(nil)` beside its type.
 //
-// It imports only the model and the Kubernetes API types; no runtime
+// The exit vocabulary is package exitstatus's (a leaf the process runtime's
+// shim binary links without the Kubernetes types), re-exported here under
+// its usual names. It imports only the model, exitstatus and the
+// Kubernetes API types; no runtime
 // package imports the pod worker, the agent or anything above them.
 package runtime

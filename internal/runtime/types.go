@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/runtime/exitstatus"
 )
 
 // ErrNotFound is returned for a container ID the runtime does not know.
@@ -18,26 +20,18 @@ var ErrNotFound = errors.New("container not found")
 var ErrUnsupported = errors.New("not supported by this runtime")
 
 // ExitReason is why a container instance ended, as Kubernetes reports it in
-// ContainerStateTerminated.reason.
-type ExitReason string
+// ContainerStateTerminated.reason. It is package exitstatus's, which the
+// process runtime's shim binary links without the Kubernetes types.
+type ExitReason = exitstatus.Reason
 
 // Exit reasons. Every runtime and the pod worker use these; none is spelt
-// out elsewhere.
+// out elsewhere (see exitstatus for each one's meaning).
 const (
-	// ReasonCompleted: the process exited 0.
-	ReasonCompleted ExitReason = "Completed"
-	// ReasonError: the process exited non-zero or was killed by a signal.
-	ReasonError ExitReason = "Error"
-	// ReasonOOMKilled: the kernel's OOM killer ended it.
-	ReasonOOMKilled ExitReason = "OOMKilled"
-	// ReasonStartError: the container never ran its command (exit code
-	// 128).
-	ReasonStartError ExitReason = "StartError"
-	// ReasonStatusUnknown: the instance vanished while it ran (its shim
-	// died, the runtime lost it, the agent could not find it after a
-	// restart), so its exit status is lost; exit code 137, as the kubelet
-	// reports it.
-	ReasonStatusUnknown ExitReason = "ContainerStatusUnknown"
+	ReasonCompleted     = exitstatus.Completed
+	ReasonError         = exitstatus.Error
+	ReasonOOMKilled     = exitstatus.OOMKilled
+	ReasonStartError    = exitstatus.StartError
+	ReasonStatusUnknown = exitstatus.StatusUnknown
 )
 
 // Container is one started instance of a pod's container.
@@ -49,15 +43,8 @@ type Container struct {
 	LogPath string
 }
 
-// ExitStatus is how a container instance ended.
-type ExitStatus struct {
-	// ExitCode is the process exit code, or 128+signal when a signal
-	// killed it, as a container runtime reports it.
-	ExitCode   int32
-	Reason     ExitReason
-	Message    string
-	FinishedAt time.Time
-}
+// ExitStatus is how a container instance ended (exitstatus.Status).
+type ExitStatus = exitstatus.Status
 
 // Event tells the pod worker that a container instance changed state. Today
 // the only change a runtime reports on its own is an exit.

@@ -31,28 +31,3 @@ func TestCreateMessageFile(t *testing.T) {
 		t.Errorf("message file: size %d, mode %v; want empty, 0666", fi.Size(), fi.Mode().Perm())
 	}
 }
-
-func TestReadFileTail(t *testing.T) {
-	dir := t.TempDir()
-	for content, want := range map[string]string{
-		"":                     "",
-		"short":                "short",
-		"0123456789":           "0123456789",
-		"0123456789abcdefghij": "abcdefghij",
-	} {
-		path := filepath.Join(dir, "f")
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got, err := ReadFileTail(path, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != want {
-			t.Errorf("ReadFileTail(%q, 10) = %q, want %q", content, got, want)
-		}
-	}
-	if _, err := ReadFileTail(filepath.Join(dir, "none"), 10); !os.IsNotExist(err) {
-		t.Errorf("ReadFileTail of a missing file: %v, want not-exist", err)
-	}
-}

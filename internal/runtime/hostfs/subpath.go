@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/runtime/hostfs/beneath"
 )
 
 // ErrLeavesVolume is the error of a subPath that a symlink leads out of its
@@ -67,7 +68,7 @@ func PrepareSubPath(volume, sub string) (SubPath, error) {
 	if len(missing) == 0 {
 		return s, nil
 	}
-	fd, err := openBeneath(realVolume, existing)
+	fd, err := beneath.Open(realVolume, existing)
 	if err != nil {
 		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
 	}
@@ -137,97 +138,7 @@ func relTo(dir, p string) string {
 // The file is close-on-exec; the caller owns it and mounts it through
 // /proc/self/fd/N (BindSubPath, or the process runtime's init helper).
 func (s SubPath) Open() (*os.File, error) {
-	fd, err := openBeneath(s.Volume, s.Path)
-	if err != nil {
-		return nil, fmt.Errorf("open subPath %s: %w", s.HostPath(), err)
-	}
-	return os.NewFile(uintptr(fd), s.HostPath()), nil
-}
-
-// useOpenat2 is cleared once the kernel says it has no openat2 (before
-// 5.6, or a seccomp filter that refuses it); tests clear it to exercise
-// the walk.
-var useOpenat2 atomic.Bool
-
-func init() { useOpenat2.Store(true) }
-
-// openBeneath opens rel (relative, clean, no "..") beneath the directory
-// dir as an O_PATH descriptor, never following a symlink below dir:
-// openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has
-// it, else a walk of openat(O_NOFOLLOW), one component at a time, as the
-// kubelet's doSafeOpen does. dir itself is opened following symlinks.
-func openBeneath(dir, rel string) (int, error) {
-	dirFD, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
-	}
-	if rel == "." || rel == "" {
-		return dirFD, nil
-	}
-	defer unix.Close(dirFD)
-	var fd int
-	if useOpenat2.Load() {
-		fd, err = openat2Beneath(dirFD, rel)
-		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-			useOpenat2.Store(false)
-		}
-	}
-	if !useOpenat2.Load() {
-		fd, err = walkBeneath(dirFD, rel)
-	}
-	if err != nil {
-		return -1, &fs.PathError{Op: "open beneath " + dir, Path: rel, Err: err}
-	}
-	return fd, nil
-}
-
-func openat2Beneath(dirFD int, rel string) (int, error) {
-	how := &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for range 16 {
-		fd, err := unix.Openat2(dirFD, rel, how)
-		// EAGAIN: a rename raced the lookup and the kernel could not rule
-		// out an escape; trying again is what it asks for.
-		if !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
-			return fd, err
-		}
-	}
-	return -1, unix.EAGAIN
-}
-
-func walkBeneath(dirFD int, rel string) (int, error) {
-	elems := strings.Split(rel, "/")
-	cur := -1 // owned; dirFD is not
-	for i, name := range elems {
-		at := dirFD
-		if cur >= 0 {
-			at = cur
-		}
-		next, err := unix.Openat(at, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if cur >= 0 {
-			unix.Close(cur)
-		}
-		if err != nil {
-			return -1, err
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(next, &st); err != nil {
-			unix.Close(next)
-			return -1, err
-		}
-		switch kind := st.Mode & unix.S_IFMT; {
-		case kind == unix.S_IFLNK:
-			unix.Close(next)
-			return -1, unix.ELOOP
-		case i < len(elems)-1 && kind != unix.S_IFDIR:
-			unix.Close(next)
-			return -1, unix.ENOTDIR
-		}
-		cur = next
-	}
-	return cur, nil
+	return beneath.OpenSubPath(s.Volume, s.Path)
 }
 
 // mkdirBeneath makes the directory name in the directory dirFD (unless it

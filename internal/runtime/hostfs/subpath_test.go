@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/runtime/hostfs/beneath"
 )
 
 // bothResolvers runs f with openat2 and with the openat walk that stands in
@@ -19,12 +21,11 @@ import (
 func bothResolvers(t *testing.T, f func(t *testing.T)) {
 	for _, mode := range []string{"openat2", "walk"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "openat2" && !useOpenat2.Load() {
+			if mode == "openat2" && !beneath.HasOpenat2() {
 				t.Skip("the kernel has no openat2")
 			}
 			if mode == "walk" {
-				useOpenat2.Store(false)
-				t.Cleanup(func() { useOpenat2.Store(true) })
+				t.Cleanup(beneath.ForceWalk())
 			}
 			f(t)
 		})

@@ -16,17 +16,18 @@
 //   - the host path a volumeMount mounts, and its subPath checked and
 //     created (MountSource);
 //   - termination messages as the kubelet makes them (TerminationMessage):
-//     where the file is mounted, the file's and the log's limits, the
-//     fallback to the log's tail, and each container's share of the pod's
-//     12 KiB. Each runtime keeps only how it mounts the file and when it
-//     reads it.
+//     where the file is mounted and each container's share of the pod's
+//     12 KiB; the file's and the log's limits and the fallback to the
+//     log's tail are package exitstatus's rule, which the process
+//     runtime's shim applies without the Kubernetes types. Each runtime
+//     keeps only how it mounts the file and when it reads it.
 //
 // What only one runtime refuses (a process-runtime container without a
 // command, runAsUser; the CRI runtime's SELinux or resource limits) stays
 // in that runtime's Check, which calls CheckContainer first. What is done
 // on the host's filesystem is package hostfs's.
 //
-// It imports the model, the runtime vocabulary, hostfs, crilog, the
+// It imports the model, the runtime vocabulary, exitstatus, hostfs, the
 // Kubernetes API types and the standard library; never the pod worker, the agent or the
 // CLI. Nothing in it keeps state: every function is safe for concurrent
 // use.

@@ -493,7 +493,7 @@ func TestAttachSettlesInstancesThatNeverRan(t *testing.T) {
 	if err := os.MkdirAll(h1.r.instancesDir(pod.UID), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	spec := &shim.Spec{ID: "noshim", PodUID: pod.UID, Container: "main", Attempt: 1, LogPath: h1.r.LogPath(pod.UID, "main", 1)}
+	spec := &shim.Spec{ID: "noshim", PodUID: string(pod.UID), Container: "main", Attempt: 1, LogPath: h1.r.LogPath(pod.UID, "main", 1)}
 	if err := shim.Create(h1.r.instanceDir(pod.UID, "noshim"), spec); err != nil {
 		t.Fatal(err)
 	}

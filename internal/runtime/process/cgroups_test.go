@@ -58,7 +58,7 @@ func limited(c v1.Container, cpu, memory string) v1.Container {
 // CleanupPod.
 func TestCgroupsMemoryLimitOOMKilled(t *testing.T) {
 	cg := testCgroups(t, 0)
-	h := newHarnessWith(t, t.TempDir(), Config{Cgroups: cg})
+	h := newHarnessWith(t, Config{Root: t.TempDir(), Cgroups: cg})
 	// At most 128 MiB even if the limit did not hold.
 	pod := newPod(t, limited(shell("hog", "head -c 128m /dev/zero | tail"), "", "16Mi"))
 	h.prepare(pod)
@@ -83,7 +83,7 @@ func TestCgroupsMemoryLimitOOMKilled(t *testing.T) {
 // measured from the cgroup's own usage counter over a few seconds.
 func TestCgroupsCPULimit(t *testing.T) {
 	cg := testCgroups(t, 0)
-	h := newHarnessWith(t, t.TempDir(), Config{Cgroups: cg})
+	h := newHarnessWith(t, Config{Root: t.TempDir(), Cgroups: cg})
 	pod := newPod(t, limited(shell("spin", "while :; do :; done"), "200m", ""))
 	h.prepare(pod)
 	c := h.start(pod, 0)
@@ -118,7 +118,7 @@ func TestCgroupsCPULimit(t *testing.T) {
 // cgroup on v1 and with room in it on v2, records its exit.
 func TestCgroupsPodPidsLimit(t *testing.T) {
 	cg := testCgroups(t, 20)
-	h := newHarnessWith(t, t.TempDir(), Config{Cgroups: cg})
+	h := newHarnessWith(t, Config{Root: t.TempDir(), Cgroups: cg})
 	script := `n=0; while [ $n -lt 100 ]; do sleep 30 & n=$((n+1)); done; echo forked; exit 3`
 	pod := newPod(t, shell("bomb", script))
 	h.prepare(pod)
@@ -147,7 +147,7 @@ func TestCgroupsPodPidsLimit(t *testing.T) {
 func TestCgroupsAdoptedAfterRestart(t *testing.T) {
 	cg := testCgroups(t, 0)
 	root := t.TempDir()
-	h := newHarnessWith(t, root, Config{Cgroups: cg})
+	h := newHarnessWith(t, Config{Root: root, Cgroups: cg})
 	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}
 	ctr := shell("app", "sleep 30")
 	ctr.Resources.Requests = req
@@ -156,7 +156,7 @@ func TestCgroupsAdoptedAfterRestart(t *testing.T) {
 	c := h.start(pod, 0)
 	_ = h.r.Close()
 
-	h2 := newHarnessWith(t, root, Config{Cgroups: cg})
+	h2 := newHarnessWith(t, Config{Root: root, Cgroups: cg})
 	pl := h2.r.ExecCgroup(pod.UID, "app")
 	if pl == nil {
 		t.Fatal("the restarted runtime has no cgroup for the running instance")

@@ -22,9 +22,10 @@
 //
 // # Containers outlive the agent
 //
-// Each container instance runs under a shim of its own (package shim): this
-// very binary, re-executed in a session of its own, which starts the
-// container, holds it as its parent, writes its CRI log, serialises the
+// Each container instance runs under a shim of its own (package shim): the
+// small podward-shim binary (Config.ShimBinary; this very binary,
+// re-executed, when there is none), in a session of its own, which starts
+// the container, holds it as its parent, writes its CRI log, serialises the
 // signals sent to it with its reaping, and records how it ended in the
 // instance's state directory, Root/pods/<podUID>/instances/<id>/. It does
 // not need the agent once the container runs: killing the agent, or sending
@@ -46,7 +47,7 @@
 //
 // From its first start on, a Runtime keeps a few spare shims started ahead
 // (Config.SpareShims, shim.Spare): StartContainer hands one the instance
-// directory instead of starting its shim then, so that a start does not wait for this binary's
+// directory instead of starting its shim then, so that a start does not wait for the shim's
 // exec and initialisation, only for the container's fork and exec. A spare
 // holds nothing until then, and exits when its socket closes: at Close, or
 // when the agent dies.
@@ -190,5 +191,7 @@
 //
 // It imports the model, the runtime vocabulary, podspec, hostfs, crilog,
 // its sub-packages shim and launch, and the Kubernetes API types; only the
-// agent's wiring imports it.
+// agent's wiring imports it. Its sub-packages, which are the shim binary
+// (cmd/podward-shim), import no Kubernetes package: what a shim needs of
+// a pod the runtime resolves into plain fields of spec.json.
 package process

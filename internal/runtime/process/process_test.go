@@ -80,12 +80,11 @@ func newHarness(t *testing.T) *harness {
 // uses it again.
 func newHarnessAt(t *testing.T, root string) *harness {
 	t.Helper()
-	return newHarnessWith(t, root, Config{})
+	return newHarnessWith(t, Config{Root: root})
 }
 
-// newHarnessWith is newHarnessAt with cfg's settings besides the root, the
-// clock and the output.
-func newHarnessWith(t *testing.T, root string, cfg Config) *harness {
+// newHarnessWith is newHarness with cfg, whose Clock and Output it sets.
+func newHarnessWith(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	h := &harness{
 		t:       t,
@@ -93,7 +92,7 @@ func newHarnessWith(t *testing.T, root string, cfg Config) *harness {
 		changed: make(chan struct{}, 1),
 		events:  make(map[string]runtime.Event),
 	}
-	cfg.Root, cfg.Clock, cfg.Output = root, h.clk, h.record
+	cfg.Clock, cfg.Output = h.clk, h.record
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

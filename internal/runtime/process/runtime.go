@@ -92,6 +92,14 @@ type Config struct {
 	// cgroups (see CgroupConfig); nil runs without (limits are then
 	// recorded, not enforced).
 	Cgroups *CgroupConfig
+	// ShimBinary is the binary run as each container's shim, as the spare
+	// shims and as each Exec's init helper: one whose main turns it into
+	// them, cmd/podward-shim (a few MB less per container than the agent's
+	// binary, which links the Kubernetes libraries). "" looks for
+	// ShimBinaryName beside this process's executable, then in PATH, and
+	// else re-executes this very binary (whose main, or TestMain, must call
+	// MaybeRunInit first), with a warning on Logger.
+	ShimBinary string
 }
 
 // The contract and the optional abilities the process runtime has.
@@ -114,6 +122,9 @@ type Runtime struct {
 	output func(pod *model.Pod, container string, stream string, line []byte)
 	// tethered: see Config.Tethered.
 	tethered bool
+	// shimBinary is what runs as the shims and the init helpers
+	// (Config.ShimBinary); "" is this very binary.
+	shimBinary string
 	// logRotation goes into every instance's spec.
 	logRotation crilog.Rotation
 	euid        func() int // os.Geteuid; tests pretend not to be root
@@ -185,6 +196,11 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process runtime root: %w", err)
 	}
+	exe, _ := os.Executable()
+	shimBin, fallback, err := shimBinary(cfg.ShimBinary, exe)
+	if err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
 	for _, dir := range []string{"pods", "execs"} {
 		if err := os.MkdirAll(filepath.Join(root, dir), 0o750); err != nil {
 			return nil, fmt.Errorf("process runtime root: %w", err)
@@ -211,6 +227,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:         cfg.Logger,
 		output:      cfg.Output,
 		tethered:    cfg.Tethered,
+		shimBinary:  shimBin,
 		logRotation: cfg.LogRotation,
 		euid:        os.Geteuid,
 		uts:         launch.CanUnshareUTS(),
@@ -225,7 +242,7 @@ func New(cfg Config) (*Runtime, error) {
 		instances:   make(map[string]*instance),
 		byPod:       make(map[types.UID]map[string]*instance),
 		watches:     make(map[*watch]struct{}),
-		spares:      spareShims{want: cfg.SpareShims, marker: root},
+		spares:      spareShims{want: cfg.SpareShims, marker: root, bin: shimBin},
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -239,6 +256,10 @@ func New(cfg Config) (*Runtime, error) {
 		agentLock.Close()
 		lock.Close()
 		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if fallback {
+		r.log.Warn("no "+ShimBinaryName+" beside the executable or in PATH: the shims and init helpers are this binary re-executed, which costs each container several MB more memory (see --shim-binary)",
+			"executable", exe)
 	}
 	if err := r.killLeftExecs(); err != nil {
 		_ = r.Close()
@@ -347,12 +368,12 @@ type instance struct {
 func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Time) *instance {
 	if pod == nil {
 		pod = &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Name: spec.PodName, Namespace: spec.PodNamespace, UID: spec.PodUID,
+			Name: spec.PodName, Namespace: spec.PodNamespace, UID: types.UID(spec.PodUID),
 		}}}
 	}
 	return &instance{
 		id:        spec.ID,
-		podUID:    spec.PodUID,
+		podUID:    types.UID(spec.PodUID),
 		container: spec.Container,
 		attempt:   spec.Attempt,
 		pod:       pod,

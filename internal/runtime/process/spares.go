@@ -31,6 +31,7 @@ var isSpare = os.Getenv(shim.SpareEnv) != ""
 type spareShims struct {
 	want   int
 	marker string // in the spares' command lines: the runtime's root
+	bin    string // the shim binary (Runtime.shimBinary)
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -47,7 +48,7 @@ func (r *Runtime) startShim(ctx context.Context, dir string) (*shim.Proc, shim.S
 	for {
 		spare := s.take()
 		if spare == nil {
-			return shim.Start(ctx, dir)
+			return shim.Start(ctx, r.shimBinary, dir)
 		}
 		p, started, err := shim.StartOn(ctx, dir, spare)
 		if !errors.Is(err, shim.ErrSpareGone) {
@@ -94,7 +95,7 @@ func (s *spareShims) fill() {
 			return
 		}
 		s.mu.Unlock()
-		spare, err := shim.StartSpare(s.marker)
+		spare, err := shim.StartSpare(s.bin, s.marker)
 		s.mu.Lock()
 		if err != nil || s.closed {
 			s.filling = false

@@ -44,7 +44,7 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
-	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts}
+	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts, Helper: r.shimBinary}
 	if r.uts && !pod.Spec.HostNetwork {
 		// The pod's host name, as its sandbox's UTS namespace has it on a
 		// CRI runtime; the host's on the host network, as there.
@@ -119,7 +119,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	}
 	spec := &shim.Spec{
 		ID:           id,
-		PodUID:       pod.UID,
+		PodUID:       string(pod.UID),
 		PodName:      pod.Name,
 		PodNamespace: pod.Namespace,
 		Container:    c.Name,

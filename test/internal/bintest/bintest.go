@@ -29,14 +29,20 @@ type Program struct {
 	Bin *string
 }
 
+// ShimBin is the process runtime's shim binary (cmd/podward-shim) that
+// Main built beside podward, where the agent finds it: a test can check
+// that the shims are this binary, not podward re-executed.
+var ShimBin string
+
 // LeakOptions are the goroutines a suite expects to outlive its tests,
 // for the leak check of Main: e.g. the idle API connections of client-go,
 // which a suite that talks to an API server keeps until it exits.
 var LeakOptions []goleak.Option
 
-// Main is the body of a suite's TestMain: it builds cmd/podward (and the
-// extra programs) into a temporary directory, sets *bin (and each
-// Program.Bin) to the binary's path, runs the tests and removes the
+// Main is the body of a suite's TestMain: it builds cmd/podward, and
+// cmd/podward-shim beside it (ShimBin), and the extra programs into a
+// temporary directory, sets *bin (and each Program.Bin) to the binary's
+// path, runs the tests and removes the
 // binaries; once the tests passed, it checks that no harness goroutine
 // outlived its test. It returns the exit code for os.Exit. suite names the
 // suite in what Main prints and in the directory's name.
@@ -50,7 +56,10 @@ func Main(m *testing.M, suite string, bin *string, extra ...Program) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	progs := append([]Program{{Pkg: "github.com/podward/podward/cmd/podward", Bin: bin}}, extra...)
+	progs := append([]Program{
+		{Pkg: "github.com/podward/podward/cmd/podward", Bin: bin},
+		{Pkg: "github.com/podward/podward/cmd/podward-shim", Bin: &ShimBin},
+	}, extra...)
 	for _, p := range progs {
 		*p.Bin = filepath.Join(dir, path.Base(p.Pkg))
 		build := exec.Command("go", "build", "-o", *p.Bin, p.Pkg)

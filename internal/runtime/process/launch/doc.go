@@ -10,10 +10,11 @@
 // thread it locks and moves into a mount and a UTS namespace of its own
 // (namespaces are per thread, and a fork takes the forking thread's): the
 // child is born in them. Every process of StartTied with mounts, a host
-// name or a started callback is started as this very binary
-// (/proc/self/exe) in "init helper" mode instead, since its fork must come
-// from StartTied's one thread: MaybeRunHelper, which the binary's main
-// calls first (through process.MaybeRunInit), sees the helper's
+// name or a started callback is started as the init helper instead, since
+// its fork must come from StartTied's one thread: the small podward-shim
+// binary (Spec.Helper), or this very binary (/proc/self/exe) without one.
+// MaybeRunHelper, which that binary's main calls first (podward-shim's, or
+// podward's through process.MaybeRunInit), sees the helper's
 // environment variable, sets the host name, does the bind mounts, waits
 // for StartTied's go-ahead, and execs the real command, which so keeps the
 // PID that Start returned. The helper reports a failure before exec on a
@@ -25,9 +26,9 @@
 // through Start, so that the container outlives the agent.
 //
 // Both open every mount's source before they mount any, a subPath
-// refusing symlinks (hostfs.SubPath.Open), and mount what they opened
+// refusing symlinks (beneath.OpenSubPath), and mount what they opened
 // through /proc/self/fd: the path it checked is the path it mounts.
 //
-// It imports only the standard library, golang.org/x/sys/unix,
-// k8s.io/utils/clock and hostfs.
+// It imports only the standard library, golang.org/x/sys/unix and
+// hostfs/beneath: the shim binary links it, and no Kubernetes package.
 package launch

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/hostfs/beneath"
 )
 
 // HelperEnv carries the init helper's instructions, as JSON, from Start to
@@ -146,10 +146,10 @@ func isolate(hostname string, mounts []Mount) error {
 
 // openSource opens what m mounts as an O_PATH file: m.Source following
 // its symlinks, or with a SubPath, that path below m.Source refusing any
-// symlink (hostfs.SubPath.Open).
+// symlink (beneath.OpenSubPath, as hostfs.SubPath.Open).
 func openSource(m Mount) (*os.File, error) {
 	if m.SubPath != "" {
-		return hostfs.SubPath{Volume: m.Source, Path: m.SubPath}.Open()
+		return beneath.OpenSubPath(m.Source, m.SubPath)
 	}
 	fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {

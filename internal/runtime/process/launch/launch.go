@@ -16,10 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-	"k8s.io/utils/clock"
-
 	"github.com/podward/podward/internal/runtime/cgroups"
+	"golang.org/x/sys/unix"
 )
 
 // longAgo is a deadline that has always passed: setting it wakes a read.
@@ -57,6 +55,13 @@ type Spec struct {
 	// is forked into it (Start) or moved there before the init helper
 	// execs the command (StartTied), never after the command began.
 	Cgroup *cgroups.Placement `json:"cgroup,omitempty"`
+	// Helper is the binary run as the init helper when the process goes
+	// through it (StartTied's with mounts, a host name or a started
+	// callback): one whose main calls MaybeRunHelper first, the small
+	// podward-shim or podward itself. "" is this very binary
+	// (/proc/self/exe). It is how the process is started, not part of the
+	// container's spec, and is not recorded.
+	Helper string `json:"-"`
 }
 
 // Start starts spec in a process group of its own with the given stdout and
@@ -156,9 +161,13 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 		defer goW.Close()
 		extra = append(extra, goR) // helperGoFD
 	}
-	cmd := &exec.Cmd{
+	helper := spec.Helper
+	if helper == "" {
 		// This very binary, even if it was replaced on disk since.
-		Path:       "/proc/self/exe",
+		helper = "/proc/self/exe"
+	}
+	cmd := &exec.Cmd{
+		Path:       helper,
 		Args:       []string{"podward-init"},
 		Env:        append(spec.Env[:len(spec.Env):len(spec.Env)], HelperEnv+"="+string(raw)),
 		Dir:        "/", // the helper changes to spec.Dir after mounting
@@ -346,18 +355,25 @@ func ExitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
+// Clock is what DrainPipes needs of a clock. k8s.io/utils/clock's Clocks
+// (the agent's, a fake one in its tests) are Clocks; the package declares
+// its own so that the shim binary, which links it, links no Kubernetes
+// package.
+type Clock interface {
+	After(d time.Duration) <-chan time.Time
+}
+
 // DrainPipes waits for the goroutines copying pipes to finish, one value on
 // copied each, cutting the pipes once timeout passed on clk (a grandchild
 // that left the process group may hold them open for ever), and then closes
 // the pipes.
-func DrainPipes(clk clock.Clock, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
-	timer := clk.NewTimer(timeout)
-	defer timer.Stop()
+func DrainPipes(clk Clock, timeout time.Duration, log *slog.Logger, pipes []*os.File, copied <-chan struct{}) {
+	cut := clk.After(timeout)
 	for remaining := len(pipes); remaining > 0; {
 		select {
 		case <-copied:
 			remaining--
-		case <-timer.C():
+		case <-cut:
 			log.Warn("output pipes still open after the process group was killed; closing them", "timeout", timeout)
 			for _, p := range pipes {
 				_ = p.SetReadDeadline(longAgo)

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/exitstatus"
 )
 
 // shimOOMScoreAdj is the shim's own oom_score_adj: the kernel's OOM killer
@@ -76,6 +76,6 @@ func (s *supervisor) cgroupExit(e *Exit) {
 	case err != nil:
 		s.log.Warn("read the container's OOM kills", "err", err)
 	case n > 0:
-		e.Reason = runtime.ReasonOOMKilled
+		e.Reason = exitstatus.OOMKilled
 	}
 }

@@ -1,5 +1,6 @@
 // Package shim is the process runtime's per-container supervisor: a small
-// process, this very binary re-executed, that starts one container
+// process, the podward-shim binary (or the agent's own re-executed), that
+// starts one container
 // instance, holds it as its parent, writes its log and records how it
 // ended, so that the container outlives the agent that asked for it. It
 // also owns the instance directory, the on-disk contract between the shim
@@ -52,7 +53,7 @@
 //	       ──> SIGKILL to what is left of its process group
 //	       ──> pipes drained into the log (cut after 2s) ──> log fsynced, closed
 //	       ──> main process reaped ──> the termination message (the
-//	       file, or the log's tail: podspec.TerminationMessage)
+//	       file, or the log's tail: exitstatus.TerminationMessage)
 //	       ──> exit.json ──> the shim exits
 //
 // A full state disk must not silence the shim: its own log (shim.log) and
@@ -96,7 +97,10 @@
 // MaybeRun, which the binary's main calls first (through
 // process.MaybeRunInit), is the shim's entry point.
 //
-// It imports the runtime vocabulary, podspec (the termination message's
-// rules), crilog, package launch and the Kubernetes types; the agent side
-// of it is used only by package process.
+// It imports exitstatus (the exit reasons and the termination message's
+// rule), crilog and package launch, and no Kubernetes package: it is the
+// podward-shim binary, whose dependencies internal/archtest checks. Its
+// agent side is used only by package process. Every shim runs with
+// GOMAXPROCS=1 (shimEnv), which is all the tuning of its Go runtime that
+// measurably paid.
 package shim

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/utils/clock"
 )
 
 // Notice is one message of a shim to the agent, a line of JSON on the
@@ -67,7 +66,7 @@ const (
 // bounded queue and is tried again every noticeRetry.
 type notifier struct {
 	path  string
-	clock clock.Clock
+	clock shimClock
 
 	mu     sync.Mutex
 	queue  []Notice
@@ -78,7 +77,7 @@ type notifier struct {
 	done chan struct{}
 }
 
-func newNotifier(dir string, clk clock.Clock) *notifier {
+func newNotifier(dir string, clk shimClock) *notifier {
 	n := &notifier{path: filepath.Join(dir, NoticesFile), clock: clk, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go n.run()
 	return n
@@ -118,7 +117,7 @@ func cut(s string) string {
 func (n *notifier) run() {
 	defer close(n.done)
 	for {
-		var retry clock.Timer
+		var retry shimTimer
 		var retryC <-chan time.Time
 		if n.deliver() {
 			retry = n.clock.NewTimer(noticeRetry)

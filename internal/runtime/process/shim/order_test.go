@@ -68,7 +68,7 @@ func (p *pod) start(name string, role Role, index int, script string) (string, *
 	if err := Create(dir, spec); err != nil {
 		t.Fatal(err)
 	}
-	proc, _, err := Start(context.Background(), dir)
+	proc, _, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/crilog"
-	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/exitstatus"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
 
@@ -74,7 +73,7 @@ func MaybeRun() {
 	signal.Notify(sigs, forwarded...)
 	// The container must not inherit the socket to the agent.
 	unix.CloseOnExec(statusFD)
-	clk := clock.RealClock{}
+	clk := realClock{}
 	notices := newNotifier(dir, clk)
 	s := &supervisor{
 		dir:     dir,
@@ -98,7 +97,7 @@ func MaybeRun() {
 // supervisor is the shim's state: one container instance.
 type supervisor struct {
 	dir   string
-	clock clock.Clock // the real one: the shim has its own process
+	clock shimClock // the real one: the shim has its own process
 	// log is the shim's own log: shim.log, and its warnings and errors
 	// also to the agent, through notices.
 	log     *slog.Logger
@@ -199,7 +198,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	}
 	exit := s.finish(logFile, sink, pipes[:2], copied)
 	if abort != nil {
-		exit = &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
+		exit = &Exit{ExitCode: 128, Reason: exitstatus.StartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
 	} else {
 		s.cgroupExit(exit)
 		// The log is complete: the message may come from its tail.
@@ -249,7 +248,7 @@ func (s *supervisor) openFiles() (*crilog.LogFile, []*os.File, error) {
 
 // startFailed records and reports that the container could not start.
 func (s *supervisor) startFailed(cause error) error {
-	exit := &Exit{ExitCode: 128, Reason: runtime.ReasonStartError, Message: cause.Error(), FinishedAt: s.clock.Now()}
+	exit := &Exit{ExitCode: 128, Reason: exitstatus.StartError, Message: cause.Error(), FinishedAt: s.clock.Now()}
 	if err := WriteExit(s.dir, exit); err != nil {
 		s.log.Error("write exit", "err", err)
 		s.notices.send(Notice{Exit: exit})
@@ -365,14 +364,14 @@ func exitOf(ps *os.ProcessState, waitErr error, finishedAt time.Time) *Exit {
 	e := &Exit{FinishedAt: finishedAt}
 	if ps == nil {
 		e.ExitCode = 128
-		e.Reason = runtime.ReasonError
+		e.Reason = exitstatus.Error
 		e.Message = fmt.Sprintf("wait for the process: %v", waitErr)
 		return e
 	}
 	e.ExitCode = int32(launch.ExitCode(ps))
-	e.Reason = runtime.ReasonCompleted
+	e.Reason = exitstatus.Completed
 	if e.ExitCode != 0 {
-		e.Reason = runtime.ReasonError
+		e.Reason = exitstatus.Error
 	}
 	return e
 }

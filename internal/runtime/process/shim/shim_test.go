@@ -80,7 +80,7 @@ func waitLog(t *testing.T, path, want string) {
 
 func TestStartAndExit(t *testing.T) {
 	dir := newInstance(t, "echo hello; exit 3")
-	p, started, err := Start(context.Background(), dir)
+	p, started, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestStartFailureIsReported(t *testing.T) {
 	if err := writeJSON(dir, SpecFile, spec.Spec); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = Start(context.Background(), dir)
+	_, _, err = Start(context.Background(), "", dir)
 	if err == nil || !strings.Contains(err.Error(), "executable file not found") {
 		t.Fatalf("Start = %v, want executable file not found", err)
 	}
@@ -138,7 +138,7 @@ func startReported(t *testing.T, script string) (string, *Proc, *os.File, report
 		t.Fatal(err)
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
-	p, err := startShim(dir, theirs)
+	p, err := startShim("", dir, theirs)
 	theirs.Close()
 	if err != nil {
 		ours.Close()
@@ -194,7 +194,7 @@ func TestShimGivesUpWhenTheAgentCancelsBeforeTheReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
-	p, err := startShim(dir, theirs)
+	p, err := startShim("", dir, theirs)
 	theirs.Close()
 	if err != nil {
 		ours.Close()
@@ -261,7 +261,7 @@ func dieAfterFork(dir string) int {
 func TestStartKillsTheContainerOfAShimThatDied(t *testing.T) {
 	t.Setenv(diesAfterForkEnv, "1")
 	dir := newInstance(t, "exec sleep 100")
-	p, _, err := Start(context.Background(), dir)
+	p, _, err := Start(context.Background(), "", dir)
 	if err == nil {
 		p.Close()
 		t.Fatal("Start succeeded with a shim that died before its report")
@@ -328,7 +328,7 @@ func TestShimKeepsTheContainerWhenTheAgentVanishes(t *testing.T) {
 
 func TestSignalGoesThroughTheShim(t *testing.T) {
 	dir := newInstance(t, "trap 'exit 42' USR1; echo ready; sleep 100 & wait")
-	p, _, err := Start(context.Background(), dir)
+	p, _, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestStartTimeWithOddCommandName(t *testing.T) {
 	if err := writeJSON(dir, SpecFile, spec.Spec); err != nil {
 		t.Fatal(err)
 	}
-	p, started, err := Start(context.Background(), dir)
+	p, started, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestShimRotatesItsLog(t *testing.T) {
 	if err := writeJSON(dir, SpecFile, st.Spec); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := Start(context.Background(), dir)
+	p, _, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestShimNoticesOutputItsLogDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fifo.Close()
-	p, _, err := Start(context.Background(), dir)
+	p, _, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}

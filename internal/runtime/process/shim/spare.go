@@ -34,14 +34,15 @@ type Spare struct {
 	sock *os.File // ours: non-blocking
 }
 
-// StartSpare starts a spare shim. marker goes into its command line
-// ("podward-shim spare MARKER"), so that one can tell whose spare it is.
-func StartSpare(marker string) (*Spare, error) {
+// StartSpare starts a spare shim of the binary bin (as Start's). marker
+// goes into its command line ("podward-shim spare MARKER"), so that one
+// can tell whose spare it is.
+func StartSpare(bin, marker string) (*Spare, error) {
 	ours, theirs, err := statusSocket()
 	if err != nil {
 		return nil, err
 	}
-	p, err := spawn([]string{"podward-shim", "spare", marker}, shimEnv(SpareEnv+"=1"), nil, theirs)
+	p, err := spawn(bin, []string{"podward-shim", "spare", marker}, shimEnv(SpareEnv+"=1"), nil, theirs)
 	theirs.Close()
 	if err != nil {
 		ours.Close()

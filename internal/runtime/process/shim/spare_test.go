@@ -15,7 +15,7 @@ import (
 // StartOn gives it one: the container runs under it, its stderr is the
 // instance's shim.log, and its exit is recorded.
 func TestSpareHoldsTheInstanceItIsGiven(t *testing.T) {
-	spare, err := StartSpare("test-marker")
+	spare, err := StartSpare("", "test-marker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSpareHoldsTheInstanceItIsGiven(t *testing.T) {
 
 // A spare that is not wanted any more exits when its socket closes.
 func TestSpareExitsWhenClosed(t *testing.T) {
-	spare, err := StartSpare("test-marker")
+	spare, err := StartSpare("", "test-marker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestSpareExitsWhenClosed(t *testing.T) {
 // A spare that died before it was used is reported as gone, and its
 // instance left untouched for Start.
 func TestStartOnADeadSpare(t *testing.T) {
-	spare, err := StartSpare("test-marker")
+	spare, err := StartSpare("", "test-marker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStartOnADeadSpare(t *testing.T) {
 	if st, err := Load(dir); err != nil || st.Shim != nil || st.Container != nil || st.Exit != nil {
 		t.Errorf("the instance was touched: %+v, %v", st, err)
 	}
-	p, _, err := Start(context.Background(), dir)
+	p, _, err := Start(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}

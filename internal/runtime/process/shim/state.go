@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/crilog"
-	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cgroups"
-	"github.com/podward/podward/internal/runtime/podspec"
+	"github.com/podward/podward/internal/runtime/exitstatus"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
 
@@ -42,12 +40,12 @@ var ErrCorrupt = errors.New("corrupt instance state")
 
 // Spec is what an instance runs, written once by the agent.
 type Spec struct {
-	ID           string    `json:"id"`
-	PodUID       types.UID `json:"podUID"`
-	PodName      string    `json:"podName"`
-	PodNamespace string    `json:"podNamespace"`
-	Container    string    `json:"container"`
-	Attempt      int       `json:"attempt"`
+	ID           string `json:"id"`
+	PodUID       string `json:"podUID"`
+	PodName      string `json:"podName"`
+	PodNamespace string `json:"podNamespace"`
+	Container    string `json:"container"`
+	Attempt      int    `json:"attempt"`
 	// Process is the container's command, environment, directory and
 	// mounts.
 	Process launch.Spec `json:"process"`
@@ -61,7 +59,7 @@ type Spec struct {
 	Mountpoints []Mountpoint `json:"mountpoints,omitempty"`
 	// TerminationMessage is how the shim makes the exit's message once
 	// the container exited (its File, when set, is mounted by Process).
-	TerminationMessage podspec.TerminationMessage `json:"terminationMessage"`
+	TerminationMessage exitstatus.TerminationMessage `json:"terminationMessage"`
 	// Tether, when not zero, is the PID of the process that starts the
 	// shim (its parent): once that process is gone the shim kills the
 	// container, so that the containers of a foreground `podward run` die
@@ -99,15 +97,15 @@ type Started struct {
 // Exit is how an instance ended.
 type Exit struct {
 	// ExitCode is 128+signal when a signal killed the process.
-	ExitCode   int32              `json:"exitCode"`
-	Reason     runtime.ExitReason `json:"reason"`
-	Message    string             `json:"message,omitempty"`
-	FinishedAt time.Time          `json:"finishedAt"`
+	ExitCode   int32             `json:"exitCode"`
+	Reason     exitstatus.Reason `json:"reason"`
+	Message    string            `json:"message,omitempty"`
+	FinishedAt time.Time         `json:"finishedAt"`
 }
 
 // Status is e as the runtime reports it.
-func (e *Exit) Status() runtime.ExitStatus {
-	return runtime.ExitStatus{ExitCode: e.ExitCode, Reason: e.Reason, Message: e.Message, FinishedAt: e.FinishedAt}
+func (e *Exit) Status() exitstatus.Status {
+	return exitstatus.Status{ExitCode: e.ExitCode, Reason: e.Reason, Message: e.Message, FinishedAt: e.FinishedAt}
 }
 
 // State is what an instance directory says, read at one moment. Files not
