@@ -8,13 +8,19 @@ RACE_PKGS := ./internal/...
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 
-.PHONY: help build test test-unit test-integration fuzz fuzz-smoke bench bench-go vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture
+.PHONY: help build kubectl-plugin test test-unit test-integration fuzz fuzz-smoke bench bench-go vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## build bin/podward
 	$(GO) build -o $(BIN) ./cmd/podward
+
+# Where `make kubectl-plugin` puts the kubectl-podward link (bin/ by default).
+PLUGIN_DIR ?= $(dir $(BIN))
+
+kubectl-plugin: build ## link PLUGIN_DIR/kubectl-podward (default bin/) to the podward binary: with that directory on PATH, `kubectl podward logs POD -c DEFER` works
+	ln -sf $(abspath $(BIN)) $(PLUGIN_DIR)kubectl-podward
 
 vet: ## go vet
 	$(GO) vet $(PKGS)

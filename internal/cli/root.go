@@ -74,8 +74,14 @@ func NewRootCommand(s Streams) *cobra.Command {
 }
 
 // Main runs the command line with args and returns the process exit code.
+// Started as kubectl-podward (os.Args[0]), the binary is the kubectl plugin
+// (plugin.go).
 func Main(args []string) int {
-	return execute(context.Background(), Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, args...)
+	s := Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	if isPlugin(os.Args[0]) {
+		return executePlugin(context.Background(), s, args...)
+	}
+	return execute(context.Background(), s, args...)
 }
 
 // execute runs the command tree with args on s, under ctx, and returns the

@@ -211,7 +211,9 @@ func (c *controlPlane) bindNodesRole(t *testing.T, user, subresource string) {
 	if _, err := c.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.client.RbacV1().ClusterRoles().Delete(t.Context(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
@@ -220,7 +222,9 @@ func (c *controlPlane) bindNodesRole(t *testing.T, user, subresource string) {
 	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.client.RbacV1().ClusterRoleBindings().Delete(t.Context(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	// The authorizer learns of the binding through its informers.
 	var reason string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
