@@ -141,3 +141,16 @@ type Warner interface {
 	// when nobody reads it.
 	Warnings() <-chan Warning
 }
+
+// StatsProvider is the optional ability to report the resource usage of
+// the pods that run, as the kubelet's stats providers do (its cgroups, or
+// the CRI's ListContainerStats and ListPodSandboxStats): podward top and,
+// in cluster mode, the kubelet's /stats/summary and /metrics/resource.
+// A runtime without it (or without the cgroups to read) reports none.
+type StatsProvider interface {
+	// PodStats returns the usage of every pod with a running container,
+	// read now: counters, never rates (the caller computes those from two
+	// calls). A container that ends meanwhile is left out rather than
+	// failing the call. ctx bounds the reads; the caller owns the result.
+	PodStats(ctx context.Context) ([]PodStats, error)
+}
