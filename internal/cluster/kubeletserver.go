@@ -91,6 +91,9 @@ type KubeletServerConfig struct {
 	// Metrics, when set, serves GET /metrics (the Prometheus handler),
 	// authorized as the kubelet's: nodes/metrics.
 	Metrics http.Handler
+	// Stats, when set, serves the usage: GET /stats/summary (nodes/stats)
+	// and GET /metrics/resource (nodes/metrics); see kubeletserver_stats.go.
+	Stats StatsSource
 	// Address is the IP to listen on; "" for all.
 	Address string
 	// Port defaults to DefaultKubeletPort, 10250.
@@ -217,6 +220,7 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	s.handleStats(mux)
 	mux.HandleFunc("/", http.NotFound)
 	s.handler = s.guard(mux)
 	return s, nil
