@@ -88,6 +88,7 @@ func TestTopPod(t *testing.T) {
 			t.Fatalf("podward top pod busy --containers never showed spin >= 200m and hold >= 64Mi:\n%s", out)
 		}
 	}
+	t.Logf("top rows: %+v", rows)
 	if rows["spin"].pod != "busy" || rows["hold"].pod != "busy" || rows["spin"].milli > 1100 || rows["hold"].milli > 100 {
 		t.Errorf("top rows %+v: want busy's spin at most a core, hold idle", rows)
 	}
@@ -101,8 +102,8 @@ func TestTopPod(t *testing.T) {
 	if mi, _ := strconv.Atoi(strings.TrimSuffix(strings.Fields(lines[1])[2], "Mi")); mi < 64 {
 		t.Errorf("the pod's memory %dMi is below its container's 64Mi:\n%s", mi, out)
 	}
-	if _, stderr := a.cliOut("top", "pod", "nope"); !strings.Contains(stderr, `podmetrics.metrics.k8s.io "default/nope" not found`) {
-		t.Errorf("top pod nope: %q, want metrics-server's NotFound", stderr)
+	if _, err := a.cli("top", "pod", "nope"); err == nil || !strings.Contains(err.Error(), `Error from server (NotFound): podmetrics.metrics.k8s.io "default/nope" not found`) {
+		t.Errorf("top pod nope: %v, want metrics-server's NotFound", err)
 	}
 	a.mustCLI("delete", "pod", "busy", "--timeout", "20s")
 }
