@@ -30,10 +30,10 @@ import (
 //	GET /containerLogs/{namespace}/{pod}/{container}   the log, text/plain
 //	GET /healthz                                       "ok"
 //	GET /metrics                                       the agent's metrics (KubeletServerConfig.Metrics)
+//	GET /stats/summary, /metrics/resource              the usage (KubeletServerConfig.Stats; kubeletserver_stats.go)
 //
-// Anything else is 404 (exec, attach, port-forward, stats and the
-// kubelet's /metrics/cadvisor, /metrics/probes and /metrics/resource are
-// not served).
+// Anything else is 404 (exec, attach, port-forward and the kubelet's
+// /metrics/cadvisor and /metrics/probes are not served).
 //
 // Authentication is by client certificate, as the kubelet's
 // --client-ca-file: the API server presents its --kubelet-client-certificate,

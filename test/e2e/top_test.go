@@ -30,8 +30,15 @@ spec:
 // machine must have cgroups (PODWARD_REQUIRE_CGROUPS=1, as .ci/run sets).
 func newUsageEnv(t *testing.T) *cgroupEnv {
 	t.Helper()
-	if os.Getenv("PODWARD_REQUIRE_CGROUPS") == "1" && os.Geteuid() != 0 {
-		t.Fatal("PODWARD_REQUIRE_CGROUPS=1 but the test is not root: podward top reads the pods' cgroups, which need root")
+	if os.Getenv("PODWARD_REQUIRE_CGROUPS") == "1" {
+		if os.Geteuid() != 0 {
+			t.Fatal("PODWARD_REQUIRE_CGROUPS=1 but the test is not root: podward top reads the pods' cgroups, which need root")
+		}
+		_, v2 := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+		_, v1 := os.Stat("/sys/fs/cgroup/memory")
+		if v2 != nil && v1 != nil {
+			t.Fatal("PODWARD_REQUIRE_CGROUPS=1 but /sys/fs/cgroup has neither cgroup v2 nor a v1 memory hierarchy")
+		}
 	}
 	return newCgroupEnv(t)
 }
