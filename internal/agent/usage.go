@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,9 +14,9 @@ import (
 	"github.com/podward/podward/internal/wire"
 )
 
-// ErrNoStats is returned when the runtime reports no resource usage (it
-// has no runtime.StatsProvider).
-var ErrNoStats = errors.New("the runtime reports no resource usage")
+// ErrNoStats is returned when the runtime reports no resource usage: it
+// has no runtime.StatsProvider, or its own is runtime.ErrNoStats.
+var ErrNoStats = runtime.ErrNoStats
 
 // UsageWindow is the shortest time between the two CPU samples a rate is
 // computed from. metrics-server computes it between two scrapes of the

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -77,5 +78,18 @@ func TestPrintPodMetrics(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", out.String(), tc.want)
 			}
 		})
+	}
+}
+
+// An agent whose runtime reads no usage (the process runtime without
+// cgroups) has no metrics API: kubectl top's message, exit 1.
+func TestTopPodWithoutUsage(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("top", "pod")
+	if r.code != 1 || r.err != "error: Metrics API not available\n" {
+		t.Errorf("podward top pod:\n%s\nwant exit 1 and kubectl's error", r)
+	}
+	if r := e.run("top", "pod", "--sort-by=name"); r.code != 2 || !strings.Contains(r.err, "--sort-by accepts only cpu or memory") {
+		t.Errorf("podward top pod --sort-by=name:\n%s\nwant exit 2 and kubectl's error", r)
 	}
 }

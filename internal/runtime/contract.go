@@ -151,6 +151,7 @@ type StatsProvider interface {
 	// PodStats returns the usage of every pod with a running container,
 	// read now: counters, never rates (the caller computes those from two
 	// calls). A container that ends meanwhile is left out rather than
-	// failing the call. ctx bounds the reads; the caller owns the result.
+	// failing the call; ErrNoStats says the runtime cannot read usage at
+	// all. ctx bounds the reads; the caller owns the result.
 	PodStats(ctx context.Context) ([]PodStats, error)
 }

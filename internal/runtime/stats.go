@@ -1,10 +1,15 @@
 package runtime
 
 import (
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// ErrNoStats is a StatsProvider's answer when it cannot read the usage at
+// all (the process runtime without cgroups), rather than no pod running.
+var ErrNoStats = errors.New("the runtime reports no resource usage")
 
 // CPUUsage is the CPU time a cgroup's processes used up to Time, as the
 // CRI's CpuUsage and the kubelet's stats API report it: cumulative, so a

@@ -116,7 +116,8 @@ func TestNodeServesUsage(t *testing.T) {
 		t.Fatalf("pod stats %+v: want the pod's and its container spin's CPU and memory", p1)
 	}
 	_, p2 := summary()
-	if *p2.Containers[0].CPU.UsageCoreNanoSeconds <= *p1.Containers[0].CPU.UsageCoreNanoSeconds || !p2.Containers[0].CPU.Time.After(p1.Containers[0].CPU.Time.Time) {
+	// The times are metav1.Time: whole seconds in JSON, as the kubelet's.
+	if *p2.Containers[0].CPU.UsageCoreNanoSeconds <= *p1.Containers[0].CPU.UsageCoreNanoSeconds || p2.Containers[0].CPU.Time.Before(&p1.Containers[0].CPU.Time) {
 		t.Errorf("spin's CPU did not move: %v then %v", *p1.Containers[0].CPU.UsageCoreNanoSeconds, *p2.Containers[0].CPU.UsageCoreNanoSeconds)
 	}
 

@@ -27,11 +27,11 @@ type statTarget struct {
 // PodStats reads the usage of every running instance from its cgroup, and
 // each pod's from the pod's cgroup (its instances' parent, which holds its
 // shims too, as the kubelet's pod cgroup holds the sandbox). A runtime
-// without cgroups reports no pods. An instance whose cgroup is gone (it
+// without cgroups has no usage to read: runtime.ErrNoStats. An instance whose cgroup is gone (it
 // exited meanwhile) is left out.
 func (r *Runtime) PodStats(ctx context.Context) ([]runtime.PodStats, error) {
 	if r.cgroups == nil {
-		return nil, nil
+		return nil, runtime.ErrNoStats
 	}
 	var targets []statTarget
 	r.mu.Lock()
