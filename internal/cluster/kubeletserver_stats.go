@@ -158,76 +158,84 @@ func (s *KubeletServer) resourceMetrics(w http.ResponseWriter, r *http.Request) 
 // resourceMetricsText is the kubelet's /metrics/resource for the node
 // (when known) and pods: its names, help texts, types and labels.
 func resourceMetricsText(node nodeUsage, haveNode bool, pods []runtime.PodStats, scrapeErr bool) string {
-	var b strings.Builder
-	family := func(name, help, typ string) {
-		fmt.Fprintf(&b, "# HELP %s [STABLE] %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	sample := func(name string, labels []string, v float64, at time.Time) {
-		b.WriteString(name)
-		if len(labels) > 0 {
-			b.WriteByte('{')
-			for i := 0; i < len(labels); i += 2 {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(&b, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
-			}
-			b.WriteByte('}')
-		}
-		fmt.Fprintf(&b, " %s %d\n", strconv.FormatFloat(v, 'g', -1, 64), at.UnixMilli())
-	}
-	seconds := func(ns uint64) float64 { return float64(ns) / 1e9 }
+	var w metricsText
 	pods = slices.Clone(pods)
 	slices.SortFunc(pods, func(a, b runtime.PodStats) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	ctrLabels := func(p runtime.PodStats, c runtime.ContainerStats) []string {
-		return []string{"container", c.Name, "namespace", p.Namespace, "pod", p.Name}
-	}
-
-	family("container_cpu_usage_seconds_total", "Cumulative cpu time consumed by the container in core-seconds", "counter")
-	for _, p := range pods {
-		for _, c := range p.Containers {
-			sample("container_cpu_usage_seconds_total", ctrLabels(p, c), seconds(c.CPU.UsageCoreNanoSeconds), c.CPU.Time)
+	perContainer := func(name, help, typ string, value func(runtime.ContainerStats) (float64, time.Time)) {
+		w.family(name, "[STABLE] "+help, typ)
+		for _, p := range pods {
+			for _, c := range p.Containers {
+				v, at := value(c)
+				w.sample(name, []string{"container", c.Name, "namespace", p.Namespace, "pod", p.Name}, v, at)
+			}
 		}
 	}
-	family("container_memory_working_set_bytes", "Current working set of the container in bytes", "gauge")
-	for _, p := range pods {
-		for _, c := range p.Containers {
-			sample("container_memory_working_set_bytes", ctrLabels(p, c), float64(c.Memory.WorkingSetBytes), c.Memory.Time)
-		}
-	}
-	family("container_start_time_seconds", "Start time of the container since unix epoch in seconds", "gauge")
-	for _, p := range pods {
-		for _, c := range p.Containers {
-			sample("container_start_time_seconds", ctrLabels(p, c), float64(c.StartedAt.UnixNano())/1e9, c.CPU.Time)
-		}
-	}
+	perContainer("container_cpu_usage_seconds_total", "Cumulative cpu time consumed by the container in core-seconds", "counter",
+		func(c runtime.ContainerStats) (float64, time.Time) {
+			return seconds(c.CPU.UsageCoreNanoSeconds), c.CPU.Time
+		})
+	perContainer("container_memory_working_set_bytes", "Current working set of the container in bytes", "gauge",
+		func(c runtime.ContainerStats) (float64, time.Time) {
+			return float64(c.Memory.WorkingSetBytes), c.Memory.Time
+		})
+	perContainer("container_start_time_seconds", "Start time of the container since unix epoch in seconds", "gauge",
+		func(c runtime.ContainerStats) (float64, time.Time) {
+			return float64(c.StartedAt.UnixNano()) / 1e9, c.CPU.Time
+		})
 	if haveNode {
-		family("node_cpu_usage_seconds_total", "Cumulative cpu time consumed by the node in core-seconds", "counter")
-		sample("node_cpu_usage_seconds_total", nil, seconds(node.cpu.UsageCoreNanoSeconds), node.cpu.Time)
-		family("node_memory_working_set_bytes", "Current working set of the node in bytes", "gauge")
-		sample("node_memory_working_set_bytes", nil, float64(node.memory.WorkingSetBytes), node.memory.Time)
+		w.family("node_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the node in core-seconds", "counter")
+		w.sample("node_cpu_usage_seconds_total", nil, seconds(node.cpu.UsageCoreNanoSeconds), node.cpu.Time)
+		w.family("node_memory_working_set_bytes", "[STABLE] Current working set of the node in bytes", "gauge")
+		w.sample("node_memory_working_set_bytes", nil, float64(node.memory.WorkingSetBytes), node.memory.Time)
 	}
-	family("pod_cpu_usage_seconds_total", "Cumulative cpu time consumed by the pod in core-seconds", "counter")
+	w.family("pod_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", "counter")
 	for _, p := range pods {
 		if p.CPU != nil {
-			sample("pod_cpu_usage_seconds_total", []string{"namespace", p.Namespace, "pod", p.Name}, seconds(p.CPU.UsageCoreNanoSeconds), p.CPU.Time)
+			w.sample("pod_cpu_usage_seconds_total", []string{"namespace", p.Namespace, "pod", p.Name}, seconds(p.CPU.UsageCoreNanoSeconds), p.CPU.Time)
 		}
 	}
-	family("pod_memory_working_set_bytes", "Current working set of the pod in bytes", "gauge")
+	w.family("pod_memory_working_set_bytes", "[STABLE] Current working set of the pod in bytes", "gauge")
 	for _, p := range pods {
 		if p.Memory != nil {
-			sample("pod_memory_working_set_bytes", []string{"namespace", p.Namespace, "pod", p.Name}, float64(p.Memory.WorkingSetBytes), p.Memory.Time)
+			w.sample("pod_memory_working_set_bytes", []string{"namespace", p.Namespace, "pod", p.Name}, float64(p.Memory.WorkingSetBytes), p.Memory.Time)
 		}
 	}
-	b.WriteString("# HELP scrape_error [ALPHA] 1 if there was an error while getting container metrics, 0 otherwise\n# TYPE scrape_error gauge\n")
+	w.family("scrape_error", "[ALPHA] 1 if there was an error while getting container metrics, 0 otherwise", "gauge")
+	errValue := 0.0
 	if scrapeErr {
-		b.WriteString("scrape_error 1\n")
-	} else {
-		b.WriteString("scrape_error 0\n")
+		errValue = 1
 	}
-	return b.String()
+	fmt.Fprintf(&w, "scrape_error %g\n", errValue)
+	return w.String()
+}
+
+func seconds(ns uint64) float64 { return float64(ns) / 1e9 }
+
+// metricsText writes the Prometheus text format.
+type metricsText struct{ strings.Builder }
+
+// family writes a family's HELP and TYPE lines.
+func (w *metricsText) family(name, help, typ string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample with its labels (name, value pairs) and its
+// time in milliseconds.
+func (w *metricsText) sample(name string, labels []string, v float64, at time.Time) {
+	w.WriteString(name)
+	if len(labels) > 0 {
+		w.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			fmt.Fprintf(w, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
+		}
+		w.WriteByte('}')
+	}
+	fmt.Fprintf(w, " %s %d\n", strconv.FormatFloat(v, 'g', -1, 64), at.UnixMilli())
 }
 
 // escapeLabel escapes a label value as the Prometheus text format wants.
