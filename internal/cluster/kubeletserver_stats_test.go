@@ -42,7 +42,7 @@ func (f *fakeStats) PodStats(context.Context) ([]runtime.PodStats, error) {
 
 // TestKubeletServerStats: /stats/summary and /metrics/resource serve the
 // runtime's counters to a user allowed nodes/stats and nodes/metrics, as
-// the kubelet's (kubelet 1.37, pkg/kubelet/server/server.go: /stats needs
+// the kubelet's (kubelet 1.37, pkg/kubelet/server/auth.go: /stats needs
 // nodes/stats, /metrics/resource nodes/metrics); nodes/proxy is not
 // enough.
 func TestKubeletServerStats(t *testing.T) {
