@@ -22,6 +22,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/cri-api v0.37.2
 	k8s.io/cri-streaming v0.37.2
+	k8s.io/kubelet v0.37.2
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/yaml v1.6.0

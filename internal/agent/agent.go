@@ -101,6 +101,7 @@ type Agent struct {
 	logs     *logCollector     // nil when the runtime keeps every log
 	log      *slog.Logger
 	health   *stateHealth
+	usage    usageSamples // the last CPU samples of podward top (usage.go)
 
 	ctx context.Context
 

@@ -101,6 +101,7 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
 	s.handle(TimelinePath, route{http.MethodGet: s.getTimeline})
+	s.handleMetrics()
 	s.handleCommon()
 	return s
 }

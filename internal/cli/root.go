@@ -72,6 +72,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newTimelineCommand(s, api),
 		newWaitCommand(s, api),
 		newShutdownCommand(s, api),
+		newTopCommand(s, api),
 	)
 	return root
 }

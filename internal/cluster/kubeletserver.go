@@ -35,9 +35,10 @@ import (
 //	GET|POST /attach/{namespace}/{pod}/{container}     refused: attach is not supported yet
 //	GET /healthz                                       "ok"
 //	GET /metrics                                       the agent's metrics (KubeletServerConfig.Metrics)
+//	GET /stats/summary, /metrics/resource              the usage (KubeletServerConfig.Stats; kubeletserver_stats.go)
 //
-// Anything else is 404 (stats and the kubelet's /metrics/cadvisor,
-// /metrics/probes and /metrics/resource are not served).
+// Anything else is 404 (the kubelet's /metrics/cadvisor and /metrics/probes
+// are not served).
 //
 // Authentication is by client certificate, as the kubelet's
 // --client-ca-file: the API server presents its --kubelet-client-certificate,
@@ -98,6 +99,9 @@ type KubeletServerConfig struct {
 	// Metrics, when set, serves GET /metrics (the Prometheus handler),
 	// authorized as the kubelet's: nodes/metrics.
 	Metrics http.Handler
+	// Stats, when set, serves the usage: GET /stats/summary (nodes/stats)
+	// and GET /metrics/resource (nodes/metrics); see kubeletserver_stats.go.
+	Stats StatsSource
 	// Address is the IP to listen on; "" for all.
 	Address string
 	// Port defaults to DefaultKubeletPort, 10250.
@@ -227,6 +231,7 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 	if cfg.Streams != nil {
 		s.handleStreams(mux, cfg.Streams)
 	}
+	s.handleStats(mux)
 	mux.HandleFunc("/", http.NotFound)
 	s.handler = s.guard(mux)
 	return s, nil

@@ -180,7 +180,7 @@ func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource,
 		}
 	}
 	s, err := cluster.NewKubeletServer(cluster.KubeletServerConfig{
-		Logs: logs, Streams: streams, Metrics: metrics, Port: o.KubeletPort, NodeName: name, Addresses: addrs,
+		Logs: logs, Streams: streams, Metrics: metrics, Stats: statsOf(logs), Port: o.KubeletPort, NodeName: name, Addresses: addrs,
 		TLSCertFile: o.TLSCertFile, TLSPrivateKeyFile: o.TLSPrivateKeyFile, CertDir: filepath.Join(root, "pki"),
 		ClientCAFile: o.ClientCAFile, AllowAnonymous: o.AnonymousAuth,
 		TokenReviews:  client.AuthenticationV1().TokenReviews(),
@@ -191,6 +191,13 @@ func (o *ClusterOptions) kubeletServer(log *slog.Logger, logs cluster.LogSource,
 		return nil, badOptions(err)
 	}
 	return s, nil
+}
+
+// statsOf is the usage source of the kubelet server: the agent's, nil
+// for a log source without one.
+func statsOf(logs cluster.LogSource) cluster.StatsSource {
+	st, _ := logs.(cluster.StatsSource)
+	return st
 }
 
 // auditLogger logs at level Info, to the daemon's log output.

@@ -201,3 +201,17 @@ type StreamLocator interface {
 	// pod has no sandbox.
 	PortForwardURL(ctx context.Context, pod *model.Pod, ports []int32) (*url.URL, error)
 }
+
+// StatsProvider is the optional ability to report the resource usage of
+// the pods that run, as the kubelet's stats providers do (its cgroups, or
+// the CRI's ListContainerStats and ListPodSandboxStats): podward top and,
+// in cluster mode, the kubelet's /stats/summary and /metrics/resource.
+// A runtime without it (or without the cgroups to read) reports none.
+type StatsProvider interface {
+	// PodStats returns the usage of every pod with a running container,
+	// read now: counters, never rates (the caller computes those from two
+	// calls). A container that ends meanwhile is left out rather than
+	// failing the call; ErrNoStats says the runtime cannot read usage at
+	// all. ctx bounds the reads; the caller owns the result.
+	PodStats(ctx context.Context) ([]PodStats, error)
+}
