@@ -104,6 +104,11 @@ type Agent struct {
 
 	ctx context.Context
 
+	// ephemeralMu serialises the updates of ephemeral containers
+	// (setEphemeral), each a read, check and write of one pod; never held
+	// with mu.
+	ephemeralMu sync.Mutex
+
 	mu   sync.Mutex
 	pods map[types.UID]*entry
 	// forced are pods a forced delete (grace period 0) took out of the

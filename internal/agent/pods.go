@@ -152,9 +152,13 @@ func (a *Agent) replace(old types.UID, next *model.Pod) (*v1.Pod, ApplyResult, e
 }
 
 // sameSpec reports whether two pods ask for the same thing: the spec, the
-// defer containers, labels and annotations.
+// defer containers, labels and annotations. The ephemeral containers added
+// to the running pod do not count: a manifest never has them (they cannot
+// be set on create), and applying it again leaves them be.
 func sameSpec(old, next *model.Pod) bool {
-	return equality.Semantic.DeepEqual(old.Spec, next.Spec) &&
+	a, b := old.Spec, next.Spec
+	a.EphemeralContainers, b.EphemeralContainers = nil, nil
+	return equality.Semantic.DeepEqual(a, b) &&
 		equality.Semantic.DeepEqual(old.Defer, next.Defer) &&
 		equality.Semantic.DeepEqual(old.Labels, next.Labels) &&
 		equality.Semantic.DeepEqual(old.Annotations, next.Annotations)
