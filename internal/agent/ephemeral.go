@@ -28,7 +28,7 @@ func (a *Agent) AddEphemeralContainers(ns, name string, ecs []v1.EphemeralContai
 		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
 	}
 	uid := e.pod.UID
-	next, err := a.setEphemeral(uid, ecs)
+	next, err := a.setEphemeral(uid, keepOrder(e.pod.Spec.EphemeralContainers, ecs))
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +40,30 @@ func (a *Agent) AddEphemeralContainers(ns, name string, ecs []v1.EphemeralContai
 	// already.
 	p.Spec.EphemeralContainers = next.Spec.DeepCopy().EphemeralContainers
 	return p, nil
+}
+
+// keepOrder lists ecs with the containers of old first, in their order,
+// then the others in theirs: a strategic merge patch puts what it adds
+// first, and the pod's list is to read in the order the containers came.
+func keepOrder(old, ecs []v1.EphemeralContainer) []v1.EphemeralContainer {
+	byName := make(map[string]int, len(ecs))
+	for i := range ecs {
+		byName[ecs[i].Name] = i
+	}
+	out := make([]v1.EphemeralContainer, 0, len(ecs))
+	taken := make([]bool, len(ecs))
+	for i := range old {
+		if j, ok := byName[old[i].Name]; ok && !taken[j] {
+			out = append(out, ecs[j])
+			taken[j] = true
+		}
+	}
+	for j := range ecs {
+		if !taken[j] {
+			out = append(out, ecs[j])
+		}
+	}
+	return out
 }
 
 // SyncEphemeralContainers hands the agent the ephemeral containers the API

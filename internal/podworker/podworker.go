@@ -185,11 +185,14 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 // setPod takes the pod of an update. Its spec does not change but for the
 // ephemeral containers added to it (agent.AddEphemeralContainers): each new
 // container gets its state, Waiting, so that the planner starts it (start
-// rule 8). Called by run only.
+// rule 8). The list may come in another order (a patch does not keep it),
+// so every container's ref is taken again from the new pod. Called by run
+// only.
 func (pw *podWorker) setPod(pod *model.Pod) {
 	pw.pod = pod
 	for _, ref := range pod.Containers() {
-		if pw.byName[ref.Name] != nil {
+		if c := pw.byName[ref.Name]; c != nil {
+			c.ref = ref
 			continue
 		}
 		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
