@@ -238,7 +238,7 @@ func BadRequestf(format string, args ...any) error {
 // restartCount finds a container's restart count in the pod's statuses,
 // the defer containers' annotation included.
 func restartCount(p *v1.Pod, name string) (int, bool) {
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p)} {
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p), p.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == name {
 				return int(cs.RestartCount), true
@@ -456,7 +456,7 @@ func (a *Agent) LogEnded(ctx context.Context, ns, name, container, path string) 
 // containerRunning says whether the pod's status shows the container
 // running.
 func containerRunning(p *v1.Pod, name string) bool {
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p)} {
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p), p.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == name {
 				return cs.State.Running != nil

@@ -64,6 +64,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newGetCommand(s, api),
 		newDescribeCommand(s, api),
 		newLogsCommand(s, api),
+		newDebugCommand(s, api),
 		newDeleteCommand(s, api),
 		newEventsCommand(s, api),
 		newTimelineCommand(s, api),
