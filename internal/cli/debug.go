@@ -109,9 +109,13 @@ func runDebug(ctx context.Context, s Streams, api *apiOptions, o debugOptions, a
 	if err != nil {
 		return report(s, err)
 	}
+	// kubectl debug's notes, on stdout as it prints them.
+	if o.target != "" && !o.quiet {
+		fmt.Fprintf(s.Out, "Targeting container %q. If you don't see processes from this container it may be because the container runtime doesn't support this feature.\n", o.target)
+	}
 	ec := o.ephemeral(pod, command)
 	if o.container == "" && !o.quiet {
-		fmt.Fprintf(s.Err, "Defaulting debug container name to %s.\n", ec.Name)
+		fmt.Fprintf(s.Out, "Defaulting debug container name to %s.\n", ec.Name)
 	}
 	if _, err := c.AddEphemeralContainer(ctx, api.namespace, name, ec); err != nil {
 		return report(s, err)
