@@ -352,7 +352,7 @@ func (a *Agent) Sync(pod *model.Pod) error {
 	if known {
 		return nil
 	}
-	if err := a.Admit(pod); err != nil {
+	if err := a.admitSynced(pod); err != nil {
 		return err
 	}
 	a.mu.Lock()

@@ -75,6 +75,28 @@ func (a *Agent) SyncEphemeralContainers(uid types.UID, ecs []v1.EphemeralContain
 	return err
 }
 
+// admitSynced is Admit for a pod another source owns (Sync), which may
+// come with ephemeral containers already: the API server's pod of a node
+// that lost its state. They are checked as an update of the pod without
+// them, as the API server checked them; the rest as on create.
+func (a *Agent) admitSynced(pod *model.Pod) error {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return a.Admit(pod)
+	}
+	base := &model.Pod{Pod: pod.Pod.DeepCopy(), Defer: pod.Defer}
+	base.Spec.EphemeralContainers = nil
+	if errs := model.Validate(base); len(errs) > 0 {
+		return &InvalidError{Errs: errs}
+	}
+	if errs := model.ValidateEphemeralUpdate(base, pod.Spec.EphemeralContainers); len(errs) > 0 {
+		return &InvalidError{Errs: errs}
+	}
+	if err := a.cfg.Runtime.Check(pod); err != nil {
+		return &InvalidError{Err: err}
+	}
+	return nil
+}
+
 // setEphemeral makes ecs, defaulted, the ephemeral containers of the pod
 // uid: checked, stored, then handed to its worker — unless the pod was
 // rejected or its worker has terminated it, as the kubelet starts no

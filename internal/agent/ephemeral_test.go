@@ -67,3 +67,31 @@ func TestAddEphemeralContainers(t *testing.T) {
 		t.Fatalf("apply again: %v %v, want unchanged", res, err)
 	}
 }
+
+// A pod the API server hands over with ephemeral containers already (a
+// node that lost its state) is admitted, and they start; the API server
+// checked them as an update, and so does the agent.
+func TestSyncPodWithEphemeralContainers(t *testing.T) {
+	a, rt := newAgent(t)
+	pod := decode(t, manifest)
+	pod.UID = "from-api"
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+	if err := a.Sync(pod); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for !slices.Contains(rt.Calls(), "start dbg") {
+		select {
+		case <-rt.Changed():
+		case <-ctx.Done():
+			t.Fatalf("the ephemeral container never started; calls %v", rt.Calls())
+		}
+	}
+	bad := decode(t, manifest)
+	bad.Name, bad.UID = "other", "from-api-2"
+	bad.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "app", Image: "busybox"}}}
+	if err := a.Sync(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `spec.ephemeralContainers[0].name: Duplicate value: "app"`) {
+		t.Fatalf("a duplicate name: %v", err)
+	}
+}

@@ -62,6 +62,15 @@ func TestKubectlDebug(t *testing.T) {
 			t.Errorf("READY %s: an ephemeral container does not count", ready)
 		}
 
+		// kubectl logs reads an ephemeral container's log from the node.
+		c.mustKubectl(t, "debug", pod, "--image=busybox", "-c", "echoer", "--", "echo", "from-debug")
+		c.waitPod(t, "default", pod, "the second ephemeral container done", waitTimeout, func(p *v1.Pod) bool {
+			return p != nil && len(p.Status.EphemeralContainerStatuses) == 2 && p.Status.EphemeralContainerStatuses[1].State.Terminated != nil
+		})
+		if out := c.mustKubectl(t, "logs", pod, "-c", "echoer"); out != "from-debug\n" {
+			t.Errorf("kubectl logs %s -c echoer = %q", pod, out)
+		}
+
 		c.mustKubectl(t, "delete", "pod", pod, "--wait=true", "--timeout=60s")
 	})
 }
