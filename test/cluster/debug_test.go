@@ -71,6 +71,18 @@ func TestKubectlDebug(t *testing.T) {
 			t.Errorf("kubectl logs %s -c echoer = %q", pod, out)
 		}
 
+		if rt.IsCRI() {
+			// --target puts it in the target's process namespace: its
+			// PID 1 is the target's command.
+			c.mustKubectl(t, "debug", pod, "--image=busybox", "--target=app", "-c", "pid1", "--", "sh", "-c", `tr '\0' ' ' < /proc/1/cmdline`)
+			c.waitPod(t, "default", pod, "the pid1 ephemeral container done", waitTimeout, func(p *v1.Pod) bool {
+				return p != nil && len(p.Status.EphemeralContainerStatuses) == 3 && p.Status.EphemeralContainerStatuses[2].State.Terminated != nil
+			})
+			if out := c.mustKubectl(t, "logs", pod, "-c", "pid1"); strings.TrimSpace(out) != "sleep 3600" {
+				t.Errorf("PID 1 of the targeted debug container = %q, want the target's sleep 3600", out)
+			}
+		}
+
 		c.mustKubectl(t, "delete", "pod", pod, "--wait=true", "--timeout=60s")
 	})
 }
