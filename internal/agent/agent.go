@@ -105,6 +105,11 @@ type Agent struct {
 
 	ctx context.Context
 
+	// ephemeralMu serialises the updates of ephemeral containers
+	// (setEphemeral), each a read, check and write of one pod; never held
+	// with mu.
+	ephemeralMu sync.Mutex
+
 	mu   sync.Mutex
 	pods map[types.UID]*entry
 	// forced are pods a forced delete (grace period 0) took out of the
@@ -348,7 +353,7 @@ func (a *Agent) Sync(pod *model.Pod) error {
 	if known {
 		return nil
 	}
-	if err := a.Admit(pod); err != nil {
+	if err := a.admitSynced(pod); err != nil {
 		return err
 	}
 	a.mu.Lock()

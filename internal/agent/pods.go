@@ -152,9 +152,13 @@ func (a *Agent) replace(old types.UID, next *model.Pod) (*v1.Pod, ApplyResult, e
 }
 
 // sameSpec reports whether two pods ask for the same thing: the spec, the
-// defer containers, labels and annotations.
+// defer containers, labels and annotations. The ephemeral containers added
+// to the running pod do not count: a manifest never has them (they cannot
+// be set on create), and applying it again leaves them be.
 func sameSpec(old, next *model.Pod) bool {
-	return equality.Semantic.DeepEqual(old.Spec, next.Spec) &&
+	a, b := old.Spec, next.Spec
+	a.EphemeralContainers, b.EphemeralContainers = nil, nil
+	return equality.Semantic.DeepEqual(a, b) &&
 		equality.Semantic.DeepEqual(old.Defer, next.Defer) &&
 		equality.Semantic.DeepEqual(old.Labels, next.Labels) &&
 		equality.Semantic.DeepEqual(old.Annotations, next.Annotations)
@@ -234,7 +238,7 @@ func BadRequestf(format string, args ...any) error {
 // restartCount finds a container's restart count in the pod's statuses,
 // the defer containers' annotation included.
 func restartCount(p *v1.Pod, name string) (int, bool) {
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p)} {
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p), p.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == name {
 				return int(cs.RestartCount), true
@@ -466,7 +470,7 @@ func (a *Agent) LogEnded(ctx context.Context, ns, name, container, path string) 
 // containerRunning says whether the pod's status shows the container
 // running.
 func containerRunning(p *v1.Pod, name string) bool {
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p)} {
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, deferStatuses(p), p.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == name {
 				return cs.State.Running != nil

@@ -156,7 +156,7 @@ func (s *Server) watchInstance(ctx context.Context, pod *v1.Pod, container, id s
 // containerStatus finds the status of a container of any kind, the defer
 // containers' annotation included.
 func containerStatus(p *v1.Pod, name string) (v1.ContainerStatus, bool) {
-	lists := [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses}
+	lists := [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses}
 	if mp, err := model.FromV1(p); err == nil {
 		lists = append(lists, mp.DeferStatuses())
 	}

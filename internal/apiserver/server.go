@@ -98,6 +98,7 @@ func New(b Backend, log *slog.Logger) *Server {
 		http.MethodDelete: s.deletePod,
 	})
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
+	s.handle(EphemeralContainersPath, route{http.MethodGet: s.getEphemeral, http.MethodPut: s.putEphemeral, http.MethodPatch: s.patchEphemeral})
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
 	s.handle(TimelinePath, route{http.MethodGet: s.getTimeline})

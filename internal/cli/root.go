@@ -67,6 +67,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newExecCommand(s, api),
 		newPortForwardCommand(s, api),
 		newCpCommand(s, api),
+		newDebugCommand(s, api),
 		newDeleteCommand(s, api),
 		newEventsCommand(s, api),
 		newTimelineCommand(s, api),

@@ -171,3 +171,24 @@ func (c *Client) Logs(ctx context.Context, ns, name string, opts v1.PodLogOption
 	}
 	return &streamBody{ReadCloser: resp.Body, cancel: cancel}, nil
 }
+
+// AddEphemeralContainer adds ec to the running pod ns/name through its
+// ephemeralcontainers subresource, as kubectl debug does: a strategic
+// merge patch of spec.ephemeralContainers, which merges by name, so the
+// pod's other ephemeral containers stay. It returns the pod as it is then;
+// the container starts soon after (see its
+// status.ephemeralContainerStatuses). A container the agent refuses is an
+// Invalid error naming the field.
+func (c *Client) AddEphemeralContainer(ctx context.Context, ns, name string, ec v1.EphemeralContainer) (*v1.Pod, error) {
+	patch := map[string]any{"spec": map[string]any{"ephemeralContainers": []v1.EphemeralContainer{ec}}}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("encode ephemeral container: %w", err)
+	}
+	var out v1.Pod
+	req := request{method: http.MethodPatch, path: podPath(ns, name) + "/ephemeralcontainers", body: body, contentType: "application/strategic-merge-patch+json"}
+	if _, err := c.call(ctx, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

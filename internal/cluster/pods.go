@@ -29,6 +29,7 @@ import (
 // another source of pods.
 type PodAgent interface {
 	Sync(pod *model.Pod) error
+	SyncEphemeralContainers(uid types.UID, ecs []v1.EphemeralContainer) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
 	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
@@ -238,7 +239,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		p.statusQ.Add(uid) // it may be terminated already
 		return nil
 	case known:
-		return nil
+		return p.syncEphemeral(pod)
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// It ran to its end (here, before a reboot, or was rejected):
 		// a finished pod never runs again.
@@ -250,6 +251,26 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 	}
 	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRejected) {
 		return p.reject(ctx, pod, err)
+	}
+	return err
+}
+
+// syncEphemeral hands the agent the ephemeral containers of a pod it runs:
+// the ephemeralcontainers subresource (kubectl debug) grows
+// spec.ephemeralContainers of the running pod, the only change of a pod's
+// spec the node acts on. One the agent refuses (a runtime that cannot run
+// it) is logged, not retried: the same list would be refused again.
+func (p *Pods) syncEphemeral(pod *v1.Pod) error {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return nil
+	}
+	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, pod.Spec.EphemeralContainers)
+	switch {
+	case errors.Is(err, agent.ErrInvalid):
+		p.log.Error("ephemeral containers refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
+		return nil
+	case errors.Is(err, agent.ErrNotFound):
+		return nil
 	}
 	return err
 }

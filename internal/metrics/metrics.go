@@ -41,10 +41,12 @@ var containerTypes = map[model.Role]string{
 	model.RoleSidecar: "init_container",
 	model.RoleMain:    "container",
 	model.RoleDefer:   "defer_container",
+	// The kubelet's own value for them (pkg/kubelet/metrics).
+	model.RoleEphemeral: "ephemeral_container",
 }
 
 // roleCount bounds the arrays indexed by model.Role.
-const roleCount = int(model.RoleDefer) + 1
+const roleCount = int(model.RoleEphemeral) + 1
 
 // Metrics holds the agent's collectors. Its recording methods are safe for
 // concurrent use and never block.

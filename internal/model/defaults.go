@@ -82,6 +82,9 @@ func Default(p *Pod) {
 			c.RestartPolicy = ptr.To(v1.ContainerRestartPolicyOnFailure)
 		}
 	}
+	for i := range spec.EphemeralContainers {
+		defaultContainer((*v1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), spec.HostNetwork)
+	}
 }
 
 func defaultVolume(vol *v1.Volume) {

@@ -45,6 +45,9 @@ const (
 	RoleSidecar
 	RoleMain
 	RoleDefer
+	// RoleEphemeral: a container of spec.ephemeralContainers, added to a
+	// running pod (kubectl debug); started once, never restarted.
+	RoleEphemeral
 )
 
 func (r Role) String() string {
@@ -57,6 +60,8 @@ func (r Role) String() string {
 		return "main"
 	case RoleDefer:
 		return "defer"
+	case RoleEphemeral:
+		return "ephemeral"
 	default:
 		return fmt.Sprintf("Role(%d)", int(r))
 	}
@@ -78,6 +83,8 @@ func (r ContainerRef) FieldPath() string {
 		return "spec.initContainers{" + r.Name + "}"
 	case RoleDefer:
 		return "spec.deferContainers{" + r.Name + "}"
+	case RoleEphemeral:
+		return "spec.ephemeralContainers{" + r.Name + "}"
 	default:
 		return "spec.containers{" + r.Name + "}"
 	}
@@ -92,6 +99,8 @@ func (r ContainerRef) SpecPath() string {
 		return fmt.Sprintf("spec.initContainers[%d]", r.Index)
 	case RoleDefer:
 		return fmt.Sprintf("metadata.annotations[%s][%d]", DeferContainersAnnotation, r.Index)
+	case RoleEphemeral:
+		return fmt.Sprintf("spec.ephemeralContainers[%d]", r.Index)
 	default:
 		return fmt.Sprintf("spec.containers[%d]", r.Index)
 	}
@@ -105,9 +114,10 @@ func IsSidecar(c *v1.Container) bool {
 
 // Containers lists every container of the pod in start order: init
 // containers and sidecars as declared, then regular containers, then defer
-// containers.
+// containers, then the ephemeral containers added so far, in the order they
+// were added (they start whenever they are added; see docs/lifecycle.md).
 func (p *Pod) Containers() []ContainerRef {
-	refs := make([]ContainerRef, 0, len(p.Spec.InitContainers)+len(p.Spec.Containers)+len(p.Defer))
+	refs := make([]ContainerRef, 0, len(p.Spec.InitContainers)+len(p.Spec.Containers)+len(p.Defer)+len(p.Spec.EphemeralContainers))
 	for i := range p.Spec.InitContainers {
 		role := RoleInit
 		if IsSidecar(&p.Spec.InitContainers[i]) {
@@ -121,14 +131,25 @@ func (p *Pod) Containers() []ContainerRef {
 	for i := range p.Defer {
 		refs = append(refs, ContainerRef{Name: p.Defer[i].Name, Role: RoleDefer, Index: i})
 	}
+	for i := range p.Spec.EphemeralContainers {
+		refs = append(refs, ContainerRef{Name: p.Spec.EphemeralContainers[i].Name, Role: RoleEphemeral, Index: i})
+	}
 	return refs
 }
 
 // Container returns the spec of the referenced container, or nil when the
-// pod has no such container.
+// pod has no such container. An ephemeral container's is its
+// EphemeralContainerCommon seen as a v1.Container (the same fields, as the
+// kubelet reads it), pointing into the pod.
 func (p *Pod) Container(ref ContainerRef) *v1.Container {
 	var list []v1.Container
 	switch ref.Role {
+	case RoleEphemeral:
+		ecs := p.Spec.EphemeralContainers
+		if ref.Index < 0 || ref.Index >= len(ecs) || ecs[ref.Index].Name != ref.Name {
+			return nil
+		}
+		return (*v1.Container)(&ecs[ref.Index].EphemeralContainerCommon)
 	case RoleInit, RoleSidecar:
 		list = p.Spec.InitContainers
 	case RoleMain:

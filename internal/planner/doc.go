@@ -10,11 +10,12 @@
 //
 //	syncing (sync.go)            the active deadline (start rule 6), the restart of all
 //	                             containers (rule 7, restartall.go), kills of the stops the
-//	                             worker began (a failed probe or postStart hook), init
-//	                             containers and sidecars (start rules 1, 2), regular
-//	                             containers (rules 3-5)
+//	                             worker began (a failed probe or postStart hook), ephemeral
+//	                             containers (rule 8), init containers and sidecars (start
+//	                             rules 1, 2), regular containers (rules 3-5)
 //	terminating (terminate.go)   the deadline (steps 6, 8), defer containers (step 3),
-//	                             regular containers (step 4), sidecars (step 5), done (step 7)
+//	                             regular and ephemeral containers (step 4), sidecars
+//	                             (step 5), done (step 7, once the ephemeral ones exited too)
 //
 // A new rule goes into the stage of its step, with a scenario of its own.
 // The facts the pod worker and its status code need besides the plan are

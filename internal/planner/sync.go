@@ -19,6 +19,8 @@ import (
 //	                start over                                          (rule 7)
 //	worker stops    a container stopped for a failed probe or postStart hook
 //	                is killed at its KillAt
+//	ephemeral       each ephemeral container added starts once, whatever
+//	                the init stage does                                 (rule 8)
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
 //	regular stage                                   main-1, main-2   (rules 3, 4, 5)
 func planSync(in Input, refs []model.ContainerRef) Plan {
@@ -27,6 +29,7 @@ func planSync(in Input, refs []model.ContainerRef) Plan {
 		return s.p
 	}
 	s.workerStopKills()
+	s.ephemeralContainers()
 	if s.initContainers() {
 		return s.p
 	}
@@ -90,6 +93,25 @@ func (s *syncing) workerStopKills() {
 			reason = ReasonProbeFailed
 		}
 		s.p.killWhenDue(&s.in, ref, o, o.KillAt, reason)
+	}
+}
+
+// ephemeralContainers implements start rule 8: an ephemeral container
+// (spec.ephemeralContainers, added to the running pod) starts as soon as it
+// is added, even while the pod initializes, and only once: whatever its exit
+// and the pod's restartPolicy, it is never restarted (kubelet 1.37,
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions: an
+// ephemeral container with no status is started, one with a status never
+// again). It reads the raw observation: a restart of all containers does not
+// start it again.
+func (s *syncing) ephemeralContainers() {
+	for _, ref := range s.refs {
+		if ref.Role != model.RoleEphemeral {
+			continue
+		}
+		if o := s.in.Containers[ref.Name]; o.State == 0 || o.State == Waiting {
+			s.p.Actions = append(s.p.Actions, Action{Kind: Start, Container: ref})
+		}
 	}
 }
 

@@ -65,7 +65,8 @@ func (t *Termination) RetryFits(c Config, o Observed) bool {
 //	step 4  stop main-1, main-2 (and a running init)         │ whatever runs gets
 //	  │                                                      ├▶ its stop signal,
 //	step 5  stop sidecar-B, then sidecar-A                   │ all at once, and
-//	  │                                                      │ 2 s (steps 6, 8)
+//	  │     (ephemeral containers stopped in step 4 and      │ 2 s (steps 6, 8)
+//	  │     never waited for, until step 7)                  │
 //	step 7  done, as soon as everything exited              ─┘
 func planTerminating(in Input, refs []model.ContainerRef) Plan {
 	s := terminating{in: in, t: in.Termination, refs: refs}
@@ -74,7 +75,7 @@ func planTerminating(in Input, refs []model.ContainerRef) Plan {
 		return s.p
 	}
 	s.p.wake(s.t.Deadline)
-	if s.deferContainers() || s.regularContainers() || s.sidecars() {
+	if s.deferContainers() || s.regularContainers() || s.sidecars() || s.ephemeralRunning() {
 		return s.p
 	}
 	s.done()
@@ -176,11 +177,20 @@ func (s *terminating) deferContainers() (inProgress bool) {
 // not run: the defer containers replace them. While a regular container
 // still runs, a sidecar that dies is restarted; while only an init
 // container is being stopped nothing new starts. It reports whether any of
-// them still runs.
+// them still runs. The running ephemeral containers are stopped with them
+// (they have no hook) but hold nothing up: the kubelet's termination order
+// has the sidecars wait for the regular containers only
+// (pkg/kubelet/kuberuntime/kuberuntime_termination_order.go).
 func (s *terminating) regularContainers() (inProgress bool) {
 	preStop := len(s.in.Pod.Defer) == 0
 	busy, mainRuns := false, false
 	for _, ref := range s.refs {
+		if ref.Role == model.RoleEphemeral {
+			if o := s.in.obs(ref.Name); o.State == Running {
+				s.stop(ref, o, false)
+			}
+			continue
+		}
 		if ref.Role != model.RoleMain && ref.Role != model.RoleInit {
 			continue
 		}
@@ -208,6 +218,17 @@ func (s *terminating) sidecars() (inProgress bool) {
 		}
 		if o := s.in.obs(ref.Name); o.State == Running {
 			s.stop(ref, o, true)
+			return true
+		}
+	}
+	return false
+}
+
+// ephemeralRunning keeps step 7 waiting for the ephemeral containers that
+// step 4 stopped and that still run.
+func (s *terminating) ephemeralRunning() bool {
+	for _, ref := range s.refs {
+		if ref.Role == model.RoleEphemeral && s.in.obs(ref.Name).State == Running {
 			return true
 		}
 	}

@@ -185,6 +185,25 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 	return pw
 }
 
+// setPod takes the pod of an update. Its spec does not change but for the
+// ephemeral containers added to it (agent.AddEphemeralContainers): each new
+// container gets its state, Waiting, so that the planner starts it (start
+// rule 8). The list may come in another order (a patch does not keep it),
+// so every container's ref is taken again from the new pod. Called by run
+// only.
+func (pw *podWorker) setPod(pod *model.Pod) {
+	pw.pod = pod
+	for _, ref := range pod.Containers() {
+		if c := pw.byName[ref.Name]; c != nil {
+			c.ref = ref
+			continue
+		}
+		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
+		pw.ctrs = append(pw.ctrs, c)
+		pw.byName[ref.Name] = c
+	}
+}
+
 // update hands an UpdatePod to the goroutine; a terminated pod takes no
 // more updates.
 func (pw *podWorker) update(opts UpdateOptions) {
@@ -304,7 +323,7 @@ func (pw *podWorker) observe(ctx context.Context, inputs []input, now time.Time)
 	for _, in := range inputs {
 		switch in.kind {
 		case inputPod:
-			pw.pod = in.pod
+			pw.setPod(in.pod)
 		case inputKill:
 			kill = in.kill
 		case inputExit:

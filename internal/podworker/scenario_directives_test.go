@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner/plannertest"
 	"github.com/podward/podward/internal/prober"
 )
@@ -67,6 +70,22 @@ func (s *scenario) act(d plannertest.Directive) error {
 			opts.Kill = k
 		}
 		s.w.UpdatePod(opts)
+	case "debug":
+		// An ephemeral container added to the running pod, as
+		// agent.AddEphemeralContainers hands it over: a new pod with the
+		// grown list.
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) != 1 || d.Args[0].HasVal {
+			return d.Errorf("want debug NAME")
+		}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		next.Spec.EphemeralContainers = append(next.Spec.EphemeralContainers, v1.EphemeralContainer{
+			EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: d.Args[0].Key, Image: "busybox"},
+		})
+		s.pod = next
+		s.w.UpdatePod(UpdateOptions{Pod: next})
 	case "exit", "exit-quietly":
 		if len(d.Args) != 2 || d.Args[0].HasVal || d.Args[1].HasVal {
 			return d.Errorf("want %s NAME CODE", d.Cmd)

@@ -176,6 +176,9 @@ func (s *scenario) state() []string {
 		for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses, (&model.Pod{Pod: pod}).DeferStatuses()) {
 			out = append(out, "  "+containerLine(cs))
 		}
+		for _, cs := range st.EphemeralContainerStatuses {
+			out = append(out, "  ephemeral "+containerLine(cs))
+		}
 	}
 	running := s.rt.Running(scenarioUID)
 	var names []string

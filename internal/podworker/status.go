@@ -90,6 +90,8 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 			}
 		case model.RoleDefer:
 			deferStatuses = append(deferStatuses, cs)
+		case model.RoleEphemeral:
+			st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
 		}
 	}
 	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete)
@@ -343,7 +345,9 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		// Readiness goes false as soon as the pod terminates.
 		// So does it for a restart of all containers, which stops them
 		// (KEP-5532: Ready and ContainersReady turn False).
-		cs.Ready = started && c.ref.Role != model.RoleInit && (spec.ReadinessProbe == nil || c.ready) && pw.phase == Syncing && pw.restartAll == nil
+		// An ephemeral container is never ready: the kubelet's prober
+		// manager sets the flag of regular and init containers only.
+		cs.Ready = started && c.ref.Role != model.RoleInit && c.ref.Role != model.RoleEphemeral && (spec.ReadinessProbe == nil || c.ready) && pw.phase == Syncing && pw.restartAll == nil
 	case planner.Exited:
 		if _, ok := pw.backoffs[c.ref.Name]; ok && !terminated {
 			cs.LastTerminationState.Terminated = c.terminatedState()

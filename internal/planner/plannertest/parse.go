@@ -110,8 +110,10 @@ func Pod(d Directive) (*model.Pod, error) {
 				p.Spec.Containers = append(p.Spec.Containers, c)
 			case "defer":
 				p.Defer = append(p.Defer, c)
+			case "ephemeral":
+				p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon(c)})
 			default:
-				return nil, d.Errorf("container %q: role %q is not init, sidecar, main or defer", a.Key, role)
+				return nil, d.Errorf("container %q: role %q is not init, sidecar, main, defer or ephemeral", a.Key, role)
 			}
 		default:
 			return nil, d.Errorf("unknown argument %s=", a.Key)

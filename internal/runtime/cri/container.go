@@ -64,6 +64,9 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if err != nil {
 		return runtime.Container{}, err
 	}
+	if err := r.shareTarget(ctx, pod, ref, cfg); err != nil {
+		return runtime.Container{}, err
+	}
 	logPath := r.LogPath(pod.UID, c.Name, attempt)
 	offset, err := hostfs.PrepareLog(logPath) // where Output begins
 	if err != nil {

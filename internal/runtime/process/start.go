@@ -44,6 +44,9 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
+	if mounts, created, err = r.shareTarget(pod, ref, mounts, created); err != nil {
+		return launch.Spec{}, nil, err
+	}
 	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts, Helper: r.shimBinary}
 	if r.uts && !pod.Spec.HostNetwork {
 		// The pod's host name, as its sandbox's UTS namespace has it on a
@@ -182,6 +185,8 @@ func (r *Runtime) unstarted(dir string, spec *shim.Spec) {
 var shimRoles = map[model.Role]shim.Role{
 	model.RoleInit: shim.RoleInit, model.RoleSidecar: shim.RoleSidecar,
 	model.RoleMain: shim.RoleMain, model.RoleDefer: shim.RoleDefer,
+	// An ephemeral container stops with the regular containers.
+	model.RoleEphemeral: shim.RoleMain,
 }
 
 // stopOrder is the place of c (ref) in its pod's stop order, for its shim

@@ -1,0 +1,108 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// EphemeralContainersPath is the ephemeralcontainers subresource of a pod,
+// as the Kubernetes API server serves it.
+const EphemeralContainersPath = "/api/v1/namespaces/{ns}/pods/{name}/ephemeralcontainers"
+
+// EphemeralContainers is the optional ability of a Backend to add
+// ephemeral containers to a running pod (*agent.Agent's
+// AddEphemeralContainers): ecs is the whole list the pod is to have. Without
+// it the subresource is not served.
+type EphemeralContainers interface {
+	AddEphemeralContainers(ns, name string, ecs []v1.EphemeralContainer) (*v1.Pod, error)
+}
+
+// getEphemeral serves GET of the subresource: the pod, as Kubernetes
+// answers it.
+func (s *Server) getEphemeral(w http.ResponseWriter, r *http.Request) error {
+	if _, ok := s.b.(EphemeralContainers); !ok {
+		return errNotFoundPath
+	}
+	return s.getPod(w, r)
+}
+
+// putEphemeral serves PUT of the subresource: a Pod whose
+// spec.ephemeralContainers is the list the pod is to have; the rest of the
+// body is ignored, as the API server's ephemeralcontainers strategy takes
+// that field only. 200 with the pod.
+func (s *Server) putEphemeral(w http.ResponseWriter, r *http.Request) error {
+	if err := checkContentType(r, "application/json"); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return err
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(body, &pod); err != nil {
+		return badRequest("invalid Pod: %v", err)
+	}
+	if pod.Name != "" && pod.Name != r.PathValue("name") {
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, r.PathValue("name"))
+	}
+	return s.setEphemeral(w, r, pod.Spec.EphemeralContainers)
+}
+
+// patchEphemeral serves PATCH of the subresource, what kubectl debug sends:
+// a strategic merge patch (ephemeralContainers merge by name, so the patch
+// may hold the new container alone) or a JSON merge patch of the pod; only
+// the patched spec.ephemeralContainers is taken. 200 with the pod.
+func (s *Server) patchEphemeral(w http.ResponseWriter, r *http.Request) error {
+	ct := string(types.StrategicMergePatchType)
+	if err := checkContentType(r, ct, string(types.MergePatchType)); err != nil {
+		return err
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" {
+		ct = mt
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return err
+	}
+	cur, err := s.b.GetPod(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	var patched []byte
+	if ct == string(types.MergePatchType) {
+		patched, err = jsonpatch.MergePatch(orig, body)
+	} else {
+		patched, err = strategicpatch.StrategicMergePatch(orig, body, v1.Pod{})
+	}
+	if err != nil {
+		return badRequest("invalid patch: %v", err)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(patched, &pod); err != nil {
+		return badRequest("invalid patch: %v", err)
+	}
+	return s.setEphemeral(w, r, pod.Spec.EphemeralContainers)
+}
+
+func (s *Server) setEphemeral(w http.ResponseWriter, r *http.Request, ecs []v1.EphemeralContainer) error {
+	b, ok := s.b.(EphemeralContainers)
+	if !ok {
+		return errNotFoundPath
+	}
+	p, err := b.AddEphemeralContainers(r.PathValue("ns"), r.PathValue("name"), ecs)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, podObject(p))
+}
