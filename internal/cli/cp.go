@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/remotecommand"
-	utilexec "k8s.io/client-go/util/exec"
 
 	"github.com/podward/podward/internal/client"
 )
@@ -138,16 +137,7 @@ func copyFiles(ctx context.Context, s Streams, api *apiOptions, o cpOptions, src
 	} else {
 		err = cp.toPod(ctx, src.file, dest.file, o.noPreserve)
 	}
-	var exit utilexec.ExitError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &exit) && exit.Exited():
-		fmt.Fprintln(s.Err, exit.Error())
-		return &ExitError{Code: exit.ExitStatus()}
-	default:
-		return report(s, err)
-	}
+	return remoteResult(s, err)
 }
 
 // copier copies through execs in one container.

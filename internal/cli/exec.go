@@ -99,13 +99,19 @@ func runExec(ctx context.Context, s Streams, api *apiOptions, o execOptions, arg
 		streams.TerminalSizeQueue = sizes
 	}
 	opts := v1.PodExecOptions{Container: container, Command: command, Stdin: o.stdin, Stdout: true, Stderr: !t.raw, TTY: t.raw}
-	err = c.Exec(ctx, api.namespace, name, opts, streams)
+	return remoteResult(s, c.Exec(ctx, api.namespace, name, opts, streams))
+}
+
+// remoteResult is what a verb that ran a command in a container (exec,
+// cp) returns: nil, the command's own exit code with kubectl's words
+// (cmdutil.CheckErr: "command terminated with exit code N"), or the error
+// reported.
+func remoteResult(s Streams, err error) error {
 	var exit utilexec.ExitError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &exit) && exit.Exited():
-		// kubectl's words and code (cmdutil.CheckErr).
 		fmt.Fprintln(s.Err, exit.Error())
 		return &ExitError{Code: exit.ExitStatus()}
 	default:

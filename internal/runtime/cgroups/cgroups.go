@@ -442,17 +442,18 @@ func (h *Hierarchy) Exists(p string) bool {
 func (h *Hierarchy) Remove(p string) error {
 	var errs []error
 	for _, d := range h.dirs(p) {
-		if err := removeTree(d); err != nil {
+		if err := RemoveTree(d); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// removeTree kills what is left in the cgroup directory dir and the ones
-// below it and removes them, children first. A cgroup's files cannot be
+// RemoveTree kills what is left in the cgroup directory dir and the ones
+// below it and removes them, children first; a directory that does not
+// exist is not an error. A cgroup's files cannot be
 // removed, only the directory, and only once no process is left in it.
-func removeTree(dir string) error {
+func RemoveTree(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -463,7 +464,7 @@ func removeTree(dir string) error {
 	var errs []error
 	for _, e := range entries {
 		if e.IsDir() {
-			if err := removeTree(filepath.Join(dir, e.Name())); err != nil {
+			if err := RemoveTree(filepath.Join(dir, e.Name())); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -385,7 +385,8 @@ func (r *Runtime) removeSandbox(ctx context.Context, id string) error {
 // (cgroup v1: one per controller; v2: the unified one), deepest first,
 // wherever its QoS class put it (and where an older podward put it,
 // <parent>/<uid>). The CRI runtime removes its containers' cgroups but not
-// the parent it was given.
+// the parent it was given. cgroups.RemoveTree kills what a runtime left in
+// them first, as the process runtime's removal does.
 func (r *Runtime) removePodCgroups(uid types.UID) error {
 	entries, err := os.ReadDir(r.cgroupRoot)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -404,34 +405,9 @@ func (r *Runtime) removePodCgroups(uid types.UID) error {
 	}
 	var errs []error
 	for _, dir := range candidates {
-		if err := removeCgroupTree(dir); err != nil {
+		if err := cgroups.RemoveTree(dir); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	return errors.Join(errs...)
-}
-
-// removeCgroupTree removes a cgroup directory and the cgroups below it,
-// children first. A cgroup's files cannot be removed, only the directory,
-// and only once no process is left in it.
-func removeCgroupTree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("cgroup %s: %w", dir, err)
-	}
-	var errs []error
-	for _, e := range entries {
-		if e.IsDir() {
-			if err := removeCgroupTree(filepath.Join(dir, e.Name())); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package hostfs
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 )
@@ -22,24 +21,4 @@ func CreateMessageFile(path string) error {
 		return err
 	}
 	return os.Chmod(path, 0o666)
-}
-
-// ReadFileTail returns the last limit bytes of the file at path, all of it
-// when it is shorter, reading no more than that (the kubelet's
-// tail.ReadAtMost): a container may have written any amount.
-func ReadFileTail(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	offset := max(fi.Size()-int64(limit), 0)
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(io.LimitReader(f, int64(limit)))
 }
