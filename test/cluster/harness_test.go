@@ -40,6 +40,11 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*clientConnReadLoop).run"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		// tools/watch.UntilWithSync waits for its informer to stop, not
+		// for the informer watcher's event processor, which can be left
+		// parked on its condition variable when the watch ends as the
+		// informer stops.
+		goleak.IgnoreAnyFunction("k8s.io/client-go/tools/watch.(*eventProcessor).run"),
 	}
 	os.Exit(bintest.Main(m, "cluster", &podwardBin, bintest.Program{Pkg: "github.com/podward/podward/test/internal/login1standin", Bin: &login1Bin}))
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupEnv is a cgroup root of the test's own on the host's hierarchy
@@ -93,6 +95,55 @@ func removeCgroupTree(t *testing.T, dir string) {
 	}
 }
 
+// expectPodCgroupsGone checks that the cgroups of the pod uid go once it
+// was deleted. They go with its content, which the agent removes after
+// the pod is gone from the API (as the kubelet's pod cleanup does), so
+// each is waited for, up to lineTimeout: an inotify watch on its parent
+// sees the rmdir (which the VFS notifies on any file system, cgroupfs
+// included), then the path is looked at again.
+func (e *cgroupEnv) expectPodCgroupsGone(t *testing.T, uid string) {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		t.Fatalf("inotify: %v", err)
+	}
+	defer unix.Close(fd)
+	var paths []string
+	for _, d := range e.dirs {
+		if p := e.podCgroup(d, uid); p != "" {
+			paths = append(paths, p)
+			// The watch comes before the next look: no removal is missed.
+			_, _ = unix.InotifyAddWatch(fd, filepath.Dir(p), unix.IN_DELETE|unix.IN_DELETE_SELF)
+		}
+	}
+	deadline := time.Now().Add(lineTimeout)
+	buf := make([]byte, 4096)
+	for {
+		var left []string
+		for _, p := range paths {
+			if _, err := os.Stat(p); err == nil {
+				left = append(left, p)
+			}
+		}
+		wait := time.Until(deadline)
+		if len(left) == 0 || wait <= 0 {
+			for _, p := range left {
+				t.Errorf("the pod's cgroup %s is left %v after its deletion", p, lineTimeout)
+			}
+			return
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(pfd, int(wait/time.Millisecond)+1); err != nil && !errors.Is(err, unix.EINTR) {
+			t.Fatalf("poll inotify: %v", err)
+		}
+		for {
+			if n, _ := unix.Read(fd, buf); n <= 0 {
+				break
+			}
+		}
+	}
+}
+
 func (a *agent) podUID(name string) string {
 	return strings.TrimSpace(a.mustCLI("get", "pod", name, "-o", "jsonpath={.metadata.uid}"))
 }
@@ -136,11 +187,7 @@ func TestCgroupsOOMKilled(t *testing.T) {
 		t.Errorf("the %s pod's cgroup is not under burstable/: %v", q, e.podCgroups(e.dirs[0]))
 	}
 	a.mustCLI("delete", "pod", "hog", "--timeout", "20s")
-	for _, d := range e.dirs {
-		if p := e.podCgroup(d, uid); p != "" {
-			t.Errorf("the pod's cgroup %s is left after its deletion", p)
-		}
-	}
+	e.expectPodCgroupsGone(t, uid)
 }
 
 // bombPod forks sleeping children until it cannot (at most 300, should
@@ -200,11 +247,7 @@ func TestCgroupsPodPidsLimit(t *testing.T) {
 	current, _ := os.ReadFile(filepath.Join(podCg, "pids.current"))
 	t.Logf("pids.current %s", strings.TrimSpace(string(current)))
 	a.mustCLI("delete", "pod", "bomb", "--timeout", "20s")
-	for _, d := range e.dirs {
-		if p := e.podCgroup(d, uid); p != "" {
-			t.Errorf("the pod's cgroup %s is left after its deletion", p)
-		}
-	}
+	e.expectPodCgroupsGone(t, uid)
 }
 
 // cgroupPod runs until deleted.
@@ -260,11 +303,7 @@ func TestCgroupsAdoptedAfterAgentKill(t *testing.T) {
 		t.Errorf("%d instance cgroups with processes after the restart, want the running container's: %v", busy, instances)
 	}
 	b.mustCLI("delete", "pod", "steady", "--timeout", "20s")
-	for _, d := range e.dirs {
-		if p := e.podCgroup(d, uid); p != "" {
-			t.Errorf("the pod's cgroup %s is left after its deletion", p)
-		}
-	}
+	e.expectPodCgroupsGone(t, uid)
 }
 
 // An exec runs in its container's cgroup, as a CRI runtime's does: its

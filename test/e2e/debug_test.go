@@ -52,7 +52,10 @@ func TestDebug(t *testing.T) {
 	if !strings.HasPrefix(out, `Targeting container "app".`) {
 		t.Errorf("podward debug --target=app printed %q, want kubectl's note", out)
 	}
-	a.waitPod("debugged", "jsonpath={.status.ephemeralContainerStatuses[1].state.terminated.exitCode}=0", lineTimeout)
+	// A filter, not an index: kubectl wait fails at once on an index out of
+	// bounds (client-go's jsonpath), and "seen" is in the status only once
+	// the worker took the update.
+	a.waitPod("debugged", `jsonpath={.status.ephemeralContainerStatuses[?(@.name=="seen")].state.terminated.exitCode}=0`, lineTimeout)
 	if got := a.mustCLI("logs", "debugged", "-c", "seen"); got != "from-app\n" {
 		t.Errorf("log of the ephemeral container targeting app = %q, want the target's emptyDir's marker", got)
 	}
