@@ -53,7 +53,7 @@ func ApplyResize(cur *Pod, patched *v1.Pod) (*Pod, field.ErrorList) {
 		return nil, errs
 	}
 	if was, now := ComputeQOSClass(&cur.Spec), ComputeQOSClass(&next.Spec); was != now {
-		errs = append(errs, field.Invalid(field.NewPath("metadata"), now, "Pod QOS Class may not change as a result of resizing"))
+		errs = append(errs, field.Invalid(field.NewPath("spec"), was, "Pod QOS Class may not change as a result of resizing"))
 		return nil, errs
 	}
 	return next, nil
