@@ -2,6 +2,7 @@ package process
 
 import (
 	"errors"
+	"fmt"
 	"path"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +26,10 @@ type CgroupConfig struct {
 	// (the kubelet's podPidsLimit, --pod-max-pids).
 	PodPidsLimit int64
 }
+
+// ErrMemoryBelowUsage is a resize refused because the new memory limit
+// is below what the container uses now.
+var ErrMemoryBelowUsage = errors.New("memory limit below usage")
 
 // podCgroups is the runtime's side of the cgroups: nil when the runtime
 // runs without them.
@@ -118,6 +123,14 @@ func (c *podCgroups) containerLimits(ctr *v1.Container) cgroups.Resources {
 func (c *podCgroups) resize(pod *model.Pod, ctr *v1.Container, id string) error {
 	p := c.podPath(pod)
 	inst := path.Join(p, id)
+	// A memory limit below what the container uses is not set, as the
+	// kubelet does not set it (pkg/kubelet/kuberuntime/kuberuntime_manager.go,
+	// doPodResizeAction): the kernel would reclaim or OOM-kill to get there.
+	if lim := c.containerLimits(ctr).Memory; lim > 0 {
+		if used, err := c.Hierarchy.Placement(inst).MemoryUsage(); err == nil && used > uint64(lim) {
+			return fmt.Errorf("%w: attempting to set container memory limit (%d) below current usage (%d)", ErrMemoryBelowUsage, lim, used)
+		}
+	}
 	if err := c.Hierarchy.Update(p, c.podLimits(pod)); err == nil {
 		return c.Hierarchy.Update(inst, c.containerLimits(ctr))
 	}
