@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // resizePod has two Burstable containers; web's resizePolicy restarts it
@@ -40,7 +41,9 @@ spec:
 // podward resize changes a running container's limits in place (KEP-1287):
 // its instance's cgroup gets the new memory limit and CFS quota, the
 // container is not restarted (restartCount 0, the same start time), and
-// status.containerStatuses[].resources reports the new limits. A container
+// status.containerStatuses[].resources reports the new limits; a memory
+// limit below the container's usage is left in progress with reason Error
+// (doPodResizeAction). A container
 // whose resizePolicy says RestartContainer for memory is restarted, and
 // only it (kubelet 1.37, pkg/kubelet/kuberuntime/kuberuntime_manager.go,
 // computePodResizeAction).
@@ -85,6 +88,24 @@ func TestResizeInPlace(t *testing.T) {
 	app := a.getPod("rs").container(t, "app")
 	if app.RestartCount != 0 || app.State.Running == nil || app.State.Running.StartedAt != started {
 		t.Errorf("app after the resize = %s, want it running since %s, never restarted", app, started)
+	}
+
+	// A memory limit below what the container uses is not applied: the
+	// resize stays in progress with reason Error, the limit as it was,
+	// until a resize that fits replaces it.
+	a.mustCLI("resize", "pod/rs", "--containers=app", "--limits=memory=4Ki")
+	a.waitPod("rs", `jsonpath={.status.conditions[?(@.type=="PodResizeInProgress")].reason}=Error`, lineTimeout)
+	if got := read(memFile); got != "67108864" {
+		t.Errorf("%s = %s after a resize below usage, want it left at 67108864", memFile, got)
+	}
+	if msg := a.mustCLI("get", "pod", "rs", "-o", `jsonpath={.status.conditions[?(@.type=="PodResizeInProgress")].message}`); !strings.Contains(msg, "below current usage") {
+		t.Errorf("PodResizeInProgress message %q", msg)
+	}
+	a.mustCLI("resize", "pod/rs", "--containers=app", "--limits=memory=64Mi")
+	for deadline := time.Now().Add(lineTimeout); a.getPod("rs").condition("PodResizeInProgress") != ""; {
+		if time.Now().After(deadline) {
+			t.Fatalf("PodResizeInProgress still there once the limit fits again")
+		}
 	}
 
 	a.mustCLI("resize", "pod/rs", "--containers=web", "--limits=memory=48Mi")
