@@ -99,6 +99,7 @@ func New(b Backend, log *slog.Logger) *Server {
 	})
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}/log", route{http.MethodGet: s.getLog})
 	s.handle(EphemeralContainersPath, route{http.MethodGet: s.getEphemeral, http.MethodPut: s.putEphemeral, http.MethodPatch: s.patchEphemeral})
+	s.handle(ResizePath, route{http.MethodGet: s.getResize, http.MethodPut: s.putResize, http.MethodPatch: s.patchResize})
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
 	s.handle(TimelinePath, route{http.MethodGet: s.getTimeline})

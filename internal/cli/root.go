@@ -68,6 +68,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newPortForwardCommand(s, api),
 		newCpCommand(s, api),
 		newDebugCommand(s, api),
+		newResizeCommand(s, api),
 		newDeleteCommand(s, api),
 		newEventsCommand(s, api),
 		newTimelineCommand(s, api),

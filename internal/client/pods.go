@@ -192,3 +192,23 @@ func (c *Client) AddEphemeralContainer(ctx context.Context, ns, name string, ec 
 	}
 	return &out, nil
 }
+
+// ResizePod resizes the running pod ns/name through its resize
+// subresource (KEP-1287): pod is the pod as it is to be, of which the
+// containers' resources and resizePolicy are taken. It returns the pod as
+// it is then; the containers get the new resources soon after (see
+// status.containerStatuses[].resources and the PodResizeInProgress
+// condition). A resize the agent refuses (the QoS class would change) is
+// an Invalid error naming the field.
+func (c *Client) ResizePod(ctx context.Context, ns, name string, pod *v1.Pod) (*v1.Pod, error) {
+	body, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	var out v1.Pod
+	req := request{method: http.MethodPut, path: podPath(ns, name) + "/resize", body: body, contentType: "application/json"}
+	if _, err := c.call(ctx, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -30,6 +30,7 @@ import (
 type PodAgent interface {
 	Sync(pod *model.Pod) error
 	SyncEphemeralContainers(uid types.UID, ecs []v1.EphemeralContainer) error
+	SyncResources(uid types.UID, pod *v1.Pod) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
 	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
@@ -239,7 +240,10 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		p.statusQ.Add(uid) // it may be terminated already
 		return nil
 	case known:
-		return p.syncEphemeral(pod)
+		if err := p.syncEphemeral(pod); err != nil {
+			return err
+		}
+		return p.syncResources(pod)
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// It ran to its end (here, before a reboot, or was rejected):
 		// a finished pod never runs again.
@@ -268,6 +272,25 @@ func (p *Pods) syncEphemeral(pod *v1.Pod) error {
 	switch {
 	case errors.Is(err, agent.ErrInvalid):
 		p.log.Error("ephemeral containers refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
+		return nil
+	case errors.Is(err, agent.ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// syncResources hands the agent the containers' resources of a pod it
+// runs: the resize subresource (kubectl patch --subresource resize,
+// KEP-1287) changes them in the running pod's spec, and the pod worker
+// applies them. The kubelet sees a resize the same way, as a pod update
+// whose container resources differ from what it allocated
+// (pkg/kubelet/kubelet.go, HandlePodUpdates and the allocation manager).
+// One the agent refuses is logged, not retried.
+func (p *Pods) syncResources(pod *v1.Pod) error {
+	err := p.cfg.Agent.SyncResources(pod.UID, pod)
+	switch {
+	case errors.Is(err, agent.ErrInvalid):
+		p.log.Error("resize refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
 		return nil
 	case errors.Is(err, agent.ErrNotFound):
 		return nil

@@ -228,6 +228,7 @@ func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool,
 	}
 	c.id = inst.ID
 	c.obs.StartedAt = inst.StartedAt
+	c.applied = spec.Resources.DeepCopy()
 	pw.noteInstance(timeline.NoteStarted, c, inst.StartedAt)
 	// The container counts as started once its process runs and its
 	// postStart hook has finished (the startupProbe will gate this too).

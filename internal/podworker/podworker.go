@@ -88,6 +88,8 @@ type podWorker struct {
 	// from the plan that triggers it to the one that resets the
 	// containers; nil when none.
 	restartAll *planner.RestartAll
+	// resizing is the in-place resize as the status reports it (resize).
+	resizing resizeState
 	// deleted is set once a kill was applied: the published pod then
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
@@ -145,6 +147,10 @@ type ctr struct {
 	ready bool
 	// image is what the last pulls of its image gave.
 	image imageState
+	// applied is the resources its running instance has (what the spec
+	// had when it started, or a resize applied since); nil when unknown
+	// (resumed) or not started.
+	applied *v1.ResourceRequirements
 }
 
 // pendingStart is a start that was decided and may or may not have
@@ -310,7 +316,8 @@ func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 	if wake, ok := pw.prepare(now); !ok {
 		return wake
 	}
-	return pw.settle(ctx, now)
+	retry := pw.resize(ctx, now)
+	return earliest(pw.settle(ctx, now), retry)
 }
 
 // observe applies drained inputs in arrival order, except the kill: it is

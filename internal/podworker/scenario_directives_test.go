@@ -1,12 +1,14 @@
 package podworker
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner/plannertest"
@@ -29,6 +31,17 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		return false, s.block(d)
 	case "fail-hook":
 		return false, s.failHook(d)
+	case "fail-resize":
+		on, err := onOff(d)
+		if err != nil {
+			return false, err
+		}
+		var err2 error
+		if on {
+			err2 = errors.New("memory limit below usage")
+		}
+		s.rt.FailResize(err2)
+		return false, nil
 	case "fail-checkpoints", "fail-list", "fail-setup":
 		on, err := onOff(d)
 		if err != nil {
@@ -52,6 +65,16 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		return true, s.agent(d)
 	}
 	return true, s.act(d)
+}
+
+// findRef is the ref of the container name of pod, a zero ref if none.
+func findRef(pod *model.Pod, name string) model.ContainerRef {
+	for _, ref := range pod.Containers() {
+		if ref.Name == name {
+			return ref
+		}
+	}
+	return model.ContainerRef{}
 }
 
 // act carries out a directive that changes what the worker sees.
@@ -84,6 +107,40 @@ func (s *scenario) act(d plannertest.Directive) error {
 		next.Spec.EphemeralContainers = append(next.Spec.EphemeralContainers, v1.EphemeralContainer{
 			EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: d.Args[0].Key, Image: "busybox"},
 		})
+		s.pod = next
+		s.w.UpdatePod(UpdateOptions{Pod: next})
+	case "resize":
+		// The resize subresource, as the agent hands it over: a new pod
+		// whose container NAME has the new limits (and requests, the same).
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) < 2 || d.Args[0].HasVal {
+			return d.Errorf("want resize NAME cpu=Q|memory=Q|restart=RESOURCE...")
+		}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		c := next.Container(findRef(next, d.Args[0].Key))
+		if c == nil {
+			return d.Errorf("no container %q", d.Args[0].Key)
+		}
+		for _, a := range d.Args[1:] {
+			switch a.Key {
+			case "cpu", "memory":
+				q, err := resource.ParseQuantity(a.Val)
+				if err != nil {
+					return d.Errorf("%s: %v", a.Key, err)
+				}
+				if c.Resources.Limits == nil {
+					c.Resources.Limits, c.Resources.Requests = v1.ResourceList{}, v1.ResourceList{}
+				}
+				c.Resources.Limits[v1.ResourceName(a.Key)] = q
+				c.Resources.Requests[v1.ResourceName(a.Key)] = q
+			case "restart":
+				c.ResizePolicy = append(c.ResizePolicy, v1.ContainerResizePolicy{ResourceName: v1.ResourceName(a.Val), RestartPolicy: v1.RestartContainer})
+			default:
+				return d.Errorf("unknown resize argument %q", a.Key)
+			}
+		}
 		s.pod = next
 		s.w.UpdatePod(UpdateOptions{Pod: next})
 	case "exit", "exit-quietly":

@@ -137,6 +137,11 @@ func (s *scenario) status() []string {
 		ready = []string{"none"}
 	}
 	out = append(out, "  ready: "+strings.Join(ready, " "))
+	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+		if cs.Resources != nil {
+			out = append(out, fmt.Sprintf("  resources %s: limits cpu=%s memory=%s", cs.Name, cs.Resources.Limits.Cpu(), cs.Resources.Limits.Memory()))
+		}
+	}
 	if g := pod.DeletionGracePeriodSeconds; g != nil {
 		out = append(out, fmt.Sprintf("  deletionGracePeriodSeconds=%d", *g))
 	}

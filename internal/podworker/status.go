@@ -194,6 +194,7 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	if planner.CouldRestartAll(pw.pod) {
 		conds = append(conds, pw.allContainersRestarting(phase))
 	}
+	conds = append(conds, pw.resizeConditions()...)
 	if pw.phase == Terminated && pw.termReason == TerminationNodeShutdown {
 		conds = append(conds, v1.PodCondition{
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: messageNodeShutdown,
@@ -337,9 +338,15 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		state = planner.Waiting
 		cs.LastTerminationState.Terminated = c.terminatedState()
 	}
+	if c.ref.Role == model.RoleMain || c.ref.Role == model.RoleSidecar {
+		cs.AllocatedResources = allocatedResources(spec)
+	}
 	switch state {
 	case planner.Running:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.obs.StartedAt)}
+		if c.ref.Role == model.RoleMain || c.ref.Role == model.RoleSidecar {
+			cs.Resources = appliedResources(c.applied)
+		}
 		// Without readiness probes (issue 4) a started container is ready,
 		// as in Kubernetes; init containers are never ready.
 		// Readiness goes false as soon as the pod terminates.

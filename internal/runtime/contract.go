@@ -215,3 +215,19 @@ type StatsProvider interface {
 	// all. ctx bounds the reads; the caller owns the result.
 	PodStats(ctx context.Context) ([]PodStats, error)
 }
+
+// ResourceUpdater is the optional ability to change the resources of a
+// running container instance in place (KEP-1287, the kubelet's
+// UpdateContainerResources): UpdateContainerResources applies the
+// resources pod's spec now gives the container ref (its requests and
+// limits) to the instance id, and the pod's share of them to the pod's
+// own limits, without stopping anything. It is called by the pod worker
+// only, once it decided that the resize needs no restart; a call that
+// changes nothing is no error. An instance that is gone is ErrNotFound;
+// a limit the kernel refuses (a memory limit below what the container
+// uses) is the error of the write that failed, and leaves the limits as
+// they were where it can. A runtime without it resizes nothing: the pod
+// worker reports such resizes as infeasible.
+type ResourceUpdater interface {
+	UpdateContainerResources(ctx context.Context, pod *model.Pod, ref model.ContainerRef, id string) error
+}

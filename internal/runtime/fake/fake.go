@@ -26,6 +26,7 @@ var (
 	_ runtime.PodLister       = (*Runtime)(nil)
 	_ runtime.PodLogRemover   = (*Runtime)(nil)
 	_ runtime.ImageService    = (*ImageRuntime)(nil)
+	_ runtime.ResourceUpdater = (*Runtime)(nil)
 )
 
 // Runtime is a fake container runtime. Its zero value is not usable; use New.
@@ -56,6 +57,16 @@ type Runtime struct {
 	// logs are the pods that have logs, with their last write: every
 	// start writes one, and they outlive CleanupPod and a reboot.
 	logs map[types.UID]time.Time
+	// resizeErr, when set, is what UpdateContainerResources returns.
+	resizeErr error
+}
+
+// FailResize makes UpdateContainerResources fail with err (a limit the
+// kernel refuses), or succeed again with nil.
+func (r *Runtime) FailResize(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resizeErr = err
 }
 
 type instance struct {
@@ -190,6 +201,24 @@ func (r *Runtime) Signal(ctx context.Context, id string, sig syscall.Signal) err
 	if exits {
 		r.exit(id, 128+int32(sig), true)
 	}
+	return nil
+}
+
+// UpdateContainerResources records "resize NAME cpu=LIMIT memory=LIMIT"
+// with the container's limits in pod's spec, or fails (FailResize).
+func (r *Runtime) UpdateContainerResources(ctx context.Context, pod *model.Pod, ref model.ContainerRef, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in, ok := r.instances[id]
+	if !ok || !in.running {
+		return runtime.ErrNotFound
+	}
+	if r.resizeErr != nil {
+		r.record("resize %s failed", in.name)
+		return r.resizeErr
+	}
+	lim := pod.Container(ref).Resources.Limits
+	r.record("resize %s cpu=%s memory=%s", in.name, lim.Cpu(), lim.Memory())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package process
 
 import (
 	"errors"
+	"fmt"
 	"path"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +26,10 @@ type CgroupConfig struct {
 	// (the kubelet's podPidsLimit, --pod-max-pids).
 	PodPidsLimit int64
 }
+
+// ErrMemoryBelowUsage is a resize refused because the new memory limit
+// is below what the container uses now.
+var ErrMemoryBelowUsage = errors.New("memory limit below usage")
 
 // podCgroups is the runtime's side of the cgroups: nil when the runtime
 // runs without them.
@@ -61,6 +66,16 @@ func (c *podCgroups) podPath(pod *model.Pod) string {
 // limit, and its shims' cgroup. Idempotent: a pod's cgroup that exists
 // (made before an agent restart) is the pod's, with its limits set again.
 func (c *podCgroups) preparePod(pod *model.Pod) error {
+	p := c.podPath(pod)
+	if err := c.Hierarchy.Create(p, c.podLimits(pod)); err != nil {
+		return err
+	}
+	return c.Hierarchy.CreateShims(p)
+}
+
+// podLimits is what the pod's cgroup is given: the pod's resources, with
+// room for its shims, and the pid limit.
+func (c *podCgroups) podLimits(pod *model.Pod) cgroups.Resources {
 	r := podspec.PodResources(pod)
 	res := cgroups.Resources{CPUShares: uint64(r.CPUShares), CPUQuota: r.CPUQuota, Memory: r.Memory}
 	if res.Memory > 0 {
@@ -72,11 +87,7 @@ func (c *podCgroups) preparePod(pod *model.Pod) error {
 			res.Pids += cgroups.ShimPids * int64(len(pod.Containers()))
 		}
 	}
-	p := c.podPath(pod)
-	if err := c.Hierarchy.Create(p, res); err != nil {
-		return err
-	}
-	return c.Hierarchy.CreateShims(p)
+	return res
 }
 
 // prepareInstance creates the cgroup of the instance id of container c
@@ -84,13 +95,8 @@ func (c *podCgroups) preparePod(pod *model.Pod) error {
 // its spec. The caller removes it (cgroups.Placement.Remove) if the
 // instance does not start.
 func (c *podCgroups) prepareInstance(pod *model.Pod, ctr *v1.Container, id string, spec *shim.Spec) error {
-	r := podspec.ContainerResources(ctr)
 	p := path.Join(c.podPath(pod), id)
-	err := c.Hierarchy.Create(p, cgroups.Resources{
-		CPUShares: uint64(r.CPUShares), CPUQuota: r.CPUQuota, Memory: r.Memory,
-		OOMGroup: c.Hierarchy.Version() == cgroups.V2,
-	})
-	if err != nil {
+	if err := c.Hierarchy.Create(p, c.containerLimits(ctr)); err != nil {
 		return err
 	}
 	cg := c.Hierarchy.Placement(p)
@@ -98,6 +104,40 @@ func (c *podCgroups) prepareInstance(pod *model.Pod, ctr *v1.Container, id strin
 	adj := podspec.OOMScoreAdj(pod, ctr, c.memoryCapacity)
 	spec.Process.Cgroup, spec.ShimCgroup, spec.OOMScoreAdj = &cg, &shimCg, &adj
 	return nil
+}
+
+// containerLimits is what the cgroup of an instance of ctr is given.
+func (c *podCgroups) containerLimits(ctr *v1.Container) cgroups.Resources {
+	r := podspec.ContainerResources(ctr)
+	return cgroups.Resources{
+		CPUShares: uint64(r.CPUShares), CPUQuota: r.CPUQuota, Memory: r.Memory,
+		OOMGroup: c.Hierarchy.Version() == cgroups.V2,
+	}
+}
+
+// resize sets the limits of the instance id of ctr, and the pod's, to
+// what pod's spec gives them now. The pod's go first, so that a container
+// whose limit grows has room in its pod; when that write fails (a pod
+// limit below what the pod uses: a shrink), the container's go first and
+// the pod's are written again after.
+func (c *podCgroups) resize(pod *model.Pod, ctr *v1.Container, id string) error {
+	p := c.podPath(pod)
+	inst := path.Join(p, id)
+	// A memory limit below what the container uses is not set, as the
+	// kubelet does not set it (pkg/kubelet/kuberuntime/kuberuntime_manager.go,
+	// doPodResizeAction): the kernel would reclaim or OOM-kill to get there.
+	if lim := c.containerLimits(ctr).Memory; lim > 0 {
+		if used, err := c.Hierarchy.Placement(inst).MemoryUsage(); err == nil && used > uint64(lim) {
+			return fmt.Errorf("%w: attempting to set container memory limit (%d) below current usage (%d)", ErrMemoryBelowUsage, lim, used)
+		}
+	}
+	if err := c.Hierarchy.Update(p, c.podLimits(pod)); err == nil {
+		return c.Hierarchy.Update(inst, c.containerLimits(ctr))
+	}
+	if err := c.Hierarchy.Update(inst, c.containerLimits(ctr)); err != nil {
+		return err
+	}
+	return c.Hierarchy.Update(p, c.podLimits(pod))
 }
 
 // removePod removes the pod's cgroups wherever they are under the root

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/podworker"
+)
+
+// ResizePod is an update of the resize subresource of the pod
+// namespace/name (podward resize, KEP-1287): patched is the pod as the
+// client wants it, of which the containers' resources and resizePolicy
+// are taken (model.ApplyResize, which checks them as the API server does:
+// an *InvalidError). The new spec is stored, then handed to the pod's
+// worker, which applies it to the running containers (in place, or by a
+// restart where resizePolicy says so) and reports it in the pod's status.
+// It returns the pod as it is now, its spec with the new resources. A
+// resize that changes nothing does nothing.
+func (a *Agent) ResizePod(ns, name string, patched *v1.Pod) (*v1.Pod, error) {
+	a.mu.Lock()
+	e := a.lookupLocked(ns, name)
+	a.mu.Unlock()
+	if e == nil {
+		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
+	}
+	next, err := a.setResources(e.pod.UID, patched)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := a.Get(next.UID)
+	if err != nil {
+		return nil, err
+	}
+	// The worker publishes the new spec at its next step; the answer has
+	// it already.
+	p.Spec = *next.Spec.DeepCopy()
+	return p, nil
+}
+
+// SyncResources hands the agent the containers' resources the API server
+// has for a pod it knows (cluster mode: a pod update through the resize
+// subresource, the API server having checked it). The same resources are
+// nothing to do.
+func (a *Agent) SyncResources(uid types.UID, pod *v1.Pod) error {
+	_, err := a.setResources(uid, pod)
+	return err
+}
+
+// setResources makes patched's container resources those of the pod uid:
+// checked, stored, then handed to its worker unless the pod was rejected
+// or has terminated (the kubelet resizes running pods only). It returns
+// the pod it recorded. Serialised with the updates of ephemeral containers,
+// the other change of a running pod's spec.
+func (a *Agent) setResources(uid types.UID, patched *v1.Pod) (*model.Pod, error) {
+	a.ephemeralMu.Lock()
+	defer a.ephemeralMu.Unlock()
+	a.mu.Lock()
+	e := a.pods[uid]
+	if e == nil {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	cur := e.pod
+	a.mu.Unlock()
+
+	next, errs := model.ApplyResize(cur, patched)
+	if len(errs) > 0 {
+		return nil, &InvalidError{Errs: errs}
+	}
+	model.Default(next)
+	if equality.Semantic.DeepEqual(cur.Spec, next.Spec) {
+		return cur, nil
+	}
+	if err := a.cfg.Runtime.Check(next); err != nil {
+		return nil, &InvalidError{Err: err}
+	}
+
+	a.mu.Lock()
+	if e = a.pods[uid]; e == nil {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	e.pod = next
+	a.rv++
+	e.rv = a.rv
+	a.mu.Unlock()
+
+	if err := a.persistPod(next); err != nil {
+		return nil, err
+	}
+	if _, phase, ok := a.workers.PodStatus(uid); ok && phase != podworker.Terminated && !isRejected(next) {
+		a.workers.UpdatePod(podworker.UpdateOptions{Pod: next})
+	}
+	a.notify()
+	return next, nil
+}
