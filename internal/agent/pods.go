@@ -268,7 +268,12 @@ type WatchEvent struct {
 // returns, so a pod removed right after the call is seen as DELETED.
 func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 	out := make(chan WatchEvent)
+	// What was sent of each pod: its resource version, and its identity
+	// for a DELETED event that comes after the agent forgot the pod
+	// (only maxFinal removed pods are kept): a watch that lags behind a
+	// mass delete still names every pod it says is gone.
 	sent := map[types.UID]uint64{}
+	names := map[types.UID]metav1.ObjectMeta{}
 	changed, gone, since, ch := a.watchLook(ns, 0, sent)
 	a.wg.Add(1)
 	go func() {
@@ -285,6 +290,7 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 					typ = "ADDED"
 				}
 				sent[it.uid] = it.rv
+				names[it.uid] = metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
 				if !send(ctx, out, WatchEvent{Type: typ, Pod: p}) {
 					return
 				}
@@ -293,8 +299,9 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 				delete(sent, uid)
 				p, _, err := a.Get(uid)
 				if err != nil {
-					p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
+					p = &v1.Pod{ObjectMeta: names[uid]}
 				}
+				delete(names, uid)
 				if !send(ctx, out, WatchEvent{Type: "DELETED", Pod: p}) {
 					return
 				}
