@@ -118,7 +118,7 @@ func (s *Server) pod(ns, name string) (*v1.Pod, *model.Pod, error) {
 
 // running says whether the pod's status has container running.
 func running(pod *v1.Pod, mp *model.Pod, container string) bool {
-	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, mp.DeferStatuses()} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses, mp.DeferStatuses()} {
 		for _, cs := range list {
 			if cs.Name == container {
 				return cs.State.Running != nil
@@ -195,19 +195,17 @@ func (s *Server) ServeExec(w http.ResponseWriter, r *http.Request, t Target, cmd
 	}
 }
 
-// ServeAttach serves an attach to t: r is the client's upgrade request.
-// Whether it has a tty is the container's spec's, not the client's (the
-// kubelet's GetAttach: a process's terminal cannot change once it
-// started), and a tty drops stderr. The attach ends when the container
-// exits or the client goes, neither of which stops the container. A
-// runtime that can do neither kind of attach is a 500 `attach is not
-// supported by this runtime`.
+// ServeAttach serves an attach to t: r is the client's upgrade request,
+// whose streams are o's. Whether the container's side has a tty is its
+// spec's, not the client's (the kubelet's GetAttach: a process's terminal
+// cannot change once it started); the streams stay what the client asked
+// for. The attach ends when the container exits or the client goes,
+// neither of which stops the container. A runtime that can do neither
+// kind of attach is a 500 `attach is not supported by this runtime`.
 func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o ExecOptions) {
+	tty := false
 	if c := t.Pod.Container(t.Ref); c != nil {
-		o.TTY = c.TTY
-	}
-	if o.TTY {
-		o.Stderr = false
+		tty = c.TTY
 	}
 	switch rt := s.rt.(type) {
 	case runtime.StreamAttacher:
@@ -215,7 +213,7 @@ func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o
 			&remotecommandserver.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY},
 			idleTimeout, streamCreationTimeout, remotecommandserver.SupportedStreamingProtocols)
 	case runtime.AttachLocator:
-		u, err := rt.AttachURL(r.Context(), t.Pod, t.Ref, o.Stdin, o.Stdout, o.Stderr, o.TTY)
+		u, err := rt.AttachURL(r.Context(), t.Pod, t.Ref, o.Stdin, o.Stdout, o.Stderr && !tty, tty)
 		if err != nil {
 			s.refuse(w, t, "attach", err)
 			return
