@@ -80,7 +80,7 @@ func TestAttach(t *testing.T) {
 		s := startAttach(t, a, "-it", "term", "-c", "sh")
 		s.out.wait(t, 0, "If you don't see a command prompt, try pressing enter.")
 		// Split markers: the echo of what is typed does not match them.
-		_, _ = io.WriteString(s.term, "V=kept; echo A''B$((40+2)) $(stty size)\r")
+		_, _ = io.WriteString(s.term, `V=kept; while [ "$(stty size)" != "30 90" ]; do :; done; echo A''B$((40+2)) $(stty size)`+"\r")
 		s.out.wait(t, 0, "AB42 30 90")
 		s.leave()
 

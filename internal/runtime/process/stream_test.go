@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,7 +223,7 @@ func TestAttachStream(t *testing.T) {
 	}
 	// The output differs from the typed line the tty echoes.
 	attach(h.r, "V=kept; echo x$((1000+1))y\n", "x1001y")
-	attach(h.r, "echo \"[$V] $(stty size)\"\n", "[kept] 19 77")
+	attach(h.r, `while [ "$(stty size)" != "19 77" ]; do :; done; echo "[$V] $(stty size)"`+"\n", "[kept] 19 77")
 	if err := h.r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +262,20 @@ func TestAttachStdinOnce(t *testing.T) {
 	}
 	if ev := h.waitExit(c.ID); ev.Exit.ExitCode != 0 {
 		t.Errorf("exit %+v, want 0 (cat read its end)", ev.Exit)
+	}
+}
+
+// TestTTYContainerKilled: a container on a pty whose shell ignores SIGTERM
+// (an interactive bash) ends at SIGKILL, and its shim with it.
+func TestTTYContainerKilled(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(t, v1.Container{Name: "sh", Command: []string{"bash", "--norc", "--noprofile"}, Stdin: true, TTY: true})
+	h.prepare(pod)
+	c := h.start(pod, 0)
+	if err := h.r.Signal(context.Background(), c.ID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.waitExit(c.ID); ev.Exit.ExitCode != 137 {
+		t.Errorf("exit %+v, want 137", ev.Exit)
 	}
 }
