@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 )
@@ -42,7 +43,13 @@ type attachSession struct {
 
 func startAttach(t *testing.T, a *agent, args ...string) *attachSession {
 	t.Helper()
-	cmd := a.podwardCmd(append([]string{"attach"}, args...)...)
+	return startAttachCmd(t, a, append([]string{"attach"}, args...)...)
+}
+
+// startAttachCmd runs `podward ARGS...` in a pty.
+func startAttachCmd(t *testing.T, a *agent, args ...string) *attachSession {
+	t.Helper()
+	cmd := a.podwardCmd(args...)
 	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 90})
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +128,30 @@ func TestAttach(t *testing.T) {
 			t.Errorf("attach to an unknown container: code %d, stderr %q", code, errOut)
 		}
 	})
+}
+
+// TestDebugInteractive: podward debug -it adds an ephemeral container with
+// stdin and a tty and attaches to it once it runs, as kubectl debug -it
+// does: what is typed in the terminal reaches its shell, whose exit ends
+// the session.
+func TestDebugInteractive(t *testing.T) {
+	needRoot(t)
+	a := startAgent(t)
+	a.apply("debugged", writeManifest(t, t.TempDir(), debugPod, map[string]string{"Bash": "/bin/bash"}))
+	a.waitPod("debugged", "condition=Ready", lineTimeout)
+	s := startAttachCmd(t, a, "debug", "-it", "debugged", "--image=busybox", "-c", "shell", "--", "/bin/bash", "--norc", "--noprofile")
+	s.out.wait(t, 0, "If you don't see a command prompt, try pressing enter.")
+	_, _ = io.WriteString(s.term, "echo C''D$((6*7))\r")
+	s.out.wait(t, 0, "CD42")
+	_, _ = io.WriteString(s.term, "exit 0\r")
+	select {
+	case err := <-s.done:
+		s.done <- nil
+		if err != nil {
+			t.Errorf("podward debug -it after exit 0: %v", err)
+		}
+	case <-time.After(cliTimeout):
+		t.Fatalf("podward debug -it did not end after the shell exited")
+	}
+	a.waitPod("debugged", "jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.exitCode}=0", lineTimeout)
 }
