@@ -12,7 +12,7 @@ import (
 type Streams interface {
 	Resolve(ns, name, container string) (streaming.Target, error)
 	ServeExec(w http.ResponseWriter, r *http.Request, t streaming.Target, cmd []string, o streaming.ExecOptions)
-	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target)
+	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target, o streaming.ExecOptions)
 	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error
 }
 
@@ -38,13 +38,13 @@ func (s *Server) WithStreams(st Streams) *Server {
 			if err != nil {
 				return err
 			}
-			if sub == "attach" {
-				st.ServeAttach(w, r, t)
-				return nil
-			}
 			o, err := streaming.PodExecOptions(q)
 			if err != nil {
 				return err
+			}
+			if sub == "attach" {
+				st.ServeAttach(w, r, t, o)
+				return nil
 			}
 			st.ServeExec(w, r, t, q["command"], o)
 			return nil

@@ -37,8 +37,8 @@ func TestStreamRefusals(t *testing.T) {
 	}
 	for _, tc := range []struct{ method, path, want string }{
 		{"POST", "/api/v1/namespaces/default/pods/web/exec?container=nope&command=true", `container not found ("nope")`},
-		{"GET", "/api/v1/namespaces/default/pods/web/attach?container=app", "attach is not supported yet"},
-		// The fake runtime can do neither kind of exec.
+		{"GET", "/api/v1/namespaces/default/pods/web/attach?container=app", "attach is not supported by this runtime"},
+		// The fake runtime can do neither kind of exec or attach.
 		{"POST", "/api/v1/namespaces/default/pods/web/exec?command=true", "exec is not supported by this runtime"},
 		{"POST", "/api/v1/namespaces/default/pods/web/portforward", "port-forward is not supported by this runtime"},
 	} {

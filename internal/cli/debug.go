@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/podward/podward/internal/client"
 )
 
 type debugOptions struct {
@@ -40,7 +43,8 @@ shares: on the process runtime its mounts (its volumes at its paths, as an
 exec in it sees them) and its host name; on a CRI runtime its process
 namespace, as the kubelet asks for it.
 
--i and -t (attach to the debug container) are not supported yet.`,
+-i gives the debug container a stdin and attaches to it once it runs, -t a
+terminal as well, as kubectl debug -it does (see podward attach).`,
 		Example: `  podward debug web --image=busybox --target=app -- sleep 300
   podward debug web --image=busybox -c probe -- cat /data/state`,
 		Args: cobra.MinimumNArgs(1),
@@ -67,23 +71,19 @@ namespace, as the kubelet asks for it.
 	f.StringVar(&o.pullPolicy, "image-pull-policy", "", "the debug container's imagePullPolicy (Always, IfNotPresent, Never)")
 	f.StringArrayVar(&o.env, "env", nil, "an environment variable of the debug container, KEY=VALUE (repeatable)")
 	f.BoolVar(&o.argsOnly, "arguments-only", false, "what follows -- is the container's args, not its command")
-	f.BoolVarP(&o.stdin, "stdin", "i", false, "keep stdin open and attach (not supported yet)")
-	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a TTY (not supported yet)")
+	f.BoolVarP(&o.stdin, "stdin", "i", false, "keep stdin open on the container and attach to it")
+	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a TTY for the debug container")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
 	return cmd
 }
 
-// validate applies kubectl debug's own checks, with its messages, then
-// refuses what podward cannot do yet.
+// validate applies kubectl debug's own checks, with its messages.
 func (o *debugOptions) validate() error {
 	switch {
 	case o.image == "":
 		return errors.New("you must specify --image when not using --copy-to.")
 	case o.tty && !o.stdin:
 		return errors.New("-i/--stdin is required for containers with -t/--tty=true")
-	case o.stdin:
-		return errors.New("-i/--stdin: attaching to a container is not supported by podward yet; " +
-			"run podward debug without -i/-t and read the container's output with podward logs POD -c NAME")
 	}
 	switch v1.PullPolicy(o.pullPolicy) {
 	case "", v1.PullAlways, v1.PullIfNotPresent, v1.PullNever:
@@ -120,7 +120,48 @@ func runDebug(ctx context.Context, s Streams, api *apiOptions, o debugOptions, a
 	if _, err := c.AddEphemeralContainer(ctx, api.namespace, name, ec); err != nil {
 		return report(s, err)
 	}
-	return nil
+	if !o.stdin {
+		return nil
+	}
+	// As kubectl debug -i: wait for the container to run, then attach.
+	pod, err = waitEphemeralRunning(ctx, c, api.namespace, name, ec.Name)
+	if err != nil {
+		return report(s, err)
+	}
+	return attachTo(ctx, s, api, c, execOptions{container: ec.Name, stdin: true, tty: o.tty, quiet: o.quiet}, pod, (*v1.Container)(&ec.EphemeralContainerCommon))
+}
+
+// debugRunningTimeout is how long podward debug -i waits for its container
+// to run, as kubectl's --pod-running-timeout default.
+const debugRunningTimeout = time.Minute
+
+// waitEphemeralRunning polls pod ns/name until its ephemeral container
+// runs; one that terminated first is an error.
+func waitEphemeralRunning(ctx context.Context, c *client.Client, ns, name, container string) (*v1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, debugRunningTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pod, err := c.GetPod(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, cs := range pod.Status.EphemeralContainerStatuses {
+			switch {
+			case cs.Name != container:
+			case cs.State.Running != nil:
+				return pod, nil
+			case cs.State.Terminated != nil:
+				return nil, fmt.Errorf("the debug container %s terminated before it could be attached to (%s)", container, cs.State.Terminated.Reason)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("timed out waiting for the debug container %s to run: %w", container, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // ephemeral is the container the options ask for: named by -c,
@@ -136,6 +177,7 @@ func (o *debugOptions) ephemeral(pod *v1.Pod, command []string) v1.EphemeralCont
 		},
 		TargetContainerName: o.target,
 	}
+	ec.Stdin, ec.TTY = o.stdin, o.tty
 	if o.argsOnly {
 		ec.Args = command
 	} else {

@@ -83,7 +83,6 @@ func TestDebug(t *testing.T) {
 	}{
 		{[]string{"debug", "web"}, 1, "error: you must specify --image when not using --copy-to.\n"},
 		{[]string{"debug", "web", "--image=busybox", "-t"}, 1, "error: -i/--stdin is required for containers with -t/--tty=true\n"},
-		{[]string{"debug", "web", "--image=busybox", "-it", "--", "sh"}, 1, "not supported by podward yet"},
 		{[]string{"debug", "nope", "--image=busybox", "-c", "x", "--", "sh"}, 1, "Error from server (NotFound): pods \"nope\" not found\n"},
 		{[]string{"debug", "web", "--image=busybox", "-c", "dbg", "--", "sh"}, 2, `existing ephemeral containers "dbg" may not be changed`},
 		{[]string{"debug", "web", "--image=busybox", "-c", "app", "--", "sh"}, 2, `spec.ephemeralContainers[3].name: Duplicate value: "app"`},

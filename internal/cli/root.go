@@ -65,6 +65,7 @@ func NewRootCommand(s Streams) *cobra.Command {
 		newDescribeCommand(s, api),
 		newLogsCommand(s, api),
 		newExecCommand(s, api),
+		newAttachCommand(s, api),
 		newPortForwardCommand(s, api),
 		newCpCommand(s, api),
 		newDebugCommand(s, api),

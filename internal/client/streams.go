@@ -47,6 +47,28 @@ func (c *Client) Exec(ctx context.Context, ns, name string, opts v1.PodExecOptio
 	return ex.StreamWithContext(ctx, streams)
 }
 
+// Attach attaches to a container of pod ns/name through the agent (the
+// pods' attach subresource), with streams, until the container exits or
+// ctx ends.
+func (c *Client) Attach(ctx context.Context, ns, name string, opts v1.PodAttachOptions, streams remotecommand.StreamOptions) error {
+	q := url.Values{}
+	if opts.Container != "" {
+		q.Set("container", opts.Container)
+	}
+	for param, on := range map[string]bool{"stdin": opts.Stdin, "stdout": opts.Stdout, "stderr": opts.Stderr, "tty": opts.TTY} {
+		q.Set(param, strconv.FormatBool(on))
+	}
+	rt, err := c.upgrader()
+	if err != nil {
+		return err
+	}
+	ex, err := remotecommand.NewSPDYExecutorForTransports(rt, rt, http.MethodPost, c.streamURL(ns, name, "attach", q))
+	if err != nil {
+		return fmt.Errorf("attach to pod %s/%s: %w", ns, name, err)
+	}
+	return ex.StreamWithContext(ctx, streams)
+}
+
 // PortForwardDialer opens the SPDY connections of port-forwards to pod
 // ns/name through the agent (the pods' portforward subresource), for
 // k8s.io/client-go/tools/portforward.

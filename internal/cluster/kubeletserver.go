@@ -32,7 +32,7 @@ import (
 //	GET|POST /exec/{namespace}/{pod}/{container}       an exec (KubeletServerConfig.Streams; see handleStreams)
 //	GET|POST /portForward/{namespace}/{pod}            port-forwards
 //	POST /run/{namespace}/{pod}/{container}            a command's output
-//	GET|POST /attach/{namespace}/{pod}/{container}     refused: attach is not supported yet
+//	GET|POST /attach/{namespace}/{pod}/{container}     an attach (as exec)
 //	GET /healthz                                       "ok"
 //	GET /metrics                                       the agent's metrics (KubeletServerConfig.Metrics)
 //	GET /stats/summary, /metrics/resource              the usage (KubeletServerConfig.Stats; kubeletserver_stats.go)

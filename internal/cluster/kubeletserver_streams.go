@@ -16,7 +16,7 @@ import (
 type Streams interface {
 	Resolve(ns, name, container string) (streaming.Target, error)
 	ServeExec(w http.ResponseWriter, r *http.Request, t streaming.Target, cmd []string, o streaming.ExecOptions)
-	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target)
+	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target, o streaming.ExecOptions)
 	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error
 	Run(ctx context.Context, t streaming.Target, cmd []string) ([]byte, error)
 }
@@ -105,7 +105,11 @@ func (s *KubeletServer) serveStream(w http.ResponseWriter, r *http.Request, st S
 		}
 		st.ServeExec(w, r, t, r.URL.Query()["command"], o)
 	case "attach":
-		st.ServeAttach(w, r, t)
+		o, err := streaming.KubeletExecOptions(r)
+		if err != nil {
+			return err
+		}
+		st.ServeAttach(w, r, t, o)
 	case "run":
 		// For legacy reasons, as the kubelet says, run takes its command
 		// in one parameter.

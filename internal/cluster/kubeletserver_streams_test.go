@@ -58,7 +58,7 @@ func (f *fakeStreams) ServeExec(w http.ResponseWriter, _ *http.Request, t stream
 	w.WriteHeader(http.StatusTeapot)
 }
 
-func (f *fakeStreams) ServeAttach(w http.ResponseWriter, _ *http.Request, t streaming.Target) {
+func (f *fakeStreams) ServeAttach(w http.ResponseWriter, _ *http.Request, t streaming.Target, _ streaming.ExecOptions) {
 	f.record("attach %s", t.Ref.Name)
 	w.WriteHeader(http.StatusTeapot)
 }

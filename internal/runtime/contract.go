@@ -177,6 +177,31 @@ type StreamExecer interface {
 	ExecStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string, streams ExecStreams) (exitCode int, err error)
 }
 
+// StreamAttacher is the optional ability to attach to the running
+// instance of a container (`kubectl attach`), the runtime serving the
+// streams itself (the process runtime, whose shim holds the container's
+// stdin and pty). A runtime with a streaming server of its own implements
+// AttachLocator instead.
+type StreamAttacher interface {
+	// AttachStream copies the container's output to streams (with TTY,
+	// the pty's, all on Stdout) and streams.Stdin to its stdin, and passes
+	// the client's terminal sizes on, until the container exits or ctx
+	// ends (the client went away); neither stops the container. Stdin is
+	// passed on only when the container has stdin (spec.stdin); its end
+	// closes the container's stdin when spec.stdinOnce says so, for the
+	// first attach only, as Kubernetes does. ErrNotFound when no instance
+	// of the container runs. The caller checks what the client asked for
+	// against the spec (a tty asked of a container without one).
+	AttachStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, streams ExecStreams) error
+}
+
+// AttachLocator is StreamAttacher for a runtime with a streaming server of
+// its own (the CRI's Attach call): where the attach to the running
+// instance of container ref is served, as StreamLocator's ExecURL.
+type AttachLocator interface {
+	AttachURL(ctx context.Context, pod *model.Pod, ref model.ContainerRef, stdin, stdout, stderr, tty bool) (*url.URL, error)
+}
+
 // PortForwarder is the optional ability to connect to a port of a pod's
 // network (`kubectl port-forward`), the runtime serving the stream itself.
 type PortForwarder interface {

@@ -118,7 +118,7 @@ func (s *Server) pod(ns, name string) (*v1.Pod, *model.Pod, error) {
 
 // running says whether the pod's status has container running.
 func running(pod *v1.Pod, mp *model.Pod, container string) bool {
-	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, mp.DeferStatuses()} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses, mp.DeferStatuses()} {
 		for _, cs := range list {
 			if cs.Name == container {
 				return cs.State.Running != nil
@@ -195,10 +195,33 @@ func (s *Server) ServeExec(w http.ResponseWriter, r *http.Request, t Target, cmd
 	}
 }
 
-// ServeAttach refuses every attach for now: the process runtime's shims do
-// not hold the containers' stdin or terminal yet.
-func (s *Server) ServeAttach(w http.ResponseWriter, _ *http.Request, _ Target) {
-	writeError(w, &Error{Code: http.StatusInternalServerError, Message: "attach is not supported yet"})
+// ServeAttach serves an attach to t: r is the client's upgrade request,
+// whose streams are o's. Whether the container's side has a tty is its
+// spec's, not the client's (the kubelet's GetAttach: a process's terminal
+// cannot change once it started); the streams stay what the client asked
+// for. The attach ends when the container exits or the client goes,
+// neither of which stops the container. A runtime that can do neither
+// kind of attach is a 500 `attach is not supported by this runtime`.
+func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o ExecOptions) {
+	tty := false
+	if c := t.Pod.Container(t.Ref); c != nil {
+		tty = c.TTY
+	}
+	switch rt := s.rt.(type) {
+	case runtime.StreamAttacher:
+		remotecommandserver.ServeAttach(w, r, attacher{rt: rt, t: t}, t.Pod.Name, string(t.Pod.UID), t.Ref.Name,
+			&remotecommandserver.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY},
+			idleTimeout, streamCreationTimeout, remotecommandserver.SupportedStreamingProtocols)
+	case runtime.AttachLocator:
+		u, err := rt.AttachURL(r.Context(), t.Pod, t.Ref, o.Stdin, o.Stdout, o.Stderr && !tty, tty)
+		if err != nil {
+			s.refuse(w, t, "attach", err)
+			return
+		}
+		s.proxy(w, r, u)
+	default:
+		writeError(w, &Error{Code: http.StatusInternalServerError, Message: "attach is not supported by this runtime"})
+	}
 }
 
 // ServePortForward serves port-forwards to pod ns/name's network: r is the
@@ -295,6 +318,21 @@ type executor struct {
 var _ remotecommandserver.Executor = executor{}
 
 func (e executor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommandserver.TerminalSize, _ time.Duration) error {
+	streams, stop := execStreams(in, out, errOut, tty, resize)
+	defer stop()
+	code, err := e.rt.ExecStream(ctx, e.t.Pod, e.t.Ref, cmd, streams)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
+	}
+	return nil
+}
+
+// execStreams are the server's streams as the runtime takes them; stop
+// ends the relay of the terminal sizes.
+func execStreams(in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommandserver.TerminalSize) (runtime.ExecStreams, func()) {
 	streams := runtime.ExecStreams{TTY: tty}
 	// Interfaces holding nil pointers are not nil: copy only the streams
 	// that exist.
@@ -307,21 +345,28 @@ func (e executor) ExecInContainer(ctx context.Context, _, _, _ string, cmd []str
 	if errOut != nil {
 		streams.Stderr = errOut
 	}
-	if resize != nil {
-		sizes := make(chan runtime.TerminalSize)
-		streams.Resize = sizes
-		done := make(chan struct{})
-		defer close(done)
-		go relaySizes(resize, sizes, done)
+	if resize == nil {
+		return streams, func() {}
 	}
-	code, err := e.rt.ExecStream(ctx, e.t.Pod, e.t.Ref, cmd, streams)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
-	}
-	return nil
+	sizes := make(chan runtime.TerminalSize)
+	streams.Resize = sizes
+	done := make(chan struct{})
+	go relaySizes(resize, sizes, done)
+	return streams, func() { close(done) }
+}
+
+// attacher attaches to one target on a StreamAttacher, for ServeAttach.
+type attacher struct {
+	rt runtime.StreamAttacher
+	t  Target
+}
+
+var _ remotecommandserver.Attacher = attacher{}
+
+func (a attacher) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommandserver.TerminalSize) error {
+	streams, stop := execStreams(in, out, errOut, tty, resize)
+	defer stop()
+	return a.rt.AttachStream(ctx, a.t.Pod, a.t.Ref, streams)
 }
 
 // relaySizes passes the client's terminal sizes on until from is closed or

@@ -67,7 +67,8 @@ func (c *controlPlane) kubectlRun(t *testing.T, stdin string, args ...string) (s
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
-// TestKubectlStreams: kubectl exec, port-forward and cp against a podward
+// TestKubectlStreams: kubectl exec, port-forward and cp (attach:
+// TestKubectlAttach) against a podward
 // node, through the real API server, which reaches the node's kubelet port
 // (/exec, /portForward) as it reaches a kubelet's, on both runtimes: the
 // exec's output, stdin and exit code (kubectl exits with the command's),
@@ -107,12 +108,6 @@ func TestKubectlStreams(t *testing.T) {
 		}
 
 		kubectlExecTTY(t, c, pod, rt.Bash)
-		// Attach is not served yet: refused before any stream.
-		_, errOut, code = c.kubectlRun(t, "", "attach", pod, "-c", "app")
-		t.Logf("kubectl attach %s -c app: exit code %d, stderr %q", pod, code, errOut)
-		if code != 1 || !strings.Contains(errOut, "attach is not supported yet") {
-			t.Errorf("kubectl attach: stderr %q, exit code %d", errOut, code)
-		}
 		if rt.Name == "process" {
 			kubeletStreamsAuthorized(t, c, n, pod)
 		}

@@ -267,7 +267,10 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 		Labels:      r.containerLabels(pod, ref, attempt),
 		Annotations: annotations,
 		// Relative to the sandbox's log directory.
-		LogPath: filepath.Join(c.Name, strconv.Itoa(attempt)+".log"),
+		LogPath:   filepath.Join(c.Name, strconv.Itoa(attempt)+".log"),
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		Tty:       c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       r.resources(pod, c),
 			SecurityContext: sc,

@@ -1090,7 +1090,6 @@ func TestCheck(t *testing.T) {
 		{"sysctls on the host network", func(p *model.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "net.ipv4.ip_forward", Value: "1"}}}
 		}, "spec.securityContext.sysctls"},
-		{"tty", func(p *model.Pod) { p.Spec.Containers[0].TTY = true }, "spec.containers[0].stdin"},
 		{"recursive read-only", func(p *model.Pod) {
 			p.Spec.Containers[0].VolumeMounts[0].RecursiveReadOnly = ptr.To(v1.RecursiveReadOnlyEnabled)
 		}, "spec.containers[0].volumeMounts[0].recursiveReadOnly"},

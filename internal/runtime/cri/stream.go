@@ -11,7 +11,10 @@ import (
 	"github.com/podward/podward/internal/runtime"
 )
 
-var _ runtime.StreamLocator = (*Runtime)(nil)
+var (
+	_ runtime.StreamLocator = (*Runtime)(nil)
+	_ runtime.AttachLocator = (*Runtime)(nil)
+)
 
 // ExecURL asks the CRI runtime where it serves an exec of cmd in the
 // running instance of container ref (its Exec call): a URL of its own
@@ -28,6 +31,22 @@ func (r *Runtime) ExecURL(ctx context.Context, pod *model.Pod, ref model.Contain
 	resp, err := r.rt.Exec(cctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Stdin: stdin, Stdout: stdout, Stderr: stderr, Tty: tty})
 	if err != nil {
 		return nil, fmt.Errorf("exec in container %q of pod %s: %w", ref.Name, pod.Key(), err)
+	}
+	return parseStreamURL(resp.Url)
+}
+
+// AttachURL asks the CRI runtime where it serves an attach to the running
+// instance of container ref (its Attach call), as ExecURL.
+func (r *Runtime) AttachURL(ctx context.Context, pod *model.Pod, ref model.ContainerRef, stdin, stdout, stderr, tty bool) (*url.URL, error) {
+	id, err := r.runningInstance(ctx, pod, ref)
+	if err != nil {
+		return nil, fmt.Errorf("attach to container %q of pod %s: %w", ref.Name, pod.Key(), err)
+	}
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	resp, err := r.rt.Attach(cctx, &runtimeapi.AttachRequest{ContainerId: id, Stdin: stdin, Stdout: stdout, Stderr: stderr, Tty: tty})
+	if err != nil {
+		return nil, fmt.Errorf("attach to container %q of pod %s: %w", ref.Name, pod.Key(), err)
 	}
 	return parseStreamURL(resp.Url)
 }

@@ -34,7 +34,7 @@ func CheckVolume(vol *v1.Volume, i int) error {
 
 // CheckContainer refuses what no podward runtime can do for container ref
 // of pod, c (pod.Container(ref)): a c that is nil (runtime.ErrNotFound),
-// an env that Env refuses, volumeDevices, stdin or a tty, and a
+// an env that Env refuses, volumeDevices, and a
 // volumeMount that names no volume of the pod, mounts over the root, is
 // recursively read-only (Enabled; IfPossible falls back to a read-only
 // mount) or has a subPath that could leave its volume. It returns the
@@ -51,9 +51,6 @@ func CheckContainer(pod *model.Pod, ref model.ContainerRef, c *v1.Container) err
 	}
 	if len(c.VolumeDevices) > 0 {
 		return runtime.Unsupported("%s.volumeDevices: Unsupported value: podward has no block devices to give", p)
-	}
-	if c.Stdin || c.TTY {
-		return runtime.Unsupported("%s.stdin: Unsupported value: podward gives containers no stdin or terminal", p)
 	}
 	for i := range c.VolumeMounts {
 		if err := checkMount(pod, &c.VolumeMounts[i], fmt.Sprintf("%s.volumeMounts[%d]", p, i)); err != nil {

@@ -78,14 +78,6 @@ func TestCheckContainer(t *testing.T) {
 			mod:  func(c *v1.Container) { c.VolumeDevices = []v1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}} },
 			want: "spec.containers[0].volumeDevices: Unsupported value: podward has no block devices to give",
 		},
-		"stdin": {
-			mod:  func(c *v1.Container) { c.Stdin = true },
-			want: "spec.containers[0].stdin: Unsupported value: podward gives containers no stdin or terminal",
-		},
-		"tty": {
-			mod:  func(c *v1.Container) { c.TTY = true },
-			want: "spec.containers[0].stdin: Unsupported value: podward gives containers no stdin or terminal",
-		},
 		"mount of no volume": {
 			mod: func(c *v1.Container) {
 				c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: "nothing", MountPath: "/x"})

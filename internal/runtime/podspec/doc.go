@@ -3,7 +3,7 @@
 //
 //   - Check's shared refusals (CheckVolume, CheckContainer): the volume
 //     kinds and emptyDir media podward supports, hostPath types, envFrom
-//     and the env sources it cannot read, volumeDevices, stdin and tty,
+//     and the env sources it cannot read, volumeDevices,
 //     and the volumeMounts that name no volume, mount over the root, ask
 //     for a recursively read-only mount or a subPath that leaves its
 //     volume. Each names the field, Kubernetes-style, and wraps

@@ -162,6 +162,20 @@ func (r *Runtime) runningTermFile(uid types.UID, container string) string {
 	return file
 }
 
+// runningDir is the instance directory of the newest running instance of
+// container in pod uid, "" when none runs.
+func (r *Runtime) runningDir(uid types.UID, container string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dir, attempt := "", -1
+	for _, in := range r.byPod[uid] {
+		if in.container == container && in.attempt > attempt && in.exitStatus() == nil {
+			dir, attempt = in.dir, in.attempt
+		}
+	}
+	return dir
+}
+
 // cappedBuffer keeps the first execOutputLimit bytes written to it and
 // swallows the rest.
 type cappedBuffer struct {

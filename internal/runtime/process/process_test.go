@@ -620,14 +620,6 @@ func TestCheck(t *testing.T) {
 			},
 			wantErr: "spec.securityContext.fsGroup: Unsupported value",
 		},
-		"tty": {
-			pod: func(t *testing.T) *model.Pod {
-				p := newPod(t, shell("main", "true"))
-				p.Spec.Containers[0].TTY = true
-				return p
-			},
-			wantErr: "spec.containers[0].stdin: Unsupported value",
-		},
 		"configMap volume": {
 			pod: func(t *testing.T) *model.Pod {
 				p := newPod(t, shell("main", "true"))

@@ -134,6 +134,9 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 
 		TerminationMessage: term,
 		Order:              order,
+		Stdin:              c.Stdin,
+		StdinOnce:          c.StdinOnce,
+		TTY:                c.TTY,
 	}
 	if r.tethered {
 		spec.Tether = os.Getpid()

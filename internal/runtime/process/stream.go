@@ -14,12 +14,60 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/process/launch"
+	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
 var (
-	_ runtime.StreamExecer  = (*Runtime)(nil)
-	_ runtime.PortForwarder = (*Runtime)(nil)
+	_ runtime.StreamExecer   = (*Runtime)(nil)
+	_ runtime.StreamAttacher = (*Runtime)(nil)
+	_ runtime.PortForwarder  = (*Runtime)(nil)
 )
+
+// AttachStream attaches to the running instance of container ref through
+// its shim, which holds the container's stdin and pty (shim.AttachSocket):
+// the attach ends when the container exits or ctx ends, and neither the
+// attach nor its end stops the container; an agent that restarted
+// attaches again the same way.
+func (r *Runtime) AttachStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, streams runtime.ExecStreams) error {
+	if r.isClosed() {
+		return errClosed
+	}
+	dir := r.runningDir(pod.UID, ref.Name)
+	if dir == "" {
+		return fmt.Errorf("attach to container %q of pod %s: %w", ref.Name, pod.Key(), runtime.ErrNotFound)
+	}
+	s := shim.AttachStreams{Stdout: streams.Stdout, Stderr: streams.Stderr}
+	if c := pod.Container(ref); c != nil && c.Stdin && streams.Stdin != nil {
+		s.Stdin = streams.Stdin
+	}
+	if streams.Resize != nil {
+		sizes := make(chan [2]uint16)
+		s.Resize = sizes
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case size, ok := <-streams.Resize:
+					if !ok {
+						return
+					}
+					select {
+					case sizes <- [2]uint16{size.Width, size.Height}:
+					case <-done:
+						return
+					}
+				}
+			}
+		}()
+	}
+	if err := shim.Attach(dir, s, ctx.Done()); err != nil {
+		return fmt.Errorf("attach to container %q of pod %s: %w", ref.Name, pod.Key(), err)
+	}
+	return ctx.Err()
+}
 
 // ExecStream runs cmd in the context of container ref of pod, as Exec does
 // (the same volumes, environment, working directory and host name), with

@@ -62,6 +62,14 @@ type Spec struct {
 	// (/proc/self/exe). It is how the process is started, not part of the
 	// container's spec, and is not recorded.
 	Helper string `json:"-"`
+	// Stdin, when set, is the process's standard input (else /dev/null):
+	// a pipe or, with Terminal, a pty's slave end. Like Helper it is how
+	// the process is started, not recorded.
+	Stdin *os.File `json:"-"`
+	// Terminal makes Stdin the process's controlling terminal, in a
+	// session of its own (whose ID is its PID, so its process group's
+	// still), so that a shell on it does job control and gets SIGWINCH.
+	Terminal bool `json:"-"`
 }
 
 // Start starts spec in a process group of its own with the given stdout and
@@ -126,7 +134,7 @@ func command(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &exec.Cmd{
+	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        spec.Argv,
 		Env:         spec.Env,
@@ -134,7 +142,26 @@ func command(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 		Stdout:      stdout,
 		Stderr:      stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}, nil
+	}
+	withStdin(spec, cmd)
+	return cmd, nil
+}
+
+// withStdin gives cmd spec's Stdin and, with Terminal, makes it the
+// controlling terminal of a session of its own.
+func withStdin(spec Spec, cmd *exec.Cmd) {
+	if spec.Stdin == nil {
+		return
+	}
+	cmd.Stdin = spec.Stdin
+	if spec.Terminal {
+		// A session leader is its group's leader already, and may not
+		// set its group.
+		cmd.SysProcAttr.Setpgid = false
+		cmd.SysProcAttr.Setsid = true
+		cmd.SysProcAttr.Setctty = true
+		cmd.SysProcAttr.Ctty = 0 // the child's stdin
+	}
 }
 
 // startHelper starts spec through the init helper. With how.started, the
@@ -179,6 +206,7 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 			Unshareflags: unshareFlags(spec),
 		},
 	}
+	withStdin(spec, cmd)
 	err = how.fork(cmd)
 	for _, f := range extra {
 		f.Close()

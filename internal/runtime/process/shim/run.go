@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -135,26 +136,27 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	s.spec = &spec
 	s.log = s.log.With("pod", spec.PodNamespace+"/"+spec.PodName, "podUID", spec.PodUID, "container", spec.Container, "id", spec.ID)
 
-	logFile, pipes, err := s.openFiles()
+	logFile, io, err := s.openFiles()
 	if err != nil {
 		return s.startFailed(err)
 	}
 	control, err := os.OpenFile(filepath.Join(s.dir, ControlFile), os.O_RDWR, 0)
 	if err != nil {
+		io.closeAll()
+		logFile.Close()
 		return s.startFailed(err)
 	}
 	// Before the container starts, so that the pod's others never miss it.
 	s.order = s.joinPod(&spec)
 	defer s.order.leave()
-	// stdout, stderr: read ends, then write ends.
-	cmd, err := launch.Start(context.Background(), spec.Process, pipes[2], pipes[3])
+	proc := spec.Process
+	proc.Stdin, proc.Terminal = io.childIn, spec.TTY
+	cmd, err := launch.Start(context.Background(), proc, io.childOut, io.childErr)
 	// The child has its copies; ours would keep the pipes open for ever.
-	pipes[2].Close()
-	pipes[3].Close()
+	io.closeChild()
 	if err != nil {
 		logFile.Close()
-		pipes[0].Close()
-		pipes[1].Close()
+		io.closeOurs()
 		return s.startFailed(err)
 	}
 	s.cmd, s.pgid = cmd, cmd.Process.Pid
@@ -163,9 +165,13 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 
 	sink := crilog.NewSink(logFile, s.clock, nil)
 	sink.OnDrop(s.dropped)
+	// Once the container runs: an attach before would find nothing.
+	con := newConsole(s.log, s.dir, io.in, spec.TTY, spec.StdinOnce)
 	copied := make(chan struct{}, 2)
-	go copyStream(pipes[0], crilog.NewWriter(sink, crilog.Stdout), s.log, copied)
-	go copyStream(pipes[1], crilog.NewWriter(sink, crilog.Stderr), s.log, copied)
+	go copyStream(io.outputs[0], crilog.NewWriter(sink, crilog.Stdout), s.log, copied, func(p []byte) { con.output(frameStdout, p) })
+	if len(io.outputs) > 1 {
+		go copyStream(io.outputs[1], crilog.NewWriter(sink, crilog.Stderr), s.log, copied, func(p []byte) { con.output(frameStderr, p) })
+	}
 	go func() {
 		for sig := range sigs {
 			s.outside(sig.(syscall.Signal))
@@ -196,7 +202,8 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 		// Once the agent has its start: a move costs milliseconds on v1.
 		s.enterCgroup()
 	}
-	exit := s.finish(logFile, sink, pipes[:2], copied)
+	exit := s.finish(logFile, sink, io.outputs, copied)
+	con.close()
 	if abort != nil {
 		exit = &Exit{ExitCode: 128, Reason: exitstatus.StartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
 	} else {
@@ -219,9 +226,44 @@ func (s *supervisor) dropped(d crilog.Drop) {
 	s.notices.send(Notice{LogDropped: &LogDrop{Stream: d.Stream, Bytes: d.Bytes, Cause: d.Reason(), Marked: d.Marked}})
 }
 
+// stdio are the container's standard streams: the ends the child gets,
+// the ones the shim reads its output from, and the one it writes its
+// stdin to (nil without stdin or tty).
+type stdio struct {
+	childIn, childOut, childErr *os.File
+	outputs                     []*os.File
+	in                          *os.File
+}
+
+// closeChild closes the child's ends once it has them.
+func (io *stdio) closeChild() {
+	for _, f := range []*os.File{io.childIn, io.childOut, io.childErr} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// closeOurs closes the shim's ends.
+func (io *stdio) closeOurs() {
+	for _, f := range io.outputs {
+		f.Close()
+	}
+	if io.in != nil {
+		io.in.Close()
+	}
+}
+
+func (io *stdio) closeAll() {
+	io.closeChild()
+	io.closeOurs()
+}
+
 // openFiles opens the container's log for appending, rotated as the spec
-// says, and makes its stdout and stderr pipes: read ends, then write ends.
-func (s *supervisor) openFiles() (*crilog.LogFile, []*os.File, error) {
+// says, and makes its standard streams: with a tty one pty for all three
+// (the shim holds its master), else pipes for stdout and stderr, and one
+// for stdin when the spec asks for it.
+func (s *supervisor) openFiles() (*crilog.LogFile, *stdio, error) {
 	if err := os.MkdirAll(filepath.Dir(s.spec.LogPath), 0o750); err != nil {
 		return nil, nil, err
 	}
@@ -231,19 +273,75 @@ func (s *supervisor) openFiles() (*crilog.LogFile, []*os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	io, err := s.openStdio()
+	if err != nil {
+		logFile.Close()
+		return nil, nil, err
+	}
+	return logFile, io, nil
+}
+
+func (s *supervisor) openStdio() (*stdio, error) {
+	if s.spec.TTY {
+		master, slave, err := openPTY()
+		if err != nil {
+			return nil, fmt.Errorf("open a pty: %w", err)
+		}
+		return &stdio{childIn: slave, childOut: slave, childErr: slave, outputs: []*os.File{master}, in: master}, nil
+	}
+	io := &stdio{}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
-		return nil, nil, err
+		return nil, err
 	}
+	io.childOut, io.outputs = stdoutW, append(io.outputs, stdoutR)
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
-		stdoutR.Close()
-		stdoutW.Close()
+		io.closeAll()
+		return nil, err
+	}
+	io.childErr, io.outputs = stderrW, append(io.outputs, stderrR)
+	if s.spec.Stdin {
+		stdinR, stdinW, err := os.Pipe()
+		if err != nil {
+			io.closeAll()
+			return nil, err
+		}
+		io.childIn, io.in = stdinR, stdinW
+	}
+	return io, nil
+}
+
+// openPTY opens a pty: its master, and its slave end for the container.
+func openPTY() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return nil, nil, err
 	}
-	return logFile, []*os.File{stdoutR, stderrR, stdoutW, stderrW}, nil
+	rc, err := master.SyscallConn()
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	var n uint32
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		if ierr = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); ierr == nil {
+			n, ierr = unix.IoctlGetUint32(int(fd), unix.TIOCGPTN)
+		}
+	}); err != nil {
+		ierr = err
+	}
+	if ierr != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlock the pty: %w", ierr)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(n), 10), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
 }
 
 // startFailed records and reports that the container could not start.
@@ -382,7 +480,8 @@ func exitOf(ps *os.ProcessState, waitErr error, finishedAt time.Time) *Exit {
 // the Sink, which marks the gap once the log takes records again (a full
 // disk that got room); the first failure of a run of them is logged, and
 // the recovery.
-func copyStream(src *os.File, w *crilog.Writer, log *slog.Logger, done chan<- struct{}) {
+// tee gets each read too (the attaches).
+func copyStream(src *os.File, w *crilog.Writer, log *slog.Logger, done chan<- struct{}, tee func([]byte)) {
 	defer func() { done <- struct{}{} }()
 	buf := make([]byte, 32*1024)
 	failing := false
@@ -400,6 +499,7 @@ func copyStream(src *os.File, w *crilog.Writer, log *slog.Logger, done chan<- st
 		if n > 0 {
 			_, werr := w.Write(buf[:n])
 			note(werr)
+			tee(buf[:n])
 		}
 		if err != nil {
 			break

@@ -80,6 +80,13 @@ type Spec struct {
 	// shim gives it once forked; the shim itself then takes
 	// shimOOMScoreAdj where it may.
 	OOMScoreAdj *int `json:"oomScoreAdj,omitempty"`
+	// Stdin, StdinOnce and TTY are the container's own: with TTY the
+	// container runs on a pty whose master the shim holds (its output is
+	// the log's stdout), with Stdin its standard input is a pipe whose
+	// write end the shim holds, so that attaches come and go (attach.go).
+	Stdin     bool `json:"stdin,omitempty"`
+	StdinOnce bool `json:"stdinOnce,omitempty"`
+	TTY       bool `json:"tty,omitempty"`
 }
 
 // Mountpoint is a path the runtime created on the host to mount a volume on.

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/test/internal/bintest"
+)
+
+// attachPod has a bash on a terminal (stdin, tty) and a cat whose stdin is
+// closed after its first attach (stdinOnce).
+const attachPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{.Name}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sh
+    image: bash
+    command: ["{{.Bash}}", "--norc", "--noprofile"]
+    env: [{name: TERM, value: dumb}]
+    stdin: true
+    tty: true
+  - name: once
+    image: bash
+    command: ["{{.Bash}}", "-c", "cat; echo cat-done"]
+    stdin: true
+    stdinOnce: true
+`
+
+// TestKubectlAttach: kubectl attach against a podward node, through the
+// real API server and the node's /attach, on both runtimes: -it in a real
+// terminal types into the container's shell and sees its output; a second
+// attach after the first left reaches the same shell; -i to a stdinOnce
+// container closes its stdin at the end of the attach's (cat ends); a
+// terminated container is refused as the kubelet refuses it; an attach
+// ends when its container exits.
+func TestKubectlAttach(t *testing.T) {
+	c := needControlPlane(t)
+	bintest.EachRuntime(t, func(t *testing.T, rt bintest.Runtime) {
+		n := startNode(t, c, nodeName(t, "a"), rt.Args...)
+		pod := "attach-" + rt.Name
+		n.apply(t, strings.NewReplacer("{{.Name}}", pod, "{{.Bash}}", rt.Bash).Replace(attachPod))
+		c.waitPod(t, "default", pod, "both running", waitTimeout, func(p *v1.Pod) bool {
+			return p != nil && len(p.Status.ContainerStatuses) == 2 &&
+				p.Status.ContainerStatuses[0].State.Running != nil && p.Status.ContainerStatuses[1].State.Running != nil
+		})
+
+		kubectlAttachTTY(t, c, pod, `V=kept; while [ "$(stty size)" != "30 90" ]; do :; done; echo A''B$((40+2)) $(stty size)`, "AB42 30 90")
+		kubectlAttachTTY(t, c, pod, "echo [$V]''END", "[kept]END")
+
+		out, errOut, code := c.kubectlRun(t, "hello-once\n", "attach", "-i", pod, "-c", "once")
+		t.Logf("kubectl attach -i %s -c once (stdinOnce cat): exit code %d, stdout %q, stderr %q", pod, code, out, errOut)
+		if code != 0 || !strings.Contains(out, "hello-once\ncat-done") {
+			t.Errorf("kubectl attach -i to a stdinOnce cat: exit code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		c.waitPod(t, "default", pod, "once terminated", waitTimeout, func(p *v1.Pod) bool {
+			return p != nil && len(p.Status.ContainerStatuses) == 2 && p.Status.ContainerStatuses[1].State.Terminated != nil
+		})
+		_, errOut, code = c.kubectlRun(t, "", "attach", pod, "-c", "once")
+		t.Logf("kubectl attach %s -c once (terminated): exit code %d, stderr %q", pod, code, errOut)
+		if code != 1 || !strings.Contains(errOut, `container not found ("once")`) {
+			t.Errorf("kubectl attach to a terminated container: exit code %d, stderr %q", code, errOut)
+		}
+		// The shell ends through an attach, which ends with it (an
+		// interactive bash ignores the SIGTERM of a deletion).
+		out, errOut, code = c.kubectlRun(t, "exit 0\n", "attach", "-i", pod, "-c", "sh")
+		t.Logf("kubectl attach -i %s -c sh, stdin \"exit 0\": exit code %d, stdout %q, stderr %q", pod, code, out, errOut)
+		if code != 0 {
+			t.Errorf("kubectl attach -i until the shell exits: exit code %d, stderr %q", code, errOut)
+		}
+		c.waitPod(t, "default", pod, "Succeeded", waitTimeout, func(p *v1.Pod) bool {
+			return p != nil && p.Status.Phase == v1.PodSucceeded
+		})
+		_, errOut, code = c.kubectlRun(t, "", "attach", pod, "-c", "sh")
+		t.Logf("kubectl attach %s -c sh (pod Succeeded): exit code %d, stderr %q", pod, code, errOut)
+		if code != 1 || !strings.Contains(errOut, "cannot attach a container in a completed pod; current phase is Succeeded") {
+			t.Errorf("kubectl attach to a completed pod: exit code %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+// kubectlAttachTTY runs `kubectl attach -it POD -c sh` in a 30x90
+// terminal, types line, waits for want and leaves (kills kubectl, as a
+// closed terminal does).
+func kubectlAttachTTY(t *testing.T, c *controlPlane, pod, line, want string) {
+	t.Helper()
+	cmd := exec.Command(c.env["KUBECTL"], "--kubeconfig", c.env["KUBECONFIG"], "attach", "-it", pod, "-c", "sh")
+	cmd.WaitDelay = 5 * time.Second
+	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	out := &lockedBuffer{}
+	go func() { _, _ = io.Copy(out, term) }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}()
+	if !out.waitLine("If you don't see a command prompt, try pressing enter.", 1, waitTimeout) {
+		t.Fatalf("kubectl attach -it: no prompt hint; it shows %q", out.String())
+	}
+	fmt.Fprint(term, line+"\r")
+	if !out.waitLine(want, 1, waitTimeout) {
+		t.Fatalf("kubectl attach -it: typed %q, no %q; it shows %q", line, want, out.String())
+	}
+	t.Logf("kubectl attach -it %s -c sh, typed %q: saw %q", pod, line, want)
+}

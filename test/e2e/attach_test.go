@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+const attachPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: term
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sh
+    image: bash
+    command: ["{{.Bash}}", "--norc", "--noprofile"]
+    env: [{name: TERM, value: dumb}]
+    stdin: true
+    tty: true
+  - name: once
+    image: bash
+    command: ["{{.Bash}}", "-c", "cat; echo cat-done"]
+    stdin: true
+    stdinOnce: true
+`
+
+// attachSession is a `podward attach -it` running in a pty.
+type attachSession struct {
+	cmd  *exec.Cmd
+	term *os.File
+	out  *ptyOutput
+	done chan error
+}
+
+func startAttach(t *testing.T, a *agent, args ...string) *attachSession {
+	t.Helper()
+	return startAttachCmd(t, a, append([]string{"attach"}, args...)...)
+}
+
+// startAttachCmd runs `podward ARGS...` in a pty.
+func startAttachCmd(t *testing.T, a *agent, args ...string) *attachSession {
+	t.Helper()
+	cmd := a.podwardCmd(args...)
+	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &attachSession{cmd: cmd, term: term, out: &ptyOutput{}, done: make(chan error, 1)}
+	go func() { _, _ = io.Copy(s.out, term) }()
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(s.leave)
+	return s
+}
+
+// leave detaches as a user closing the terminal does: the client dies.
+func (s *attachSession) leave() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.term.Close()
+	s.done <- nil // for a second leave
+}
+
+// TestAttach: a container with stdin and tty runs bash on a pty its shim
+// holds. `podward attach -it` in a real terminal types a command and sees
+// its output; leaving does not stop the shell, a second attach reaches the
+// same one (its variable kept); an agent killed with SIGKILL while attached
+// is replaced and a third attach still reaches it. stdinOnce: the first
+// attach's end closes the container's stdin (cat ends), and an attach to a
+// terminated container is refused as the kubelet refuses it.
+func TestAttach(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		needRoot(t)
+		dir := t.TempDir()
+		a := startAgentIn(t, dir, rt.Args...)
+		a.apply("term", rt.manifest(t, t.TempDir(), attachPod, nil))
+		a.waitPod("term", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
+
+		s := startAttach(t, a, "-it", "term", "-c", "sh")
+		s.out.wait(t, 0, "If you don't see a command prompt, try pressing enter.")
+		// Split markers: the echo of what is typed does not match them.
+		_, _ = io.WriteString(s.term, `V=kept; while [ "$(stty size)" != "30 90" ]; do :; done; echo A''B$((40+2)) $(stty size)`+"\r")
+		s.out.wait(t, 0, "AB42 30 90")
+		s.leave()
+
+		s = startAttach(t, a, "-it", "term", "-c", "sh")
+		_, _ = io.WriteString(s.term, "echo [$V]''END\r")
+		s.out.wait(t, 0, "[kept]END")
+
+		// The agent dies under the attach; the shim holds the pty.
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		s.leave()
+		b := startAgentIn(t, dir, rt.Args...)
+		b.pods = append(b.pods, "term")
+		b.waitPod("term", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
+		s = startAttach(t, b, "-it", "term", "-c", "sh")
+		_, _ = io.WriteString(s.term, "echo again [$V]''END\r")
+		s.out.wait(t, 0, "again [kept]END")
+		s.leave()
+
+		// stdinOnce, and kubectl's words for -t on a container without a
+		// tty (stdin is not a terminal here: no raw mode either).
+		out, errOut, code := b.runPodward(t, "hello-once\n", "attach", "-it", "term", "-c", "once")
+		if code != 0 || !strings.Contains(out, "hello-once\ncat-done") {
+			t.Errorf("attach -i to a stdinOnce cat: code %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		for _, want := range []string{"Unable to use a TTY - container once did not allocate one", "If you don't see a command prompt, try pressing enter."} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("stderr %q lacks %q", errOut, want)
+			}
+		}
+		b.waitPod("term", "jsonpath={.status.containerStatuses[1].state.terminated.reason}=Completed", exitTimeout)
+		_, errOut, code = b.runPodward(t, "", "attach", "term", "-c", "once")
+		if code != 1 || !strings.Contains(errOut, `container not found ("once")`) {
+			t.Errorf("attach to a terminated container: code %d, stderr %q", code, errOut)
+		}
+		_, errOut, code = b.runPodward(t, "", "attach", "term", "-c", "nope")
+		if code != 1 || !strings.Contains(errOut, "error: container nope not found in pod term") {
+			t.Errorf("attach to an unknown container: code %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+// TestDebugInteractive: podward debug -it adds an ephemeral container with
+// stdin and a tty and attaches to it once it runs, as kubectl debug -it
+// does: what is typed in the terminal reaches its shell, whose exit ends
+// the session.
+func TestDebugInteractive(t *testing.T) {
+	needRoot(t)
+	a := startAgent(t)
+	a.apply("debugged", writeManifest(t, t.TempDir(), debugPod, map[string]string{"Bash": "/bin/bash"}))
+	a.waitPod("debugged", "condition=Ready", lineTimeout)
+	s := startAttachCmd(t, a, "debug", "-it", "debugged", "--image=busybox", "-c", "shell", "--", "/bin/bash", "--norc", "--noprofile")
+	s.out.wait(t, 0, "If you don't see a command prompt, try pressing enter.")
+	_, _ = io.WriteString(s.term, "echo C''D$((6*7))\r")
+	s.out.wait(t, 0, "CD42")
+	_, _ = io.WriteString(s.term, "exit 0\r")
+	select {
+	case err := <-s.done:
+		s.done <- nil
+		if err != nil {
+			t.Errorf("podward debug -it after exit 0: %v", err)
+		}
+	case <-time.After(cliTimeout):
+		t.Fatalf("podward debug -it did not end after the shell exited")
+	}
+	a.waitPod("debugged", "jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.exitCode}=0", lineTimeout)
+}
