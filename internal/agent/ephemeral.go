@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/podworker"
 )
 
 // AddEphemeralContainers is an update of the ephemeralcontainers
@@ -128,23 +127,5 @@ func (a *Agent) setEphemeral(uid types.UID, ecs []v1.EphemeralContainer) (*model
 	if err := a.cfg.Runtime.Check(next); err != nil {
 		return nil, &InvalidError{Err: err}
 	}
-
-	a.mu.Lock()
-	if e = a.pods[uid]; e == nil {
-		a.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
-	}
-	e.pod = next
-	a.rv++
-	e.rv = a.rv
-	a.mu.Unlock()
-
-	if err := a.persistPod(next); err != nil {
-		return nil, err
-	}
-	if _, phase, ok := a.workers.PodStatus(uid); ok && phase != podworker.Terminated && !isRejected(next) {
-		a.workers.UpdatePod(podworker.UpdateOptions{Pod: next})
-	}
-	a.notify()
-	return next, nil
+	return a.updateSpec(uid, next)
 }

@@ -78,9 +78,18 @@ func (a *Agent) setResources(uid types.UID, patched *v1.Pod) (*model.Pod, error)
 	if err := a.cfg.Runtime.Check(next); err != nil {
 		return nil, &InvalidError{Err: err}
 	}
+	return a.updateSpec(uid, next)
+}
 
+// updateSpec makes next, already validated and checked by the runtime, the
+// spec of the running pod uid (a subresource's change: ephemeral
+// containers, a resize): stored first (write-ahead), then handed to its
+// worker unless the pod has ended or was rejected. ErrNotFound when the
+// pod went meanwhile.
+func (a *Agent) updateSpec(uid types.UID, next *model.Pod) (*model.Pod, error) {
 	a.mu.Lock()
-	if e = a.pods[uid]; e == nil {
+	e := a.pods[uid]
+	if e == nil {
 		a.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}

@@ -3,13 +3,9 @@ package apiserver
 import (
 	"encoding/json"
 	"io"
-	"mime"
 	"net/http"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 // EphemeralContainersPath is the ephemeralcontainers subresource of a pod,
@@ -60,37 +56,9 @@ func (s *Server) putEphemeral(w http.ResponseWriter, r *http.Request) error {
 // may hold the new container alone) or a JSON merge patch of the pod; only
 // the patched spec.ephemeralContainers is taken. 200 with the pod.
 func (s *Server) patchEphemeral(w http.ResponseWriter, r *http.Request) error {
-	ct := string(types.StrategicMergePatchType)
-	if err := checkContentType(r, ct, string(types.MergePatchType)); err != nil {
-		return err
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" {
-		ct = mt
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	pod, err := s.patchedPod(w, r)
 	if err != nil {
 		return err
-	}
-	cur, err := s.b.GetPod(r.PathValue("ns"), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	orig, err := json.Marshal(cur)
-	if err != nil {
-		return err
-	}
-	var patched []byte
-	if ct == string(types.MergePatchType) {
-		patched, err = jsonpatch.MergePatch(orig, body)
-	} else {
-		patched, err = strategicpatch.StrategicMergePatch(orig, body, v1.Pod{})
-	}
-	if err != nil {
-		return badRequest("invalid patch: %v", err)
-	}
-	var pod v1.Pod
-	if err := json.Unmarshal(patched, &pod); err != nil {
-		return badRequest("invalid patch: %v", err)
 	}
 	return s.setEphemeral(w, r, pod.Spec.EphemeralContainers)
 }

@@ -56,39 +56,11 @@ func (s *Server) putResize(w http.ResponseWriter, r *http.Request) error {
 // --subresource resize sends: a strategic merge patch (containers merge by
 // name) or a JSON merge patch of the pod. 200 with the pod.
 func (s *Server) patchResize(w http.ResponseWriter, r *http.Request) error {
-	ct := string(types.StrategicMergePatchType)
-	if err := checkContentType(r, ct, string(types.MergePatchType)); err != nil {
-		return err
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" {
-		ct = mt
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	pod, err := s.patchedPod(w, r)
 	if err != nil {
 		return err
 	}
-	cur, err := s.b.GetPod(r.PathValue("ns"), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	orig, err := json.Marshal(cur)
-	if err != nil {
-		return err
-	}
-	var patched []byte
-	if ct == string(types.MergePatchType) {
-		patched, err = jsonpatch.MergePatch(orig, body)
-	} else {
-		patched, err = strategicpatch.StrategicMergePatch(orig, body, v1.Pod{})
-	}
-	if err != nil {
-		return badRequest("invalid patch: %v", err)
-	}
-	var pod v1.Pod
-	if err := json.Unmarshal(patched, &pod); err != nil {
-		return badRequest("invalid patch: %v", err)
-	}
-	return s.resize(w, r, &pod)
+	return s.resize(w, r, pod)
 }
 
 func (s *Server) resize(w http.ResponseWriter, r *http.Request, pod *v1.Pod) error {
@@ -101,4 +73,44 @@ func (s *Server) resize(w http.ResponseWriter, r *http.Request, pod *v1.Pod) err
 		return err
 	}
 	return writeJSON(w, http.StatusOK, podObject(p))
+}
+
+// patchedPod is the pod a PATCH of one of its subresources makes (what
+// kubectl debug and kubectl patch --subresource send): a strategic merge
+// patch (lists merged by name) or a JSON merge patch, applied to the pod
+// as it is now; the caller takes from it what its subresource owns.
+func (s *Server) patchedPod(w http.ResponseWriter, r *http.Request) (*v1.Pod, error) {
+	ct := string(types.StrategicMergePatchType)
+	if err := checkContentType(r, ct, string(types.MergePatchType)); err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" {
+		ct = mt
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.b.GetPod(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		return nil, err
+	}
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	var patched []byte
+	if ct == string(types.MergePatchType) {
+		patched, err = jsonpatch.MergePatch(orig, body)
+	} else {
+		patched, err = strategicpatch.StrategicMergePatch(orig, body, v1.Pod{})
+	}
+	if err != nil {
+		return nil, badRequest("invalid patch: %v", err)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(patched, &pod); err != nil {
+		return nil, badRequest("invalid patch: %v", err)
+	}
+	return &pod, nil
 }
