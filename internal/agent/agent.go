@@ -136,7 +136,11 @@ type Agent struct {
 	bootErr  error
 	bootID   string
 
-	wg sync.WaitGroup
+	// wg counts the agent's goroutines; spawnMu orders a goroutine's
+	// start (spawn) before Wait, or refuses it once the agent ends: pod
+	// workers outlive a.wg and report to the agent until they return.
+	wg      sync.WaitGroup
+	spawnMu sync.Mutex
 }
 
 // entry is a pod the agent knows.
@@ -207,28 +211,20 @@ func New(ctx context.Context, cfg Config) *Agent {
 	wcfg.Prober = pm
 	if cfg.Store != nil {
 		wcfg.Checkpointer = checkpointer{s: cfg.Store, health: a.health}
-		a.wg.Add(1)
-		go a.persistEvents(ctx, a.recorder.Watch())
+		evs := a.recorder.Watch()
+		if !a.spawn(func() { a.persistEvents(ctx, evs) }) {
+			evs.Stop()
+		}
 		if ts, ok := cfg.Store.(TimelineStore); ok {
-			a.wg.Add(1)
-			go a.persistTimelines(ctx, ts)
+			a.spawn(func() { a.persistTimelines(ctx, ts) })
 		}
 	}
 	a.workers = podworker.New(ctx, wcfg)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		pm.Run(ctx)
-	}()
+	a.spawn(func() { pm.Run(ctx) })
 	if a.logs != nil {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.logs.run(ctx)
-		}()
+		a.spawn(func() { a.logs.run(ctx) })
 	}
-	a.wg.Add(1)
-	go a.dispatch(ctx)
+	a.spawn(func() { a.dispatch(ctx) })
 	return a
 }
 
@@ -240,11 +236,31 @@ func podIPOf(rt runtime.Runtime) func(types.UID) string {
 	return nil
 }
 
-// Wait returns when every goroutine of the agent has returned (after the
-// ctx given to New is done, or every pod terminated).
+// Wait returns, once the ctx given to New is done, when every goroutine
+// of the agent and of its pod workers has returned.
 func (a *Agent) Wait() {
+	<-a.ctx.Done()
+	a.spawnMu.Lock()
+	a.spawnMu.Unlock() // a barrier: every spawn before it is counted in a.wg, none after it starts
 	a.wg.Wait()
 	a.workers.Wait()
+}
+
+// spawn runs f on a goroutine of the agent's (Wait waits for it), unless
+// the agent has ended: then it returns false and f never runs. What f
+// would wait for ends with the agent too.
+func (a *Agent) spawn(f func()) bool {
+	a.spawnMu.Lock()
+	defer a.spawnMu.Unlock()
+	if a.ctx.Err() != nil {
+		return false
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		f()
+	}()
+	return true
 }
 
 // Recorder gives access to the events.
@@ -456,9 +472,7 @@ func (a *Agent) podChanged(uid types.UID) {
 func (a *Agent) reap(uid types.UID) {
 	done := a.workers.Terminated(uid)
 	cleanedUp := a.workers.Done(uid)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	a.spawn(func() {
 		select {
 		case <-done:
 		case <-a.ctx.Done():
@@ -476,7 +490,7 @@ func (a *Agent) reap(uid types.UID) {
 			return
 		}
 		a.health.forget(uid)
-	}()
+	})
 }
 
 // remove takes a pod that has finished, whose last status is last (nil when

@@ -265,7 +265,6 @@ func (a *Agent) loadReplacement(old types.UID) *model.Pod {
 // being written goes in one commit, so that a burst of events does not put
 // a queue of commits on the disk ahead of the workers' checkpoints.
 func (a *Agent) persistEvents(ctx context.Context, w *events.Watcher) {
-	defer a.wg.Done()
 	defer w.Stop()
 	for {
 		batch, err := w.NextBatch(ctx)
@@ -477,15 +476,13 @@ func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) map[t
 	for _, uid := range uids {
 		if !known[uid] {
 			orphans[uid] = true
-			a.wg.Add(1)
-			go a.killOrphan(ctx, uid)
+			a.spawn(func() { a.killOrphan(ctx, uid) })
 		}
 	}
 	return orphans
 }
 
 func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
-	defer a.wg.Done()
 	log := a.log.With("podUID", uid)
 	log.Warn("killing the containers of a pod the agent no longer knows")
 	exited := a.watchOrphan(uid)
@@ -545,7 +542,6 @@ func (a *Agent) unwatchOrphan(uid types.UID) {
 // killers about the exits of theirs, and records the runtime's warnings as
 // events of their pods.
 func (a *Agent) dispatch(ctx context.Context) {
-	defer a.wg.Done()
 	events := a.cfg.Runtime.Events()
 	var warnings <-chan runtime.Warning
 	if w, ok := a.cfg.Runtime.(runtime.Warner); ok {

@@ -275,9 +275,7 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 	sent := map[types.UID]uint64{}
 	names := map[types.UID]metav1.ObjectMeta{}
 	changed, gone, since, ch := a.watchLook(ns, 0, sent)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	started := a.spawn(func() {
 		defer close(out)
 		for {
 			for _, it := range changed {
@@ -315,7 +313,10 @@ func (a *Agent) WatchPods(ctx context.Context, ns string) <-chan WatchEvent {
 			}
 			changed, gone, since, ch = a.watchLook(ns, since, sent)
 		}
-	}()
+	})
+	if !started {
+		close(out)
+	}
 	return out
 }
 
@@ -383,9 +384,7 @@ func (a *Agent) ListEvents(ns, name string) []v1.Event {
 func (a *Agent) WatchEvents(ctx context.Context, ns string) <-chan v1.Event {
 	out := make(chan v1.Event)
 	w := a.recorder.Watch()
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	started := a.spawn(func() {
 		defer close(out)
 		defer w.Stop()
 		for {
@@ -400,7 +399,11 @@ func (a *Agent) WatchEvents(ctx context.Context, ns string) <-chan v1.Event {
 				return
 			}
 		}
-	}()
+	})
+	if !started {
+		w.Stop()
+		close(out)
+	}
 	return out
 }
 

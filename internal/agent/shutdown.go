@@ -106,16 +106,14 @@ func (a *Agent) maybeRerun(uid types.UID) {
 		return
 	}
 	done := a.workers.Done(uid)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	a.spawn(func() {
 		select {
 		case <-done:
 		case <-a.ctx.Done():
 			return
 		}
 		a.rerunDone(uid, e)
-	}()
+	})
 }
 
 // rerunDone starts e's pod again once its worker is done, unless it was

@@ -33,7 +33,6 @@ type TimelineStore interface {
 // next. A save that fails is logged; the pod's next change saves its whole
 // timeline again.
 func (a *Agent) persistTimelines(ctx context.Context, ts TimelineStore) {
-	defer a.wg.Done()
 	for {
 		select {
 		case <-ctx.Done():

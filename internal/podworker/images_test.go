@@ -201,17 +201,16 @@ func TestDeferImagesPrePulled(t *testing.T) {
 	if got := ir.Pulls(); !slices.Equal(got, []string{"cleanup:1", "notify:latest"}) {
 		t.Fatalf("pulls = %q", got)
 	}
-	h.waitFor("the pre-pull's end", func() bool {
-		h.w.mu.Lock()
-		pw := h.w.pods[p.UID]
-		h.w.mu.Unlock()
-		select {
-		case <-pw.prePullDone:
-			return true
-		default:
-			return false
-		}
-	})
+	// The pre-pull's end closes prePullDone after its last event, and
+	// may change nothing else the harness watches: wait on it.
+	h.w.mu.Lock()
+	pw := h.w.pods[p.UID]
+	h.w.mu.Unlock()
+	select {
+	case <-pw.prePullDone:
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for the pre-pull's end; calls: %q", h.rt.Calls())
+	}
 
 	h.kill(p, nil)
 	h.waitCall("start d1")

@@ -131,6 +131,9 @@ func (w *Workers) Restore(pod *model.Pod, data []byte) error {
 	if _, ok := w.pods[pod.UID]; ok {
 		return fmt.Errorf("pod %s has a worker already", pod.UID)
 	}
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("restore pod %s: %w", pod.Key(), err)
+	}
 	pw := newPodWorker(w, pod)
 	if err := pw.restore(data); err != nil {
 		return fmt.Errorf("restore pod %s: %w", pod.Key(), err)

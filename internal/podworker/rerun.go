@@ -38,6 +38,9 @@ func (w *Workers) Rerun(pod *model.Pod, data []byte) error {
 			return fmt.Errorf("start pod %s again: its worker still runs", pod.Key())
 		}
 	}
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("start pod %s again: %w", pod.Key(), err)
+	}
 	now := w.cfg.Clock.Now()
 	pw := newPodWorker(w, pod)
 	if err := pw.rerunFrom(cp, now); err != nil {

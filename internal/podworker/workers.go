@@ -170,6 +170,11 @@ func (w *Workers) UpdatePod(opts UpdateOptions) {
 	uid := opts.Pod.UID
 	w.mu.Lock()
 	pw, ok := w.pods[uid]
+	if !ok && w.ctx.Err() != nil {
+		// Wait may be counting already: no worker starts after the end.
+		w.mu.Unlock()
+		return
+	}
 	if !ok {
 		pw = newPodWorker(w, opts.Pod)
 		w.pods[uid] = pw
@@ -195,10 +200,15 @@ func (w *Workers) HandleEvent(ev runtime.Event) {
 	pw.inbox.push(input{kind: inputExit, exit: ev})
 }
 
-// Wait returns once every pod goroutine (and every stop it began) has
-// returned, which happens when their pods are terminated or the ctx given
-// to New is done.
-func (w *Workers) Wait() { w.wg.Wait() }
+// Wait returns, once the ctx given to New is done, when every pod
+// goroutine (and every stop it began) has returned. From then on no worker
+// starts (UpdatePod of a new pod is dropped), so none is missed.
+func (w *Workers) Wait() {
+	<-w.ctx.Done()
+	w.mu.Lock()
+	w.mu.Unlock() // a barrier: every worker made before it is counted in w.wg
+	w.wg.Wait()
+}
 
 // Forget drops the worker of a terminated pod; a worker still trying to
 // save the pod's last checkpoint gives up (the pod is gone). It reports
