@@ -211,15 +211,25 @@ func New(ctx context.Context, cfg Config) *Agent {
 	wcfg.Prober = pm
 	if cfg.Store != nil {
 		wcfg.Checkpointer = checkpointer{s: cfg.Store, health: a.health}
+	}
+	a.workers = podworker.New(ctx, wcfg)
+	if cfg.Store != nil {
+		// The events' and timelines' writers end after the pod workers,
+		// so that what a worker records last before a stop is saved too.
+		persistCtx, workersStopped := context.WithCancel(context.WithoutCancel(ctx))
+		a.spawn(func() {
+			<-ctx.Done()
+			a.workers.Wait()
+			workersStopped()
+		})
 		evs := a.recorder.Watch()
-		if !a.spawn(func() { a.persistEvents(ctx, evs) }) {
+		if !a.spawn(func() { a.persistEvents(persistCtx, evs) }) {
 			evs.Stop()
 		}
 		if ts, ok := cfg.Store.(TimelineStore); ok {
-			a.spawn(func() { a.persistTimelines(ctx, ts) })
+			a.spawn(func() { a.persistTimelines(persistCtx, ts) })
 		}
 	}
-	a.workers = podworker.New(ctx, wcfg)
 	a.spawn(func() { pm.Run(ctx) })
 	if a.logs != nil {
 		a.spawn(func() { a.logs.run(ctx) })

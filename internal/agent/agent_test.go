@@ -53,6 +53,25 @@ func newAgent(t *testing.T) (*Agent, *fake.Runtime) {
 	return a, rt
 }
 
+// waitChange waits until cond holds, looking again at every change that
+// changed (the fake runtime's, the agent's) announces, or fails the test
+// with what once ctx ends. The channel is taken before cond is looked at,
+// so that a change between the two is not missed.
+func waitChange(t *testing.T, ctx context.Context, what func() string, changed func() <-chan struct{}, cond func() bool) {
+	t.Helper()
+	for {
+		ch := changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatal(what())
+		}
+	}
+}
+
 func TestCreateDeleteWait(t *testing.T) {
 	a, rt := newAgent(t)
 	pod, err := a.Create(decode(t, manifest))
@@ -70,13 +89,7 @@ func TestCreateDeleteWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for !slices.Contains(rt.Calls(), "start app") {
-		select {
-		case <-rt.Changed():
-		case <-ctx.Done():
-			t.Fatal("the container never started")
-		}
-	}
+	waitChange(t, ctx, func() string { return "the container never started" }, rt.Changed, func() bool { return slices.Contains(rt.Calls(), "start app") })
 	watch := a.WatchPods(ctx, "default")
 	if err := a.Delete(pod.UID, nil, "test"); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,13 +82,7 @@ func TestSyncPodWithEphemeralContainers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	for !slices.Contains(rt.Calls(), "start dbg") {
-		select {
-		case <-rt.Changed():
-		case <-ctx.Done():
-			t.Fatalf("the ephemeral container never started; calls %v", rt.Calls())
-		}
-	}
+	waitChange(t, ctx, func() string { return fmt.Sprintf("the ephemeral container never started; calls %v", rt.Calls()) }, rt.Changed, func() bool { return slices.Contains(rt.Calls(), "start dbg") })
 	bad := decode(t, manifest)
 	bad.Name, bad.UID = "other", "from-api-2"
 	bad.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "app", Image: "busybox"}}}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -103,47 +104,51 @@ func TestKeepTerminatedPodLogs(t *testing.T) {
 }
 
 // TestLogCollectorRemovesWhenDue: the collector removes each pod's logs at
-// its time, in that order, and not before.
+// its time, in that order, and not before. It runs in a synctest bubble:
+// the fake clock is stepped only once the collector is blocked, its timer
+// armed, so that a step never comes between its look at the clock and its
+// timer.
 func TestLogCollectorRemovesWhenDue(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clocktesting.NewFakeClock(t0)
-	rt := fake.New(clk)
-	c := newLogCollector(rt, time.Hour, clk, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.run(ctx) }()
-	defer func() { cancel(); <-done }()
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		clk := clocktesting.NewFakeClock(t0)
+		rt := fake.New(clk)
+		c := newLogCollector(rt, time.Hour, clk, slog.New(slog.DiscardHandler))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); c.run(ctx) }()
+		defer func() { cancel(); <-done }()
 
-	wait := func(uid types.UID) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			ch := rt.Changed()
-			if slices.Contains(rt.Calls(), "remove logs "+string(uid)) {
-				return
-			}
-			select {
-			case <-ch:
-			case <-deadline:
-				t.Fatalf("the logs of %s were not removed; calls %q", uid, rt.Calls())
-			}
+		removed := func(uid types.UID) bool {
+			synctest.Wait()
+			return slices.Contains(rt.Calls(), "remove logs "+string(uid))
 		}
-	}
-	c.removed("late")                           // due at t0+1h
-	c.schedule("early", t0.Add(10*time.Minute)) // due before it
-	clk.Step(10 * time.Minute)
-	wait("early")
-	clk.Step(49 * time.Minute)
-	c.schedule("now", clk.Now())
-	wait("now")
-	if slices.Contains(rt.Calls(), "remove logs late") {
-		t.Fatalf("removed 59 minutes after the pod, want an hour; calls %q", rt.Calls())
-	}
-	clk.Step(time.Minute)
-	wait("late")
-	if got := strings.Join(rt.Calls(), ","); got != "remove logs early,remove logs now,remove logs late" {
-		t.Errorf("calls %s", got)
-	}
+		step := func(d time.Duration) {
+			synctest.Wait()
+			clk.Step(d)
+		}
+		c.removed("late")                           // due at t0+1h
+		c.schedule("early", t0.Add(10*time.Minute)) // due before it
+		step(10 * time.Minute)
+		if !removed("early") {
+			t.Fatalf("the logs of early were not removed when due; calls %q", rt.Calls())
+		}
+		step(49 * time.Minute)
+		c.schedule("now", clk.Now())
+		if !removed("now") {
+			t.Fatalf("the logs of now were not removed at once; calls %q", rt.Calls())
+		}
+		if removed("late") {
+			t.Fatalf("removed 59 minutes after the pod, want an hour; calls %q", rt.Calls())
+		}
+		step(time.Minute)
+		if !removed("late") {
+			t.Fatalf("the logs of late were not removed an hour after the pod; calls %q", rt.Calls())
+		}
+		if got := strings.Join(rt.Calls(), ","); got != "remove logs early,remove logs now,remove logs late" {
+			t.Errorf("calls %s", got)
+		}
+	})
 }
 
 // TestRecoverDeletesStaleReplacements: replacement records of pods the

@@ -264,6 +264,8 @@ func (a *Agent) loadReplacement(old types.UID) *model.Pod {
 // not slow the workers down. What was recorded while the last batch was
 // being written goes in one commit, so that a burst of events does not put
 // a queue of commits on the disk ahead of the workers' checkpoints.
+// Once ctx ends (after the pod workers have stopped) what is left is saved
+// before it returns.
 func (a *Agent) persistEvents(ctx context.Context, w *events.Watcher) {
 	defer w.Stop()
 	for {

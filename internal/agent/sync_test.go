@@ -98,13 +98,7 @@ func TestLogEnded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for len(rt.Running(pod.UID)) == 0 {
-		select {
-		case <-rt.Changed():
-		case <-ctx.Done():
-			t.Fatal("the container never started")
-		}
-	}
+	waitChange(t, ctx, func() string { return "the container never started" }, rt.Changed, func() bool { return len(rt.Running(pod.UID)) > 0 })
 	// The status shows it running (the watch's first events are the
 	// current state).
 	for ev := range a.WatchPods(ctx, "default") {

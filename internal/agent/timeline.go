@@ -28,7 +28,8 @@ type TimelineStore interface {
 }
 
 // persistTimelines saves the timelines that changed, off the pod workers'
-// path (they are not needed for recovery), until ctx ends; then once more.
+// path (they are not needed for recovery), until ctx ends (after the pod
+// workers have stopped); then once more.
 // Changes that come while a save is in flight are saved together by the
 // next. A save that fails is logged; the pod's next change saves its whole
 // timeline again.

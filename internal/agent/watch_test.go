@@ -42,13 +42,7 @@ func TestWatchNamesPodsForgottenBeforeItsDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for len(a.ListPods("default")) > 0 {
-		select {
-		case <-a.changedChan():
-		case <-ctx.Done():
-			t.Fatalf("%d pods left after the delete", len(a.ListPods("default")))
-		}
-	}
+	waitChange(t, ctx, func() string { return fmt.Sprintf("%d pods left after the delete", len(a.ListPods("default"))) }, a.changedChan, func() bool { return len(a.ListPods("default")) == 0 })
 	deleted := map[string]bool{}
 	for len(deleted) < n {
 		select {
