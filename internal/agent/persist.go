@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -490,24 +489,14 @@ func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
 	exited := a.watchOrphan(uid)
 	defer a.unwatchOrphan(uid)
 	for {
-		running := 0
-		if cl, ok := a.cfg.Runtime.(runtime.ContainerLister); ok {
-			list, err := cl.ListContainers(ctx, uid)
+		ids, err := runtime.KillRunning(ctx, a.cfg.Runtime, uid)
+		if err != nil {
+			log.Error("kill orphaned containers", "err", err)
+		}
+		if len(ids) == 0 {
 			if err != nil {
-				log.Error("list orphaned containers", "err", err)
 				return
 			}
-			for _, c := range list {
-				if c.Exit != nil {
-					continue
-				}
-				running++
-				if err := a.cfg.Runtime.Signal(ctx, c.ID, syscall.SIGKILL); err != nil {
-					log.Error("kill orphaned container", "container", c.Container, "err", err)
-				}
-			}
-		}
-		if running == 0 {
 			break
 		}
 		select {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,21 +55,13 @@ func reapPods(ctx context.Context, rt runtime.Runtime) (int, error) {
 		return 0, err
 	}
 	running := map[string]bool{}
-	if cl, ok := rt.(runtime.ContainerLister); ok {
-		for _, uid := range uids {
-			list, err := cl.ListContainers(ctx, uid)
-			if err != nil {
-				return 0, fmt.Errorf("list the containers of pod %s: %w", uid, err)
-			}
-			for _, c := range list {
-				if c.Exit != nil {
-					continue
-				}
-				running[c.ID] = true
-				if err := rt.Signal(ctx, c.ID, syscall.SIGKILL); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-					return 0, fmt.Errorf("kill container %s of pod %s: %w", c.Container, uid, err)
-				}
-			}
+	for _, uid := range uids {
+		ids, err := runtime.KillRunning(ctx, rt, uid)
+		if err != nil {
+			return 0, err
+		}
+		for _, id := range ids {
+			running[id] = true
 		}
 	}
 	timeout := time.NewTimer(reapTimeout)
