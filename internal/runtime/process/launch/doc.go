@@ -20,6 +20,16 @@
 // PID that Start returned. The helper reports a failure before exec on a
 // pipe, so StartTied still fails synchronously.
 //
+// A process with Spec.Join (an exec in a running container) makes no
+// namespace: it joins the container's own mount and UTS namespaces, opened
+// by the caller (OpenNamespaces) and passed to the init helper, which
+// unshares its main thread's filesystem attributes (a thread that shares
+// them, as Go's threads do, may join no mount namespace), joins them from
+// that thread, and resolves the working directory and the command there
+// before it execs from the same thread; so the exec sees what the
+// container mounted itself and the host name it set. No cgo is needed:
+// nothing runs between fork and exec.
+//
 // Both sides of a container use it: the agent for Exec, through StartTied,
 // so that an exec dies with the agent (PR_SET_PDEATHSIG, from one thread),
 // and the per-container shim (package shim) for the container itself,
