@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
@@ -113,4 +114,64 @@ func TestExecInAContainerWithoutNamespaces(t *testing.T) {
 	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkExec measures an exec (`true`) in a running container with a
+// volume, what an exec probe costs: the CPU this process spends on it
+// (agent-ms/op: opening and checking the container's namespaces, the
+// fork, pipes and exec record) and its reaped children's (children-ms/op:
+// the init helper, which joins the namespaces, and the command).
+func BenchmarkExec(b *testing.B) {
+	if !launch.CanUnshareUTS() {
+		b.Skip("needs mount and UTS namespaces (root)")
+	}
+	r, err := New(Config{Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	c := shell("app", "exec sleep 1000")
+	data := filepath.Join(b.TempDir(), "data")
+	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: data}}
+	pod := &model.Pod{Pod: &v1.Pod{}}
+	pod.Name, pod.Namespace, pod.UID = "bench", "default", "3c1c7f5e-0b5e-4c59-9a43-bench0000001"
+	pod.Spec.Containers = []v1.Container{c}
+	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	ctx := context.Background()
+	if err := r.PreparePod(ctx, pod); err != nil {
+		b.Fatal(err)
+	}
+	ref := model.ContainerRef{Name: "app", Role: model.RoleMain}
+	cont, err := r.StartContainer(ctx, pod, ref, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = r.Signal(ctx, cont.ID, 9)
+		for ev := range r.Events() {
+			if ev.ID == cont.ID {
+				break
+			}
+		}
+		_ = r.CleanupPod(ctx, pod)
+	}()
+	var self0, kids0 unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &self0)
+	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &kids0)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, code, err := r.Exec(ctx, pod, ref, []string{"true"}); err != nil || code != 0 {
+			b.Fatalf("Exec = %d, %v", code, err)
+		}
+	}
+	b.StopTimer()
+	var self1, kids1 unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &self1)
+	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &kids1)
+	cpu := func(a, z unix.Rusage) float64 {
+		d := (z.Utime.Nano() + z.Stime.Nano()) - (a.Utime.Nano() + a.Stime.Nano())
+		return float64(d) / 1e6 / float64(b.N)
+	}
+	b.ReportMetric(cpu(self0, self1), "agent-ms/op")
+	b.ReportMetric(cpu(kids0, kids1), "children-ms/op")
 }
