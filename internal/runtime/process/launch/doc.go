@@ -10,7 +10,8 @@
 // thread it locks and moves into a mount and a UTS namespace of its own
 // (namespaces are per thread, and a fork takes the forking thread's): the
 // child is born in them. Every process of StartTied with mounts, a host
-// name or a started callback is started as the init helper instead, since
+// name, namespaces to join or a started callback (and of Start with
+// namespaces to join) is started as the init helper instead, since
 // its fork must come from StartTied's one thread: the small podward-shim
 // binary (Spec.Helper), or this very binary (/proc/self/exe) without one.
 // MaybeRunHelper, which that binary's main calls first (podward-shim's, or
