@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/process/shim"
@@ -79,11 +78,11 @@ func (r *Runtime) attachInstance(dir string) error {
 			return fmt.Errorf("instance %s: %w", dir, err)
 		}
 	}
-	var startedAt time.Time
+	var started shim.Started
 	if st.Container != nil {
-		startedAt = st.Container.StartedAt
+		started = *st.Container
 	}
-	in := newInstance(st.Spec, dir, nil, startedAt)
+	in := newInstance(st.Spec, dir, nil, started)
 	log = log.With("pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id)
 	r.mountpoints.adopt(in.podUID, st.Spec.Mountpoints)
 	switch {

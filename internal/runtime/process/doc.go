@@ -16,7 +16,8 @@
 // container's cgroup and reads its OOM kill counter (any: OOMKilled). The
 // watcher removes the instance's cgroup once it reported the exit;
 // CleanupPod removes the pod's. An Exec runs in the running instance's
-// cgroup (ExecCgroup, which the exec path sets as its launch.Spec.Cgroup).
+// cgroup (ExecCgroup, which the exec path sets as its launch.Spec.Cgroup),
+// and in its namespaces (see "Execs in the container's namespaces").
 // A Runtime that attaches finds each instance's cgroup in its spec, and
 // ListPods lists a pod whose cgroup is left, for its cleanup.
 //
@@ -104,7 +105,7 @@
 // says, as the kubelet does. A container with volumeMounts runs in a private
 // mount namespace where each volume is bind-mounted at its mountPath, by
 // package launch (from a thread of the shim in that namespace, before the
-// fork; an exec's through launch's init helper). A subPath is checked and
+// fork), which its execs join. A subPath is checked and
 // created safely first (hostfs.PrepareSubPath); launch then opens it again
 // refusing any symlink and mounts what it opened, so a container that
 // swaps a component for a symlink meanwhile makes the start fail instead
@@ -143,8 +144,8 @@
 // one of its own whose host name is the pod's (podspec.Hostname:
 // spec.hostname, else the pod's name), set by package launch, as a CRI
 // runtime's sandbox has it; HOSTNAME says the same. A pod on the host's
-// network keeps the host's name, as in Kubernetes. Each Exec gets such a
-// namespace too, so a hook or probe sees what its container sees. The
+// network keeps the host's name, as in Kubernetes. An Exec joins its
+// container's, so a hook or probe sees what its container sees. The
 // containers of a pod do not share one namespace: a container that
 // changes its host name changes only its own. Without root, containers see
 // the host's name (HOSTNAME is still the pod's).
@@ -152,6 +153,23 @@
 // A working directory that does not exist fails the start with
 // `workingDir "/x": no such file or directory` (runc would create it in the
 // container's root filesystem; here it would be the host's).
+//
+// # Execs in the container's namespaces
+//
+// Exec and ExecStream (hooks, probes, `kubectl exec`, `cp`) run their
+// command in the running container's own mount and UTS namespaces, as
+// runc's exec joins its container's: those of the container's main
+// process, which the shim recorded in container.json (so a Runtime that
+// attached after an agent restart finds it), checked through a pidfd to
+// be that process still once they are open, and passed to launch's init
+// helper, which joins them before it resolves the working directory and
+// the command (launch.Spec.Join). So the command sees the volumes, the
+// termination-message file, what the container mounted itself and the
+// host name it set; a namespace the container shares with the agent (none
+// of its own: no mounts, or not root) is not joined. An Exec while no
+// instance runs (a hook or probe racing the container's exit) gets
+// namespaces of its own instead, with the volumes and host name the
+// container started with.
 //
 // # Execs die with the agent
 //

@@ -12,10 +12,11 @@ import (
 
 // shareTarget gives an ephemeral container with a targetContainerName
 // (kubectl debug --target) the mounts of its target: the target's volumes
-// at the target's paths, as an Exec in the target sees them (Exec), with
-// the ephemeral container's own mounts winning where both mount a path. So
-// the debug container sees what the target sees of the filesystem; the host
-// name is the pod's for every container already. Any other container's
+// at the target's paths, with the ephemeral container's own mounts winning
+// where both mount a path, in a mount namespace of its own. So the debug
+// container sees the target's volumes, though not what the target mounted
+// itself, which an Exec in the target sees (it joins the target's
+// namespace); the host name is the pod's for every container already. Any other container's
 // mounts and mountpoints are returned as they are.
 func (r *Runtime) shareTarget(pod *model.Pod, ref model.ContainerRef, mounts []launch.Mount, created []shim.Mountpoint) ([]launch.Mount, []shim.Mountpoint, error) {
 	if ref.Role != model.RoleEphemeral || ref.Index >= len(pod.Spec.EphemeralContainers) {

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/process/launch"
+	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
 // drainTimeout bounds how long Exec waits for the command's output pipe to
@@ -25,16 +27,20 @@ const drainTimeout = 2 * time.Second
 // dropped, so that the command never blocks on a full pipe.
 const execOutputLimit = 10 * 1024
 
-// Exec runs cmd in the context of container ref of pod: the same volumes at
-// the same paths, the same environment and working directory. cmd is run as
-// written, without $(VAR) expansion, like Kubernetes' exec hooks and probes.
-// It returns the combined stdout and stderr (the first 10 KiB) and the exit
-// code (128+signal for a signal). When ctx ends first, the command's process
-// group is killed and the error wraps ctx.Err(). A command that cannot be
-// started is an error too. Exec does not need the container to run. The
-// command dies with the agent, and the next Runtime on the root kills the
-// rest of its process group (see "Execs die with the agent" in the
-// package's doc).
+// Exec runs cmd in the context of container ref of pod (execSpec): while
+// the container runs, in its own mount and UTS namespaces and its cgroup,
+// so that the command sees what the container sees (its volumes, what it
+// mounted itself, the host name it set), with the container's environment
+// and working directory. cmd is run as written, without $(VAR) expansion,
+// like Kubernetes' exec hooks and probes. It returns the combined stdout
+// and stderr (the first 10 KiB) and the exit code (128+signal for a
+// signal). When ctx ends first, the command's process group is killed and
+// the error wraps ctx.Err(). A command that cannot be started is an error
+// too. Exec does not need the container to run: without a running
+// instance the command gets namespaces of its own with the container's
+// volumes and host name. The command dies with the agent, and the next
+// Runtime on the root kills the rest of its process group (see "Execs die
+// with the agent" in the package's doc).
 func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, cmd []string) (output []byte, exitCode int, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -53,13 +59,11 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 }
 
 func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string) ([]byte, int, error) {
-	spec, _, err := r.prepare(pod, ref, pod.Container(ref), argv, r.runningTermFile(pod.UID, ref.Name))
+	spec, release, err := r.execSpec(pod, ref, argv)
 	if err != nil {
 		return nil, 0, err
 	}
-	// In its container's cgroup, as a CRI runtime's exec: its usage is the
-	// container's, within its limits.
-	spec.Cgroup = r.ExecCgroup(pod.UID, ref.Name)
+	defer release()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, 0, err
@@ -68,6 +72,63 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
 	code, err := r.runTied(ctx, pod, ref, spec, launch.Stdio{Out: outW, Err: outW}, []output{{outR, &out}}, log)
 	return out.bytes(), code, err
+}
+
+// execSpec is the launch spec of argv run in the context of container
+// ref of pod (prepare's environment and working directory) and, while the
+// container runs, in that of its running instance, as a CRI runtime's exec
+// is in its container: its cgroup (its usage is the container's, within
+// its limits) and its own mount and UTS namespaces (containerNamespaces),
+// where Dir and argv[0] are resolved as the container sees them. When none
+// runs (a hook or probe racing the container's exit), the command gets
+// namespaces of its own with the volumes and host name the container
+// started with (prepare's). The caller calls release once the command
+// started or failed to.
+func (r *Runtime) execSpec(pod *model.Pod, ref model.ContainerRef, argv []string) (spec launch.Spec, release func(), err error) {
+	in := r.running(pod.UID, ref.Name)
+	termFile := ""
+	if in != nil {
+		termFile = in.termFile
+	}
+	if spec, _, err = r.prepare(pod, ref, pod.Container(ref), argv, termFile); err != nil {
+		return launch.Spec{}, nil, err
+	}
+	if in == nil {
+		return spec, func() {}, nil
+	}
+	spec.Cgroup = in.cgroup
+	if spec.Join, err = containerNamespaces(in); err != nil {
+		return launch.Spec{}, nil, fmt.Errorf("container %s: %w", in.id, err)
+	}
+	return spec, spec.Join.Close, nil
+}
+
+// containerNamespaces opens the mount and UTS namespaces of in's
+// container: those of its main process, which its shim started and
+// recorded (container.json, which a Runtime that attached to the instance
+// read again), leaving out those it shares with the agent (a container
+// without mounts or host name of its own is in the host's). nil when that
+// process is gone: the container is exiting.
+func containerNamespaces(in *instance) (*launch.Namespaces, error) {
+	if in.proc.Pid == 0 {
+		return nil, nil
+	}
+	p, err := shim.OpenProc(in.proc)
+	if errors.Is(err, shim.ErrGone) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	ns, err := launch.OpenNamespaces(in.proc.Pid)
+	if p.Exited() {
+		// It may have been reaped, and its PID reused, before they
+		// were opened.
+		ns.Close()
+		return nil, nil
+	}
+	return ns, err
 }
 
 // output is one read end of a command's output and where it is copied.
@@ -146,34 +207,27 @@ func (r *Runtime) runTied(ctx context.Context, pod *model.Pod, ref model.Contain
 	return code, nil
 }
 
-// runningTermFile is the termination-message file of the running instance
-// of the container (the newest, should there be more), which an exec in
-// its context sees at its terminationMessagePath as the container does: a
-// preStop hook may write the message. "" when none runs or it has none.
-func (r *Runtime) runningTermFile(uid types.UID, container string) string {
+// running is the newest running instance of container in pod uid (should
+// there be more), nil when none runs.
+func (r *Runtime) running(uid types.UID, container string) *instance {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	file, attempt := "", -1
+	var newest *instance
 	for _, in := range r.byPod[uid] {
-		if in.container == container && in.attempt > attempt && in.exitStatus() == nil {
-			file, attempt = in.termFile, in.attempt
+		if in.container == container && (newest == nil || in.attempt > newest.attempt) && in.exitStatus() == nil {
+			newest = in
 		}
 	}
-	return file
+	return newest
 }
 
 // runningDir is the instance directory of the newest running instance of
 // container in pod uid, "" when none runs.
 func (r *Runtime) runningDir(uid types.UID, container string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	dir, attempt := "", -1
-	for _, in := range r.byPod[uid] {
-		if in.container == container && in.attempt > attempt && in.exitStatus() == nil {
-			dir, attempt = in.dir, in.attempt
-		}
+	if in := r.running(uid, container); in != nil {
+		return in.dir
 	}
-	return dir
+	return ""
 }
 
 // cappedBuffer keeps the first execOutputLimit bytes written to it and

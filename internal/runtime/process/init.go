@@ -14,9 +14,9 @@ import (
 //
 //   - a container's shim (package shim), which supervises one container
 //     instance until it exited and then exits;
-//   - a container's init helper (package launch), which does the
-//     container's bind mounts in its private mount namespace and execs the
-//     container's command.
+//   - an exec's init helper (package launch), which joins the running
+//     container's mount and UTS namespaces (or makes its own, with the
+//     container's bind mounts) and execs the command.
 func MaybeRunInit() {
 	launch.MaybeRunHelper()
 	shim.MaybeRun()

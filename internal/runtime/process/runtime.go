@@ -354,6 +354,9 @@ type instance struct {
 	dir       string     // its state directory
 	logPath   string
 	startedAt time.Time // zero if it never started
+	// proc is its container's main process (the shim's container.json),
+	// zero if it never started: an exec joins its namespaces.
+	proc shim.Ident
 	// termFile is its termination-message file, "" when it has none.
 	termFile string
 	// cgroup is its container's cgroup, nil without cgroups.
@@ -363,9 +366,10 @@ type instance struct {
 	exit *runtime.ExitStatus // nil while it runs
 }
 
-// newInstance is the instance of spec in dir. pod is the instance's pod,
-// or nil to make a stand-in from the spec.
-func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Time) *instance {
+// newInstance is the instance of spec in dir, whose container started as
+// started (zero if it never did). pod is the instance's pod, or nil to make
+// a stand-in from the spec.
+func newInstance(spec *shim.Spec, dir string, pod *model.Pod, started shim.Started) *instance {
 	if pod == nil {
 		pod = &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Name: spec.PodName, Namespace: spec.PodNamespace, UID: types.UID(spec.PodUID),
@@ -379,7 +383,8 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, startedAt time.Tim
 		pod:       pod,
 		dir:       dir,
 		logPath:   spec.LogPath,
-		startedAt: startedAt,
+		startedAt: started.StartedAt,
+		proc:      started.Process,
 		termFile:  spec.TerminationMessage.File,
 		cgroup:    spec.Process.Cgroup,
 	}

@@ -164,7 +164,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		gone()
 		return runtime.Container{}, err
 	}
-	in := newInstance(spec, dir, pod, started.StartedAt)
+	in := newInstance(spec, dir, pod, started)
 	r.log.Debug("container started", "pod", pod.Key(), "podUID", pod.UID, "container", c.Name, "id", id,
 		"pid", started.Process.Pid, "shimPid", shimProc.Ident().Pid, "attempt", attempt)
 	r.track(in, shimProc, offset)

@@ -70,7 +70,8 @@ func (r *Runtime) AttachStream(ctx context.Context, pod *model.Pod, ref model.Co
 }
 
 // ExecStream runs cmd in the context of container ref of pod, as Exec does
-// (the same volumes, environment, working directory and host name), with
+// (its mount and UTS namespaces, cgroup, environment and working
+// directory), with
 // the client's streams: `kubectl exec`. With streams.TTY the command runs
 // on a pty the agent holds, in a session of its own with the pty as its
 // controlling terminal; the client's size changes are applied to the pty
@@ -96,12 +97,11 @@ func (r *Runtime) ExecStream(ctx context.Context, pod *model.Pod, ref model.Cont
 }
 
 func (r *Runtime) execStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string, streams runtime.ExecStreams) (int, error) {
-	spec, _, err := r.prepare(pod, ref, pod.Container(ref), argv, r.runningTermFile(pod.UID, ref.Name))
+	spec, release, err := r.execSpec(pod, ref, argv)
 	if err != nil {
 		return 0, err
 	}
-	// In its container's cgroup, as a probe's exec (see exec).
-	spec.Cgroup = r.ExecCgroup(pod.UID, ref.Name)
+	defer release()
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
 	if streams.TTY {
 		master, slave, err := pty.Open()

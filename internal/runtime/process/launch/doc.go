@@ -10,7 +10,8 @@
 // thread it locks and moves into a mount and a UTS namespace of its own
 // (namespaces are per thread, and a fork takes the forking thread's): the
 // child is born in them. Every process of StartTied with mounts, a host
-// name or a started callback is started as the init helper instead, since
+// name, namespaces to join or a started callback (and of Start with
+// namespaces to join) is started as the init helper instead, since
 // its fork must come from StartTied's one thread: the small podward-shim
 // binary (Spec.Helper), or this very binary (/proc/self/exe) without one.
 // MaybeRunHelper, which that binary's main calls first (podward-shim's, or
@@ -19,6 +20,16 @@
 // for StartTied's go-ahead, and execs the real command, which so keeps the
 // PID that Start returned. The helper reports a failure before exec on a
 // pipe, so StartTied still fails synchronously.
+//
+// A process with Spec.Join (an exec in a running container) makes no
+// namespace: it joins the container's own mount and UTS namespaces, opened
+// by the caller (OpenNamespaces) and passed to the init helper, which
+// unshares its main thread's filesystem attributes (a thread that shares
+// them, as Go's threads do, may join no mount namespace), joins them from
+// that thread, and resolves the working directory and the command there
+// before it execs from the same thread; so the exec sees what the
+// container mounted itself and the host name it set. No cgo is needed:
+// nothing runs between fork and exec.
 //
 // Both sides of a container use it: the agent for Exec, through StartTied,
 // so that an exec dies with the agent (PR_SET_PDEATHSIG, from one thread),

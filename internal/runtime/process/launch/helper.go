@@ -35,6 +35,12 @@ type helperSpec struct {
 	Hostname string   `json:"hostname,omitempty"`
 	// WaitGo: wait for the go-ahead (helperGoFD) before the exec.
 	WaitGo bool `json:"waitGo,omitempty"`
+	// JoinMnt and JoinUTS, when not 0, are the descriptors of a running
+	// container's mount and UTS namespaces, which the helper joins
+	// (Spec.Join) instead of doing Mounts and Hostname: they follow the
+	// pipes.
+	JoinMnt int `json:"joinMnt,omitempty"`
+	JoinUTS int `json:"joinUTS,omitempty"`
 }
 
 // The init helper execs the command from its main thread: StartTied set
@@ -50,10 +56,11 @@ func init() {
 
 // MaybeRunHelper turns the process into the init helper when Start started
 // it as one, and returns at once otherwise. The binary's main must call it
-// first, before any other work: the helper sets the container's host name
-// in its private UTS namespace, does its bind mounts in its private mount
-// namespace and then execs the container's command, or reports why it
-// could not and exits with 127.
+// first, before any other work: the helper joins the running container's
+// mount and UTS namespaces (Spec.Join), or sets the container's host name
+// in its private UTS namespace and does its bind mounts in its private
+// mount namespace, and then execs the container's command, or reports why
+// it could not and exits with 127.
 func MaybeRunHelper() {
 	raw, ok := os.LookupEnv(HelperEnv)
 	if !ok {
@@ -88,10 +95,17 @@ func runHelper(raw string) error {
 	if len(spec.Argv) == 0 {
 		return errors.New("init helper: no command")
 	}
+	// The container's namespaces (which have its mounts and name), or
+	// namespaces of its own with them; a fresh mount namespace is
+	// private (Go made / private when it unshared it).
+	if err := join(spec.JoinMnt, spec.JoinUTS); err != nil {
+		return err
+	}
 	if err := isolate(spec.Hostname, spec.Mounts); err != nil {
 		return err
 	}
-	// After the mounts: a volume may provide the directory.
+	// After the mounts: a volume may provide the directory, and in the
+	// container's namespace it is its view of the path.
 	if err := os.Chdir(spec.Dir); err != nil {
 		return dirError(spec.Dir, err)
 	}

@@ -70,6 +70,13 @@ type Spec struct {
 	// session of its own (whose ID is its PID, so its process group's
 	// still), so that a shell on it does job control and gets SIGWINCH.
 	Terminal bool `json:"-"`
+	// Join, when set, are the namespaces of a running container that the
+	// process joins instead of making its own: Mounts and Hostname are
+	// then not used (the container's namespace has its mounts and name,
+	// and those it made itself), and Dir and Argv[0] are resolved in the
+	// container's view. The init helper joins them (a process with Join
+	// always goes through it). Like Stdin, the caller owns the files.
+	Join *Namespaces `json:"-"`
 }
 
 // Start starts spec in a process group of its own with the given stdout and
@@ -85,7 +92,7 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(spec.Argv) > 0 && (len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Cgroup != nil) {
+	if len(spec.Argv) > 0 && spec.Join == nil && (len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Cgroup != nil) {
 		return startIsolated(spec, stdout, stderr)
 	}
 	return start(ctx, spec, stdout, stderr, starter{fork: (*exec.Cmd).Start})
@@ -110,7 +117,7 @@ func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter)
 		// The helper waits for its move into the cgroup.
 		how.started = func(int) {}
 	}
-	if len(spec.Mounts) > 0 || spec.Hostname != "" || how.started != nil {
+	if len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Join != nil || how.started != nil {
 		return startHelper(ctx, spec, stdout, stderr, how)
 	}
 	cmd, err := command(spec, stdout, stderr)
@@ -169,6 +176,7 @@ func withStdin(spec Spec, cmd *exec.Cmd) {
 // command, which start writes once started returned.
 func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
 	hs := helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname, WaitGo: how.started != nil}
+	joined := hs.join(spec.Join)
 	raw, err := json.Marshal(hs)
 	if err != nil {
 		return nil, err
@@ -188,6 +196,8 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 		defer goW.Close()
 		extra = append(extra, goR) // helperGoFD
 	}
+	pipes := len(extra)
+	extra = append(extra, joined...)
 	helper := spec.Helper
 	if helper == "" {
 		// This very binary, even if it was replaced on disk since.
@@ -208,7 +218,8 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 	}
 	withStdin(spec, cmd)
 	err = how.fork(cmd)
-	for _, f := range extra {
+	// The pipes' ends are the helper's now.
+	for _, f := range extra[:pipes] {
 		f.Close()
 	}
 	if err != nil {
@@ -242,6 +253,32 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 	}
 }
 
+// join makes the helper join ns (when not nil) instead of making its
+// namespaces, and returns the files to pass it, after its pipes (so the
+// go-ahead's, set already, must be): they stay their owner's.
+func (hs *helperSpec) join(ns *Namespaces) []*os.File {
+	if ns == nil {
+		return nil
+	}
+	hs.Mounts, hs.Hostname = nil, ""
+	next := helperGoFD
+	if hs.WaitGo {
+		next++
+	}
+	var files []*os.File
+	for _, n := range []struct {
+		f  *os.File
+		fd *int
+	}{{ns.Mnt, &hs.JoinMnt}, {ns.UTS, &hs.JoinUTS}} {
+		if n.f != nil {
+			*n.fd = next
+			next++
+			files = append(files, n.f)
+		}
+	}
+	return files
+}
+
 // enterCgroup moves the init helper cmd, which waits for its go-ahead,
 // into spec's cgroup; when it cannot, the helper is killed and reaped.
 func enterCgroup(spec Spec, cmd *exec.Cmd) error {
@@ -257,9 +294,13 @@ func enterCgroup(spec Spec, cmd *exec.Cmd) error {
 }
 
 // unshareFlags are the namespaces the init helper of spec starts in: a
-// mount namespace for its mounts, a UTS namespace for its host name.
+// mount namespace for its mounts, a UTS namespace for its host name; none
+// when it joins a container's.
 func unshareFlags(spec Spec) uintptr {
 	var flags uintptr
+	if spec.Join != nil {
+		return 0
+	}
 	if len(spec.Mounts) > 0 {
 		flags |= syscall.CLONE_NEWNS
 	}
