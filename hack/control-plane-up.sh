@@ -37,9 +37,10 @@
 #                                       cache; "build" = always the built one; else a path.
 #   PODWARD_CP_READY_TIMEOUT=120        seconds to wait for the apiserver's /readyz
 #   PODWARD_CP_METRICS_SERVER=0         1: also run metrics-server (see below; needs root for the
-#                                       address it adds to lo). 0: none is started, and one this base
-#                                       dir runs is kept (and listed in env) while the control plane
-#                                       is reused. hack/with-control-plane.sh sets 1.
+#                                       address it adds to lo). 0: none is started; one this base dir
+#                                       runs is kept (and listed in env) while the control plane is
+#                                       reused, else its APIService and address are removed.
+#                                       hack/with-control-plane.sh sets 1 as root.
 #   PODWARD_CP_METRICS_SERVER_VERSION=0.8.0   sigs.k8s.io/metrics-server v$X
 #   PODWARD_CP_METRICS_PORT             its port (as the ports above; picked like them)
 #
@@ -761,13 +762,20 @@ if [ "$REUSED" = 1 ] && [ -n "$METRICS_PORT" ] && [ -x "$MSBIN" ]; then
     say "reusing metrics-server (pid $mp) on https://$MS_ADDR:$METRICS_PORT"
   fi
 fi
-if [ "$MS_RUNNING" = 0 ]; then
+# (a base dir that never ran one has no METRICS_PORT saved: nothing to look for)
+if [ "$MS_RUNNING" = 0 ] && [ -n "$MS_SAVED_PORT" ]; then
   # one of another command line, or one that served the control plane restarted above
   # shellcheck disable=SC2046 # word splitting of the pid list is intended
   stop_pids metrics-server $(pids_with_arg "$MS_MARK")
   rm -f "$BASE/run/metrics-server.pid"
   # an APIService nobody serves makes every kubectl discovery complain ("unable to handle the request")
   [ "$REUSED" = 0 ] || curl_admin -o /dev/null -X DELETE "$API_URL/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io" 2>/dev/null || true
+  if [ "$METRICS_WANT" = 0 ]; then
+    if [ -n "$MS_SAVED_ADDR" ] && command -v ip >/dev/null && has_lo_addr "$MS_SAVED_ADDR"; then
+      ip addr del "$MS_SAVED_ADDR/32" dev lo 2>/dev/null || true
+    fi
+    sed -i '/^METRICS_/d' "$BASE/run/ports"
+  fi
 fi
 if [ "$MS_RUNNING" = 0 ] && [ "$METRICS_WANT" = 1 ]; then
   METRICS_PORT=
