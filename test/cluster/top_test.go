@@ -106,6 +106,11 @@ func TestKubectlTop(t *testing.T) {
 		if fields[0] != name {
 			t.Errorf("kubectl top node %s: %q, want the node's line", name, fields)
 		}
+		// A graceful delete returns once the node has stopped the
+		// container: the cleanup's deletion with grace 0 removes the
+		// object at once, and the node may stop before its runtime has
+		// killed a CRI container.
+		c.mustKubectl(t, "delete", "pod", pod, "--wait=true", "--timeout=60s")
 	})
 }
 
