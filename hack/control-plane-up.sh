@@ -50,9 +50,9 @@
 # Service through its EndpointSlices (--enable-aggregator-routing: there is no kube-proxy), whose
 # addresses the apiserver's validation refuses on loopback.
 #
-# metrics-server (PODWARD_CP_METRICS_SERVER=1): built from the Go module proxy into the cache (cold,
-# modules included: 16 min on this 2-core machine under a load of 12-18; a rebuild from Go's
-# build cache: 10 s), run as a host process on https://198.19.A.B:PORT (an address of its own added to lo,
+# metrics-server (PODWARD_CP_METRICS_SERVER=1): built from the Go module proxy into the cache (cold:
+# ~560 CPU-seconds and ~1.2 GB RAM, some 5 min on 2 idle cores; 16 min with the module downloads on
+# this machine under a load of 12-18; a relink from Go's build cache: 10 s), run as a host process on https://198.19.A.B:PORT (an address of its own added to lo,
 # in 198.18.0.0/15, RFC 2544, derived from its port; removed by control-plane-down.sh), as the
 # user podward-metrics-server (client cert, the RBAC of metrics-server's own manifests: nodes/metrics,
 # pods and nodes, system:auth-delegator, extension-apiserver-authentication-reader), registered as
@@ -482,7 +482,7 @@ build_metrics_server() {
   local ldflags="-s -w -X k8s.io/client-go/pkg/version.gitVersion=v$MS_VERSION"
   ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=0 -X k8s.io/client-go/pkg/version.gitMinor=$(cut -d. -f2 <<<"$MS_VERSION")"
   ldflags+=" -X k8s.io/client-go/pkg/version.gitTreeState=clean"
-  say "building metrics-server v$MS_VERSION from the Go module proxy (cold: some minutes on 2 cores)"
+  say "building metrics-server v$MS_VERSION from the Go module proxy (cold: ~5 min and ~1.2 GB RAM on 2 cores)"
   rm -rf "$d" && mkdir -p "$d"
   # a main package without replace directives: `go install PKG@V` builds it with its own go.mod
   (
