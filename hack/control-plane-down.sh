@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # control-plane-down.sh — stop the control plane hack/control-plane-up.sh started for the same
-# PODWARD_CP_BASE (kube-apiserver, then etcd) and remove that base dir. The built binaries in the
-# cache dir (PODWARD_CP_CACHE) are kept, so the next control-plane-up.sh starts in seconds.
+# PODWARD_CP_BASE (metrics-server if any, kube-apiserver, then etcd), remove metrics-server's
+# address from lo and remove that base dir. The built binaries in the cache dir
+# (PODWARD_CP_CACHE) are kept, so the next control-plane-up.sh starts in seconds.
 #
 # Usage: hack/control-plane-down.sh     idempotent; exit 1 if a daemon of ours is left behind
 #
@@ -9,10 +10,11 @@
 #   PODWARD_CP_BASE=/tmp/podward-cp     the base dir given to control-plane-up.sh
 #
 # Only processes that have this base dir's own paths in their command line are stopped
-# (--cert-dir=$BASE/apiserver-certs, --data-dir=$BASE/etcd), found through /proc and the pid files;
-# never by program name. SIGTERM, SIGKILL after 10 s, and then the wait lasts until every thread
-# is gone (a stopped daemon lingers as a zombie for 1-2 s here, `kill -0` is not enough) and its
-# ports are free, so a control-plane-up.sh right after this can bind them again.
+# (--cert-dir=$BASE/metrics-server, --cert-dir=$BASE/apiserver-certs, --data-dir=$BASE/etcd),
+# found through /proc and the pid files; never by program name. SIGTERM, SIGKILL after 10 s, and
+# then the wait lasts until every thread is gone (a stopped daemon lingers as a zombie for 1-2 s
+# here, `kill -0` is not enough) and its ports are free, so a control-plane-up.sh right after this
+# can bind them again.
 set -uo pipefail
 export LC_ALL=C
 
@@ -29,6 +31,7 @@ case $BASE in
 esac
 ETCDMARK=--data-dir=$BASE/etcd
 API_MARK=--cert-dir=$BASE/apiserver-certs
+MS_MARK=--cert-dir=$BASE/metrics-server
 
 # alive PID: some thread is not a zombie (see above)
 alive() {
@@ -86,6 +89,7 @@ if [ -d "$BASE" ]; then
 fi
 # Also without the base dir: a daemon whose state was deleted under it is still found by its args.
 rc=0
+stop metrics-server "$MS_MARK" "$BASE/run/metrics-server.pid" || rc=1
 stop kube-apiserver "$API_MARK" "$BASE/run/kube-apiserver.pid" || rc=1 # first: no retries on a dead etcd
 stop etcd "$ETCDMARK" "$BASE/run/etcd.pid" || rc=1
 [ "$rc" = 0 ] || die "daemons of $BASE are left behind; state kept in $BASE"
@@ -99,6 +103,12 @@ for p in $ports; do
   done
   [ -z "$(ss -Hltn "( sport = :$p )" 2>/dev/null)" ] || say "warning: port $p is still in use (ss -ltnp 'sport = :$p')"
 done
+
+# metrics-server's address on lo (PODWARD_CP_METRICS_SERVER=1)
+addr=$(sed -n 's/^METRICS_ADDR=//p' "$BASE/run/ports" 2>/dev/null)
+if [ -n "$addr" ] && ip -o -4 addr show dev lo 2>/dev/null | grep -qF " $addr/32 "; then
+  ip addr del "$addr/32" dev lo || say "warning: could not remove $addr from lo"
+fi
 
 if [ -d "$BASE" ]; then
   rm -rf "$BASE" || die "could not remove $BASE"

@@ -36,6 +36,32 @@
 #                                       or, when there is none, build kubectl v$K8S_VERSION into the
 #                                       cache; "build" = always the built one; else a path.
 #   PODWARD_CP_READY_TIMEOUT=120        seconds to wait for the apiserver's /readyz
+#   PODWARD_CP_METRICS_SERVER=0         1: also run metrics-server (see below; needs root for the
+#                                       address it adds to lo). 0: none is started; one this base dir
+#                                       runs is kept (and listed in env) while the control plane is
+#                                       reused, else its APIService and address are removed.
+#                                       hack/with-control-plane.sh sets 1 as root.
+#   PODWARD_CP_METRICS_SERVER_VERSION=0.8.0   sigs.k8s.io/metrics-server v$X
+#   PODWARD_CP_METRICS_PORT             its port (as the ports above; picked like them)
+#
+# Aggregation layer (always on: the flags cost nothing): the apiserver has a front-proxy CA of its
+# own (--requestheader-client-ca-file, allowed name front-proxy-client) and presents
+# --proxy-client-cert-file to the API servers behind APIServices, and routes to an APIService's
+# Service through its EndpointSlices (--enable-aggregator-routing: there is no kube-proxy), whose
+# addresses the apiserver's validation refuses on loopback.
+#
+# metrics-server (PODWARD_CP_METRICS_SERVER=1): built from the Go module proxy into the cache (cold:
+# ~560 CPU-seconds and ~1.2 GB RAM, some 5 min on 2 idle cores; 16 min with the module downloads on
+# this machine under a load of 12-18; a relink from Go's build cache: 10 s), run as a host process on https://198.19.A.B:PORT (an address of its own added to lo,
+# in 198.18.0.0/15, RFC 2544, derived from its port; removed by control-plane-down.sh), as the
+# user podward-metrics-server (client cert, the RBAC of metrics-server's own manifests: nodes/metrics,
+# pods and nodes, system:auth-delegator, extension-apiserver-authentication-reader), registered as
+# APIService v1beta1.metrics.k8s.io -> headless Service kube-system/metrics-server -> an
+# EndpointSlice to its address. It scrapes /metrics/resource every 10 s (--metric-resolution's
+# minimum) of the nodes labelled podward-cp/metrics-server=scrape only (so that it never loads the
+# other tests' nodes), at their InternalIP and status port, verifying their serving certificate
+# against CP_CA_FILE (a node needs a --tls-cert-file signed by the cluster CA for its address, not
+# podward's self-signed default). `kubectl top` works once it has two scrapes of a pod (~20 s).
 #
 # $BASE/env (KEY=value lines, no quotes; values contain no white space):
 #   KUBECONFIG                admin kubeconfig (user podward-admin, O=system:masters; certs embedded)
@@ -61,6 +87,13 @@
 #   KUBECTL                   path of a kubectl (/usr/bin/kubectl v1.32 warns about the version skew
 #                             with a 1.37 server but works)
 #   PODWARD_CP_BASE
+#   with a metrics-server running (see above), also:
+#   CP_METRICS_SERVER_URL     https://198.19.A.B:PORT (its serving cert, signed by CP_CA_FILE, names
+#                             metrics-server.kube-system.svc only: curl --resolve)
+#   CP_METRICS_SERVER_VERSION v0.8.0
+#   CP_METRICS_SERVER_LOG     its log
+#   CP_METRICS_NODE_LABEL     podward-cp/metrics-server=scrape: the label a node needs to be scraped
+#   CP_METRICS_RESOLUTION     10s (its --metric-resolution: a scrape every 10 s)
 #
 # Node identity: tests may simply run nodes with the admin kubeconfig (CP_NODE_KUBECONFIG): the
 # apiserver then treats the node agent as cluster-admin, which hides authorization mistakes. For a
@@ -87,8 +120,9 @@
 # Terminating until someone deletes it with grace 0 (the node agent's job). Delete test nodes in
 # teardown. Keys are ECDSA P-256 (the service-account tokens are ES256).
 #
-# Layout: $BASE/{env,kubeconfig,nodes/,pki/,etcd/,apiserver-certs/,logs/,run/} and
-# $CACHE/bin/{etcd-vX,kube-apiserver-vX,kubectl-vX}, $CACHE/src/ (scratch build modules).
+# Layout: $BASE/{env,kubeconfig,nodes/,pki/,etcd/,apiserver-certs/,metrics-server/,logs/,run/} and
+# $CACHE/bin/{etcd-vX,kube-apiserver-vX,kubectl-vX,metrics-server-vX}, $CACHE/src/ (scratch build
+# modules).
 set -euo pipefail
 umask 022
 export LC_ALL=C
@@ -103,7 +137,13 @@ SERVICE_CIDR=${PODWARD_CP_SERVICE_CIDR:-10.0.0.0/24}
 READY_TIMEOUT=${PODWARD_CP_READY_TIMEOUT:-120}
 KUBECTL_WANT=${PODWARD_CP_KUBECTL:-}
 NODE_NAMES=${PODWARD_CP_NODE_NAMES:-}
+METRICS_WANT=${PODWARD_CP_METRICS_SERVER:-0}
+MS_VERSION=${PODWARD_CP_METRICS_SERVER_VERSION:-0.8.0}
 KUBELET_CLIENT_CN=kube-apiserver-kubelet-client
+# metrics-server's identity, the label it scrapes nodes by, its resolution (the minimum it takes)
+MS_USER=podward-metrics-server
+MS_NODE_LABEL=podward-cp/metrics-server=scrape
+MS_RESOLUTION=10s
 
 T0=$(date +%s%N)
 say() { local ms=$((($(date +%s%N) - T0) / 1000000)); printf '[cp-up %3d.%02ds] %s\n' $((ms / 1000)) $((ms % 1000 / 10)) "$*" >&2; }
@@ -130,6 +170,8 @@ esac
 [[ $ETCDVERSION =~ ^3\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_ETCD_VERSION '$ETCDVERSION' (want 3.MINOR.PATCH)"
 [[ $SERVICE_CIDR =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || die "bad PODWARD_CP_SERVICE_CIDR '$SERVICE_CIDR'"
 [[ $READY_TIMEOUT =~ ^[0-9]+$ ]] || die "bad PODWARD_CP_READY_TIMEOUT '$READY_TIMEOUT'"
+[[ $METRICS_WANT =~ ^[01]$ ]] || die "bad PODWARD_CP_METRICS_SERVER '$METRICS_WANT' (want 0 or 1)"
+[[ $MS_VERSION =~ ^0\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_METRICS_SERVER_VERSION '$MS_VERSION' (want 0.MINOR.PATCH)"
 NODE_NAMES=${NODE_NAMES//,/ }
 for n in $NODE_NAMES; do
   [[ $n =~ ^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$ ]] || die "bad node name '$n' in PODWARD_CP_NODE_NAMES"
@@ -137,6 +179,9 @@ done
 for b in openssl curl ss flock setsid base64; do
   command -v "$b" >/dev/null || die "$b not found"
 done
+if [ "$METRICS_WANT" = 1 ]; then
+  command -v ip >/dev/null || die "ip (iproute2) not found: PODWARD_CP_METRICS_SERVER=1 adds metrics-server's address to lo"
+fi
 # etcd reads every ETCD_* environment variable as a flag (ETCD_VERSION=x makes it exit): drop them.
 # (So none of this script's own variables starts with ETCD_.)
 while read -r v; do unset "$v"; done < <(compgen -e | grep '^ETCD_' || true)
@@ -152,6 +197,7 @@ case $CACHE in /?*) ;; *) die "PODWARD_CP_CACHE must be an absolute path: '$CACH
 mkdir -p "$CACHE/bin" "$CACHE/src" || die "cannot create cache dir $CACHE (set PODWARD_CP_CACHE)"
 ETCDBIN=$CACHE/bin/etcd-v$ETCDVERSION
 APISERVER_BIN=$CACHE/bin/kube-apiserver-v$K8S_VERSION
+MSBIN=$CACHE/bin/metrics-server-v$MS_VERSION
 
 if [ -d "$BASE" ] && [ ! -e "$BASE/.podward-cp" ] && [ -n "$(ls -A "$BASE")" ]; then
   die "$BASE exists, is not empty and was not made by this script (no .podward-cp marker)"
@@ -221,12 +267,19 @@ API_MARK=--cert-dir=$BASE/apiserver-certs
 # One CA signs everything; kept across restarts so kubeconfigs and CA files stay valid.
 # ECDSA P-256 keys: generating five RSA keys takes seconds on a busy 2-core machine.
 EC=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1)
-sign() { # NAME SUBJECT EXTENSIONS: key + CSR + cert signed by the CA, 10 years
+sign() { # NAME SUBJECT EXTENSIONS [CA]: key + CSR + cert signed by CA (default: ca), 10 years
+  local ca=${4:-ca}
   openssl req -new "${EC[@]}" -nodes -keyout "$PKI/$1.key" -out "$PKI/$1.csr" -subj "$2" 2>/dev/null &&
     printf '%b' "$3" >"$PKI/$1.ext" &&
-    openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial \
       -days 3650 -sha256 -extfile "$PKI/$1.ext" -out "$PKI/$1.crt.tmp" 2>/dev/null &&
     rm -f "$PKI/$1.csr" "$PKI/$1.ext" && mv "$PKI/$1.crt.tmp" "$PKI/$1.crt"
+}
+self_ca() { # NAME CN: a self-signed CA, 10 years
+  openssl req -x509 "${EC[@]}" -nodes -keyout "$PKI/$1.key" -out "$PKI/$1.crt" -days 3650 -sha256 \
+    -subj "/CN=$2" \
+    -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature' \
+    2>/dev/null
 }
 CLIENT_EXT='basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n'
 # .complete records the service CIDR: the serving cert has the first service IP as a SAN
@@ -234,10 +287,7 @@ if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVIC
   say "generating certificates in $PKI"
   rm -rf "${PKI:?}"/* "$BASE/nodes"/*
   svc_ip=$(awk -F'[./]' '{print $1"."$2"."$3"."$4+1}' <<<"$SERVICE_CIDR")
-  openssl req -x509 "${EC[@]}" -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -days 3650 -sha256 \
-    -subj "/CN=podward-control-plane-ca" \
-    -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature' \
-    2>/dev/null || die "openssl: CA"
+  self_ca ca podward-control-plane-ca || die "openssl: CA"
   sign apiserver /CN=kube-apiserver "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n" ||
     die "openssl: apiserver serving cert"
   sign admin "/O=system:masters/CN=podward-admin" "$CLIENT_EXT" || die "openssl: admin cert"
@@ -248,12 +298,29 @@ if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVIC
   chmod 600 "$PKI"/*.key "$PKI/tokens.csv"
   echo "$SERVICE_CIDR" >"$PKI/.complete"
 fi
+# The aggregation layer's front proxy: a CA of its own, as kubeadm has (the apiserver trusts the
+# identity headers of a client it signed, for the allowed name alone). Base dirs made before it
+# get it added.
+if [ ! -s "$PKI/front-proxy-client.crt" ]; then
+  say "generating the front-proxy certificates in $PKI"
+  self_ca front-proxy-ca podward-front-proxy-ca || die "openssl: front-proxy CA"
+  sign front-proxy-client /CN=front-proxy-client "$CLIENT_EXT" front-proxy-ca || die "openssl: front-proxy client cert"
+  chmod 600 "$PKI"/front-proxy-*.key
+fi
+if [ "$METRICS_WANT" = 1 ] && [ ! -s "$PKI/metrics-server.crt" ]; then
+  say "generating metrics-server's certificates in $PKI"
+  # the aggregator checks the name of the APIService's Service, SERVICE.NAMESPACE.svc
+  sign metrics-server /CN=metrics-server "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:metrics-server.kube-system.svc,DNS:metrics-server.kube-system.svc.cluster.local\n" ||
+    die "openssl: metrics-server serving cert"
+  sign metrics-server-client "/CN=$MS_USER" "$CLIENT_EXT" || die "openssl: metrics-server client cert"
+  chmod 600 "$PKI"/metrics-server*.key
+fi
 TOKEN=$(cut -d, -f1 "$PKI/tokens.csv")
 
 # ----------------------------------------------------------------------------- 2. ports, argv
 saved() { sed -n "s/^$1=//p" "$BASE/run/ports" 2>/dev/null || true; }
 pick_port() { # VAR OVERRIDE: override, else the saved port when free, else a random free one
-  local var=$1 want=$2 p taken=" ${ETCDPORT:-} ${ETCDPEERPORT:-} ${APISERVER_PORT:-} "
+  local var=$1 want=$2 p taken=" ${ETCDPORT:-} ${ETCDPEERPORT:-} ${APISERVER_PORT:-} ${METRICS_PORT:-} "
   if [ -n "$want" ]; then
     valid_port "$want" || die "bad port '$want' for $var"
     printf -v "$var" %s "$want"
@@ -297,10 +364,32 @@ make_argvs() {
     --disable-admission-plugins=ServiceAccount --allow-privileged=true
     "--kubelet-client-certificate=$PKI/kubelet-client.crt" "--kubelet-client-key=$PKI/kubelet-client.key"
     --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP
+    "--requestheader-client-ca-file=$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group
+    --requestheader-extra-headers-prefix=X-Remote-Extra-
+    "--proxy-client-cert-file=$PKI/front-proxy-client.crt" "--proxy-client-key-file=$PKI/front-proxy-client.key"
+    --enable-aggregator-routing=true
+    --profiling=false --v=1)
+}
+# metrics-server: its address on lo is derived from its port (unique among running base dirs)
+MS_MARK=--cert-dir=$BASE/metrics-server
+MS_KC=$BASE/metrics-server/kubeconfig
+make_ms_argv() {
+  MS_ADDR=198.19.$((METRICS_PORT / 256)).$((METRICS_PORT % 256))
+  # shellcheck disable=SC2054 # the commas are inside flag values
+  MS_ARGV=("$MSBIN" "$MS_MARK" "--bind-address=$MS_ADDR" "--secure-port=$METRICS_PORT"
+    "--tls-cert-file=$PKI/metrics-server.crt" "--tls-private-key-file=$PKI/metrics-server.key"
+    "--kubeconfig=$MS_KC" "--authentication-kubeconfig=$MS_KC" "--authorization-kubeconfig=$MS_KC"
+    "--kubelet-certificate-authority=$PKI/ca.crt" --kubelet-use-node-status-port
+    --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP
+    "--node-selector=$MS_NODE_LABEL" "--metric-resolution=$MS_RESOLUTION" --kubelet-request-timeout=5s
     --profiling=false --v=1)
 }
 
 # ----------------------------------------------------------------------------- 3. reuse?
+# metrics-server's port and address of the last start (the ports file is rewritten on a restart)
+MS_SAVED_PORT=$(saved METRICS_PORT)
+MS_SAVED_ADDR=$(saved METRICS_ADDR)
 ETCDPORT=${PODWARD_CP_ETCD_PORT:-$(saved ETCDPORT)}
 ETCDPEERPORT=${PODWARD_CP_ETCD_PEER_PORT:-$(saved ETCDPEERPORT)}
 APISERVER_PORT=${PODWARD_CP_APISERVER_PORT:-$(saved APISERVER_PORT)}
@@ -387,6 +476,22 @@ build_k8s() { # CMD BIN
   mv -f "$2.tmp.$$" "$2"
   say "$1 built in $((SECONDS - t)) s: $2"
 }
+build_metrics_server() {
+  [ -x "$MSBIN" ] && return 0
+  local d=$CACHE/src/metrics-server-v$MS_VERSION t=$SECONDS log=$CACHE/src/metrics-server-v$MS_VERSION.log
+  local ldflags="-s -w -X k8s.io/client-go/pkg/version.gitVersion=v$MS_VERSION"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=0 -X k8s.io/client-go/pkg/version.gitMinor=$(cut -d. -f2 <<<"$MS_VERSION")"
+  ldflags+=" -X k8s.io/client-go/pkg/version.gitTreeState=clean"
+  say "building metrics-server v$MS_VERSION from the Go module proxy (cold: ~5 min and ~1.2 GB RAM on 2 cores)"
+  rm -rf "$d" && mkdir -p "$d"
+  # a main package without replace directives: `go install PKG@V` builds it with its own go.mod
+  (
+    cd "$d" && GOBIN=$d go install -trimpath -ldflags "$ldflags" "sigs.k8s.io/metrics-server/cmd/metrics-server@v$MS_VERSION" &&
+      mv -f "$d/metrics-server" "$MSBIN.tmp.$$"
+  ) >"$log" 2>&1 || { tail -n 20 "$log" >&2; die "building metrics-server (log: $log)"; }
+  mv -f "$MSBIN.tmp.$$" "$MSBIN"
+  say "metrics-server built in $((SECONDS - t)) s: $MSBIN"
+}
 if [ "$REUSED" = 0 ] || [ ! -x "$KUBECTL" ]; then
   if [ ! -x "$ETCDBIN" ] || [ ! -x "$APISERVER_BIN" ] || [ ! -x "$KUBECTL" ]; then
     command -v go >/dev/null || die "go not found (needed to build the binaries into $CACHE/bin)"
@@ -398,6 +503,13 @@ if [ "$REUSED" = 0 ] || [ ! -x "$KUBECTL" ]; then
     [ "$KUBECTL" != "$KUBECTL_BIN" ] || build_k8s kubectl "$KUBECTL_BIN"
     exec 8>&-
   fi
+fi
+if [ "$METRICS_WANT" = 1 ] && [ ! -x "$MSBIN" ]; then
+  command -v go >/dev/null || die "go not found (needed to build metrics-server into $CACHE/bin)"
+  exec 8>"$CACHE/.lock"
+  flock -w 1800 8 || die "another control-plane-up holds $CACHE/.lock"
+  build_metrics_server
+  exec 8>&-
 fi
 
 # ----------------------------------------------------------------------------- 5. start
@@ -442,9 +554,12 @@ if [ "$REUSED" = 0 ]; then
     ! port_busy "$want" || die "PODWARD_CP_$v=$want: the port is in use by another program (ss -ltnp 'sport = :$want')"
   done
   # stop whatever of ours still runs (pid files, then any process with our base-dir arguments)
+  mp=$(pids_with_arg "$MS_MARK")
   ap=$(pids_with_arg "$API_MARK")
   ep=$(pids_with_arg "$ETCDMARK")
   # shellcheck disable=SC2086 # word splitting of pid lists is intended
+  stop_pids metrics-server $mp
+  # shellcheck disable=SC2086
   stop_pids kube-apiserver $ap
   # shellcheck disable=SC2086
   stop_pids etcd $ep
@@ -568,6 +683,142 @@ case $code in
   409) ;;
   *) die "creating the ClusterRoleBinding kubeadm:apiserver-kubelet-client: HTTP $code" ;;
 esac
+
+# ----------------------------------------------------------------------------- 7. metrics-server
+# ms_live: it serves, with its certificate for the Service's name; ms_served: the apiserver's
+# aggregator reaches it as v1beta1.metrics.k8s.io (the admin is allowed by the delegated authz).
+ms_live() {
+  curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --resolve "metrics-server.kube-system.svc:$METRICS_PORT:$MS_ADDR" \
+    -o /dev/null "https://metrics-server.kube-system.svc:$METRICS_PORT/livez" 2>/dev/null
+}
+ms_served() { curl_admin -o /dev/null "$API_URL/apis/metrics.k8s.io/v1beta1/nodes" 2>/dev/null; }
+has_lo_addr() { ip -o -4 addr show dev lo 2>/dev/null | grep -qF " $1/32 "; }
+# ms_objects: its RBAC (as metrics-server's own manifests, for a user instead of a ServiceAccount),
+# the headless Service without selector, the EndpointSlice to its address, the APIService.
+ms_objects() {
+  cat <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:metrics-server"}
+rules:
+- {apiGroups: [""], resources: [nodes/metrics], verbs: [get]}
+- {apiGroups: [""], resources: [pods, nodes], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:metrics-server"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:metrics-server"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: $MS_USER}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "metrics-server:system:auth-delegator"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: $MS_USER}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: metrics-server-auth-reader, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: $MS_USER}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: kube-system}
+spec:
+  clusterIP: None
+  ports: [{name: https, port: 443, protocol: TCP, targetPort: $METRICS_PORT}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server-host
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: metrics-server, endpointslice.kubernetes.io/managed-by: control-plane-up.podward}
+addressType: IPv4
+endpoints: [{addresses: ["$MS_ADDR"], conditions: {ready: true}}]
+ports: [{name: https, port: $METRICS_PORT, protocol: TCP}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  caBundle: $(base64 -w0 <"$PKI/ca.crt")
+EOF
+}
+MS_RUNNING=0
+METRICS_PORT=${PODWARD_CP_METRICS_PORT:-$MS_SAVED_PORT}
+if [ "$REUSED" = 1 ] && [ -n "$METRICS_PORT" ] && [ -x "$MSBIN" ]; then
+  make_ms_argv
+  write_argv "$BASE/run/metrics-server.argv.want" "${MS_ARGV[@]}"
+  mp=$(cat "$BASE/run/metrics-server.pid" 2>/dev/null) || mp=
+  if [ -n "$mp" ] && alive "$mp" && same_argv "$mp" "$BASE/run/metrics-server.argv.want" && ms_live && ms_served; then
+    MS_RUNNING=1
+    say "reusing metrics-server (pid $mp) on https://$MS_ADDR:$METRICS_PORT"
+  fi
+fi
+# (a base dir that never ran one has no METRICS_PORT saved: nothing to look for)
+if [ "$MS_RUNNING" = 0 ] && [ -n "$MS_SAVED_PORT" ]; then
+  # one of another command line, or one that served the control plane restarted above
+  # shellcheck disable=SC2046 # word splitting of the pid list is intended
+  stop_pids metrics-server $(pids_with_arg "$MS_MARK")
+  rm -f "$BASE/run/metrics-server.pid"
+  # an APIService nobody serves makes every kubectl discovery complain ("unable to handle the request")
+  [ "$REUSED" = 0 ] || curl_admin -o /dev/null -X DELETE "$API_URL/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io" 2>/dev/null || true
+  if [ "$METRICS_WANT" = 0 ]; then
+    if [ -n "$MS_SAVED_ADDR" ] && command -v ip >/dev/null && has_lo_addr "$MS_SAVED_ADDR"; then
+      ip addr del "$MS_SAVED_ADDR/32" dev lo 2>/dev/null || true
+    fi
+    sed -i '/^METRICS_/d' "$BASE/run/ports"
+  fi
+fi
+if [ "$MS_RUNNING" = 0 ] && [ "$METRICS_WANT" = 1 ]; then
+  METRICS_PORT=
+  want=${PODWARD_CP_METRICS_PORT:-}
+  if [ -n "$want" ]; then
+    valid_port "$want" || die "bad PODWARD_CP_METRICS_PORT '$want'"
+    for _ in $(seq 1 50); do port_busy "$want" || break; sleep 0.1; done
+    ! port_busy "$want" || die "PODWARD_CP_METRICS_PORT=$want: the port is in use by another program (ss -ltnp 'sport = :$want')"
+  elif [ -n "$MS_SAVED_PORT" ] && ! port_busy "$MS_SAVED_PORT" &&
+    [[ " $ETCDPORT $ETCDPEERPORT $APISERVER_PORT " != *" $MS_SAVED_PORT "* ]]; then
+    want=$MS_SAVED_PORT
+  fi
+  pick_port METRICS_PORT "$want"
+  make_ms_argv
+  if [ -n "$MS_SAVED_ADDR" ] && [ "$MS_SAVED_ADDR" != "$MS_ADDR" ] && has_lo_addr "$MS_SAVED_ADDR"; then
+    ip addr del "$MS_SAVED_ADDR/32" dev lo 2>/dev/null || true
+  fi
+  if ! has_lo_addr "$MS_ADDR"; then
+    ip addr add "$MS_ADDR/32" dev lo || die "adding metrics-server's address $MS_ADDR to lo (needs root)"
+  fi
+  sed -i '/^METRICS_/d' "$BASE/run/ports"
+  printf 'METRICS_PORT=%s\nMETRICS_ADDR=%s\n' "$METRICS_PORT" "$MS_ADDR" >>"$BASE/run/ports"
+  mkdir -p "$BASE/metrics-server"
+  kubeconfig "$MS_KC" "$MS_USER" "$PKI/metrics-server-client.crt" "$PKI/metrics-server-client.key"
+  ms_objects | "$KUBECTL" --kubeconfig "$KC" apply --server-side --force-conflicts --field-manager=control-plane-up -f - >/dev/null ||
+    die "creating metrics-server's RBAC, Service, EndpointSlice and APIService"
+  say "starting metrics-server v$MS_VERSION on https://$MS_ADDR:$METRICS_PORT"
+  start_daemon metrics-server "${MS_ARGV[@]}"
+  ok=0
+  deadline=$((SECONDS + READY_TIMEOUT))
+  while [ "$SECONDS" -le "$deadline" ]; do
+    ms_live && ms_served && { ok=1; break; }
+    alive "$(cat "$BASE/run/metrics-server.pid")" || break
+    sleep 0.2
+  done
+  if [ "$ok" = 0 ]; then
+    tail -n 20 "$BASE/logs/metrics-server.log" >&2
+    die "metrics-server is not served as v1beta1.metrics.k8s.io within $READY_TIMEOUT s (log: $BASE/logs/metrics-server.log)"
+  fi
+  MS_RUNNING=1
+  say "metrics-server ready (pid $(cat "$BASE/run/metrics-server.pid")): scrapes the nodes labelled $MS_NODE_LABEL every $MS_RESOLUTION"
+fi
+
 cat >"$BASE/env.tmp" <<EOF
 KUBECONFIG=$KC
 CP_APISERVER_URL=$API_URL
@@ -592,6 +843,15 @@ CP_APISERVER_LOG=$BASE/logs/kube-apiserver.log
 KUBECTL=$KUBECTL
 PODWARD_CP_BASE=$BASE
 EOF
+if [ "$MS_RUNNING" = 1 ]; then
+  cat >>"$BASE/env.tmp" <<EOF
+CP_METRICS_SERVER_URL=https://$MS_ADDR:$METRICS_PORT
+CP_METRICS_SERVER_VERSION=v$MS_VERSION
+CP_METRICS_SERVER_LOG=$BASE/logs/metrics-server.log
+CP_METRICS_NODE_LABEL=$MS_NODE_LABEL
+CP_METRICS_RESOLUTION=$MS_RESOLUTION
+EOF
+fi
 mv -f "$BASE/env.tmp" "$BASE/env"
 say "ready: $API_URL (etcd 127.0.0.1:$ETCDPORT, peer $ETCDPEERPORT); env in $BASE/env"
 echo "KUBECONFIG=$KC" >&3

@@ -5,7 +5,12 @@
 # KUBECONFIG and friends) and PODWARD_REQUIRE_CLUSTER=1 (so the cluster tests fail rather than
 # skip), and hack/control-plane-down.sh tears it down whatever CMD did. The exit status is CMD's.
 #
-# PODWARD_CP_ENV already set: that control plane is used as it is, nothing is started or stopped.
+# The control plane it starts has a metrics-server too (PODWARD_CP_METRICS_SERVER, default 1 as
+# root, 0 otherwise: it adds an address to lo), and CMD runs with PODWARD_REQUIRE_METRICS_SERVER=1
+# then (so the kubectl top test fails rather than skips without it).
+#
+# PODWARD_CP_ENV already set: that control plane is used as it is, nothing is started or stopped
+# (the kubectl top test skips when it has no metrics-server).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -16,6 +21,11 @@ if [ -n "${PODWARD_CP_ENV:-}" ]; then
 fi
 base=${PODWARD_CP_BASE:-/tmp/podward-cp}
 export PODWARD_CP_BASE=$base
+if [ -z "${PODWARD_CP_METRICS_SERVER:-}" ]; then
+  PODWARD_CP_METRICS_SERVER=0
+  [ "$(id -u)" != 0 ] || PODWARD_CP_METRICS_SERVER=1
+fi
+export PODWARD_CP_METRICS_SERVER
 if ! "$here/control-plane-up.sh" >/dev/null; then
   echo "with-control-plane: hack/control-plane-up.sh failed" >&2
   "$here/control-plane-down.sh" >&2 || true
@@ -23,6 +33,7 @@ if ! "$here/control-plane-up.sh" >/dev/null; then
 fi
 trap '"$here/control-plane-down.sh" >&2 || echo "with-control-plane: hack/control-plane-down.sh failed" >&2' EXIT
 export PODWARD_CP_ENV=$base/env PODWARD_REQUIRE_CLUSTER=1
+[ "$PODWARD_CP_METRICS_SERVER" != 1 ] || export PODWARD_REQUIRE_METRICS_SERVER=1
 echo "with-control-plane: PODWARD_CP_ENV=$PODWARD_CP_ENV" >&2
 status=0
 "$@" || status=$?

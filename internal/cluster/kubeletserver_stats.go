@@ -137,11 +137,11 @@ func memoryStats(u runtime.MemoryUsage) *statsv1alpha1.MemoryStats {
 	}
 }
 
-// resourceMetrics serves the kubelet's resource metrics, each sample with
-// its read time (milliseconds), as metrics-server's decoder takes them
+// resourceMetrics serves the kubelet's resource metrics, each usage sample
+// with its read time (milliseconds), as metrics-server's decoder takes them
 // (sigs.k8s.io/metrics-server pkg/scraper/client/resource/decode.go). A
-// failed read of the pods is scrape_error 1 with the node's metrics
-// alone, as the kubelet's collector reports it.
+// failed read of the pods is resource_scrape_error 1 with the node's
+// metrics alone.
 func (s *KubeletServer) resourceMetrics(w http.ResponseWriter, r *http.Request) {
 	pods, podsErr := s.podStats(r.Context())
 	if podsErr != nil {
@@ -156,7 +156,8 @@ func (s *KubeletServer) resourceMetrics(w http.ResponseWriter, r *http.Request) 
 }
 
 // resourceMetricsText is the kubelet's /metrics/resource for the node
-// (when known) and pods: its names, help texts, types and labels.
+// (when known) and pods: its names, help texts, types, labels and
+// timestamps, its families in the order of their names (the registry's).
 func resourceMetricsText(node nodeUsage, haveNode bool, pods []runtime.PodStats, scrapeErr bool) string {
 	var w metricsText
 	pods = slices.Clone(pods)
@@ -180,9 +181,10 @@ func resourceMetricsText(node nodeUsage, haveNode bool, pods []runtime.PodStats,
 		func(c runtime.ContainerStats) (float64, time.Time) {
 			return float64(c.Memory.WorkingSetBytes), c.Memory.Time
 		})
+	// the kubelet's start time has no timestamp
 	perContainer("container_start_time_seconds", "Start time of the container since unix epoch in seconds", "gauge",
 		func(c runtime.ContainerStats) (float64, time.Time) {
-			return float64(c.StartedAt.UnixNano()) / 1e9, c.CPU.Time
+			return float64(c.StartedAt.UnixNano()) / 1e9, time.Time{}
 		})
 	if haveNode {
 		w.family("node_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the node in core-seconds", "counter")
@@ -202,28 +204,38 @@ func resourceMetricsText(node nodeUsage, haveNode bool, pods []runtime.PodStats,
 			w.sample("pod_memory_working_set_bytes", []string{"namespace", p.Namespace, "pod", p.Name}, float64(p.Memory.WorkingSetBytes), p.Memory.Time)
 		}
 	}
-	w.family("scrape_error", "[ALPHA] 1 if there was an error while getting container metrics, 0 otherwise", "gauge")
+	// scrape_error, its ALPHA twin, is deprecated since 1.29 and hidden
+	w.family("resource_scrape_error", "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise", "gauge")
 	errValue := 0.0
 	if scrapeErr {
 		errValue = 1
 	}
-	fmt.Fprintf(&w, "scrape_error %g\n", errValue)
+	w.sample("resource_scrape_error", nil, errValue, time.Time{})
 	return w.String()
 }
 
 func seconds(ns uint64) float64 { return float64(ns) / 1e9 }
 
 // metricsText writes the Prometheus text format.
-type metricsText struct{ strings.Builder }
-
-// family writes a family's HELP and TYPE lines.
-func (w *metricsText) family(name, help, typ string) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+type metricsText struct {
+	strings.Builder
+	// header is the HELP and TYPE lines of the family begun, until its
+	// first sample writes them.
+	header string
 }
 
-// sample writes one sample with its labels (name, value pairs) and its
-// time in milliseconds.
+// family begins a family: its HELP and TYPE lines come with its first
+// sample, and a family without samples is left out, as the kubelet's
+// registry leaves it out.
+func (w *metricsText) family(name, help, typ string) {
+	w.header = fmt.Sprintf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample of the family begun with its labels (name,
+// value pairs) and its time in milliseconds; none when at is zero.
 func (w *metricsText) sample(name string, labels []string, v float64, at time.Time) {
+	w.WriteString(w.header)
+	w.header = ""
 	w.WriteString(name)
 	if len(labels) > 0 {
 		w.WriteByte('{')
@@ -235,7 +247,12 @@ func (w *metricsText) sample(name string, labels []string, v float64, at time.Ti
 		}
 		w.WriteByte('}')
 	}
-	fmt.Fprintf(w, " %s %d\n", strconv.FormatFloat(v, 'g', -1, 64), at.UnixMilli())
+	w.WriteByte(' ')
+	w.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	if !at.IsZero() {
+		fmt.Fprintf(w, " %d", at.UnixMilli())
+	}
+	w.WriteByte('\n')
 }
 
 // escapeLabel escapes a label value as the Prometheus text format wants.

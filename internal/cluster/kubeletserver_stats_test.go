@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +101,7 @@ func TestKubeletServerStats(t *testing.T) {
 		{"container_start_time_seconds", map[string]string{"container": "app", "namespace": "default", "pod": "web"}, float64(statsT0.Unix()), false},
 		{"pod_cpu_usage_seconds_total", map[string]string{"namespace": "default", "pod": "web"}, 2, true},
 		{"pod_memory_working_set_bytes", map[string]string{"namespace": "default", "pod": "web"}, 2 << 20, true},
-		{"scrape_error", nil, 0, false},
+		{"resource_scrape_error", nil, 0, false},
 	} {
 		v1, ts := sampleOf(t, first, c.family, c.labels)
 		v2, _ := sampleOf(t, second, c.family, c.labels)
@@ -117,6 +119,78 @@ func TestKubeletServerStats(t *testing.T) {
 	}
 	if first["container_cpu_usage_seconds_total"].GetType() != dto.MetricType_COUNTER || first["container_memory_working_set_bytes"].GetType() != dto.MetricType_GAUGE {
 		t.Error("the CPU counters must be counters, the working sets gauges")
+	}
+}
+
+// TestResourceMetricsShape: /metrics/resource has the kubelet 1.37's
+// families (pkg/kubelet/metrics/collectors/resource_metrics.go, gathered
+// by its registry): resource_scrape_error and not scrape_error, which
+// was deprecated in 1.29 and is hidden since; container_start_time_seconds
+// without a timestamp; no family without samples; each help text with its
+// stability level.
+func TestResourceMetricsShape(t *testing.T) {
+	node := nodeUsage{
+		cpu:    runtime.CPUUsage{Time: statsT0, UsageCoreNanoSeconds: 5e9},
+		memory: runtime.MemoryUsage{Time: statsT0, WorkingSetBytes: 1 << 30},
+	}
+	pod := runtime.PodStats{Namespace: "default", Name: "web", Containers: []runtime.ContainerStats{{
+		Name: "app", StartedAt: statsT0.Add(-time.Minute),
+		CPU:    runtime.CPUUsage{Time: statsT0, UsageCoreNanoSeconds: 1e9},
+		Memory: runtime.MemoryUsage{Time: statsT0, WorkingSetBytes: 1 << 20},
+	}}}
+	ms := strconv.FormatInt(statsT0.UnixMilli(), 10)
+	for _, tc := range []struct {
+		name      string
+		haveNode  bool
+		pods      []runtime.PodStats
+		scrapeErr bool
+		want      []string // the sample lines, values as Prometheus' text encoder writes them
+	}{
+		{"no pods", true, nil, false, []string{
+			"node_cpu_usage_seconds_total 5 " + ms,
+			"node_memory_working_set_bytes 1.073741824e+09 " + ms,
+			"resource_scrape_error 0",
+		}},
+		{"a pod", true, []runtime.PodStats{pod}, false, []string{
+			`container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 1 ` + ms,
+			`container_memory_working_set_bytes{container="app",namespace="default",pod="web"} 1.048576e+06 ` + ms,
+			`container_start_time_seconds{container="app",namespace="default",pod="web"} ` + strconv.FormatFloat(float64(statsT0.Add(-time.Minute).Unix()), 'g', -1, 64),
+			"node_cpu_usage_seconds_total 5 " + ms,
+			"node_memory_working_set_bytes 1.073741824e+09 " + ms,
+			"resource_scrape_error 0",
+		}},
+		{"no usage", false, nil, true, []string{"resource_scrape_error 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := resourceMetricsText(node, tc.haveNode, tc.pods, tc.scrapeErr)
+			var samples []string
+			families := map[string]bool{}
+			for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+				if help, ok := strings.CutPrefix(line, "# HELP "); ok {
+					name, text, _ := strings.Cut(help, " ")
+					families[name] = true
+					if !strings.HasPrefix(text, "[STABLE] ") {
+						t.Errorf("help of %s: %q, want the kubelet's stability level", name, text)
+					}
+					continue
+				}
+				if !strings.HasPrefix(line, "#") {
+					samples = append(samples, line)
+					name, _, _ := strings.Cut(line, "{")
+					name, _, _ = strings.Cut(name, " ")
+					if !families[name] {
+						t.Errorf("sample %q before its family's help", line)
+					}
+					delete(families, name)
+				}
+			}
+			if !slices.Equal(samples, tc.want) {
+				t.Errorf("samples:\n%s\nwant:\n%s", strings.Join(samples, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if len(families) > 0 {
+				t.Errorf("families without samples: %v\n%s", families, text)
+			}
+		})
 	}
 }
 

@@ -143,13 +143,15 @@ func TestNodeServesUsage(t *testing.T) {
 			continue
 		}
 		// metrics-server drops a container or node whose CPU or memory is
-		// zero, and dates each point by its timestamp.
-		if v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue(); v <= 0 || m.GetTimestampMs() == 0 {
-			t.Errorf("%s%v = %v at %d ms: want a positive value with its time", fam, labels, v, m.GetTimestampMs())
+		// zero, and dates each point by its timestamp (a start time has
+		// none, as the kubelet's).
+		v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		if dated := m.GetTimestampMs() != 0; v <= 0 || dated != (fam != "container_start_time_seconds") {
+			t.Errorf("%s%v = %v at %d ms: want a positive value, with its time for a usage", fam, labels, v, m.GetTimestampMs())
 		}
 	}
-	if m := findSample(fams["scrape_error"], map[string]string{}); m == nil || m.GetGauge().GetValue() != 0 {
-		t.Errorf("scrape_error %v, want 0", m)
+	if m := findSample(fams["resource_scrape_error"], map[string]string{}); m == nil || m.GetGauge().GetValue() != 0 {
+		t.Errorf("resource_scrape_error %v, want 0", m)
 	}
 }
 
