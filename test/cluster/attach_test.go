@@ -1,17 +1,13 @@
 package cluster
 
 import (
-	"fmt"
-	"io"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/creack/pty"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/test/internal/bintest"
+	"github.com/podward/podward/test/internal/ptytest"
 )
 
 // attachPod has a bash on a terminal (stdin, tty) and a cat whose stdin is
@@ -95,27 +91,10 @@ func TestKubectlAttach(t *testing.T) {
 // closed terminal does).
 func kubectlAttachTTY(t *testing.T, c *controlPlane, pod, line, want string) {
 	t.Helper()
-	cmd := exec.Command(c.env["KUBECTL"], "--kubeconfig", c.env["KUBECONFIG"], "attach", "-it", pod, "-c", "sh")
-	cmd.WaitDelay = 5 * time.Second
-	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 90})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer term.Close()
-	out := &lockedBuffer{}
-	go func() { _, _ = io.Copy(out, term) }()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-done
-	}()
-	if !out.waitLine("If you don't see a command prompt, try pressing enter.", 1, waitTimeout) {
-		t.Fatalf("kubectl attach -it: no prompt hint; it shows %q", out.String())
-	}
-	fmt.Fprint(term, line+"\r")
-	if !out.waitLine(want, 1, waitTimeout) {
-		t.Fatalf("kubectl attach -it: typed %q, no %q; it shows %q", line, want, out.String())
-	}
+	term := ptytest.Start(t, c.kubectlCmd("attach", "-it", pod, "-c", "sh"), 30, 90, waitTimeout)
+	defer term.Leave()
+	term.Expect("If you don't see a command prompt, try pressing enter.")
+	term.Type(line + "\r")
+	term.Expect(want)
 	t.Logf("kubectl attach -it %s -c sh, typed %q: saw %q", pod, line, want)
 }
