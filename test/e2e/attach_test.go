@@ -3,7 +3,9 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/podward/podward/test/internal/bintest"
 	"github.com/podward/podward/test/internal/ptytest"
 )
 
@@ -120,4 +122,80 @@ func TestDebugInteractive(t *testing.T) {
 		t.Errorf("podward debug -it after exit 0: %v", err)
 	}
 	a.waitPod("debugged", "jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.exitCode}=0", lineTimeout)
+}
+
+// tickerPod's container prints lines as bintest.TickerScript does.
+const tickerPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ticker
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: ticker
+    image: bash
+    command: ["{{.Bash}}", "-c", "{{.Script}}"]
+    # Burstable: a BestEffort pod's 2 CPU shares starve on a busy machine.
+    resources: {requests: {cpu: 100m}}
+`
+
+// TestAttachOutput: `podward attach POD` without -i or -t, to a container
+// without stdin or tty, streams what it prints from then on as it comes,
+// as kubectl attach does: each line within a few seconds of being printed,
+// in order, none lost, stdout on stdout and stderr on stderr, nothing from
+// before the attach replayed; the attach runs until it is left.
+func TestAttachOutput(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		needRoot(t)
+		a := startAgent(t, rt.Args...)
+		a.apply("ticker", rt.manifest(t, t.TempDir(), tickerPod, map[string]string{"Script": bintest.TickerScript}))
+		a.waitPod("ticker", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
+		// Three lines are printed before the attach.
+		logs := a.podwardCmd("logs", "-f", "ticker")
+		logged := &bintest.Ticks{}
+		logs.Stdout = logged
+		if err := logs.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ok := logged.Wait("out-", 3, lineTimeout)
+		_ = logs.Process.Kill()
+		_ = logs.Wait()
+		if !ok {
+			t.Fatalf("podward logs -f ticker: %q, want 3 lines", logged.String())
+		}
+
+		cmd := a.podwardCmd("attach", "ticker")
+		stdout, stderr := &bintest.Ticks{}, &bintest.Ticks{}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		defer func() {
+			_ = cmd.Process.Kill()
+			<-done
+		}()
+		const lines = 30
+		if !stdout.Wait("out-", lines, lineTimeout) || !stderr.Wait("err-", 2, lineTimeout) {
+			t.Fatalf("podward attach ticker: stdout %q, stderr %q; want %d lines and 2", stdout.String(), stderr.String(), lines)
+		}
+		const lag = 5 * time.Second
+		if err := stdout.Check("out-", 3, 1, lag); err != nil {
+			t.Errorf("podward attach's stdout: %v", err)
+		}
+		if err := stderr.Check("err-", 3, 10, lag); err != nil {
+			t.Errorf("podward attach's stderr: %v", err)
+		}
+		if !strings.Contains(stderr.String(), "If you don't see a command prompt, try pressing enter.") {
+			t.Errorf("podward attach's stderr %q lacks kubectl's hint", stderr.String())
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Errorf("podward attach ended while its container runs: %v", err)
+		default:
+		}
+	})
 }
