@@ -295,15 +295,14 @@ func (p *Pods) syncEphemeral(pod *v1.Pod) error {
 	if len(pod.Spec.EphemeralContainers) == 0 {
 		return nil
 	}
-	p.mu.Lock()
-	refused := p.refused[pod.UID]
-	p.mu.Unlock()
 	var accepted []v1.EphemeralContainer
+	p.mu.Lock()
 	for _, ec := range pod.Spec.EphemeralContainers {
-		if _, ok := refused[ec.Name]; !ok {
+		if _, ok := p.refused[pod.UID][ec.Name]; !ok {
 			accepted = append(accepted, ec)
 		}
 	}
+	p.mu.Unlock()
 	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, accepted)
 	switch {
 	case errors.Is(err, agent.ErrInvalid):
