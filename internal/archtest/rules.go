@@ -141,6 +141,12 @@ var rules = []rule{
 		Tests: true,
 		Why:   "the assembly package wires the daemons; the CLI sits above it",
 	},
+	{
+		From:  "test/internal/ptytest",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the terminal driver of test/e2e and test/cluster drives a client binary on a pty; it knows nothing of podward",
+	},
 }
 
 // A linkRule limits what a program links: every package in the non-test

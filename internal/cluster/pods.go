@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,7 +90,23 @@ type Pods struct {
 	written map[types.UID]string
 	// deleted: the API object was deleted (or found gone).
 	deleted map[types.UID]bool
+	// refused are the ephemeral containers of each pod that the agent
+	// refused (syncEphemeral), by name, with the status that says why.
+	refused map[types.UID]map[string]refusedContainer
 }
+
+// refusedContainer is an ephemeral container the node will not run: its
+// index in the API server's spec.ephemeralContainers and its status.
+type refusedContainer struct {
+	index  int
+	status v1.ContainerStatus
+}
+
+// ReasonCreateContainerConfigError is the waiting reason of an ephemeral
+// container the node refused, the kubelet's for a container whose
+// configuration it cannot make (pkg/kubelet/kuberuntime/kuberuntime_container.go,
+// ErrCreateContainerConfig).
+const ReasonCreateContainerConfigError = "CreateContainerConfigError"
 
 // NewPods returns a pod source for cfg.NodeName.
 func NewPods(cfg PodsConfig) *Pods {
@@ -105,6 +124,7 @@ func NewPods(cfg PodsConfig) *Pods {
 		api:     map[types.UID]*v1.Pod{},
 		written: map[types.UID]string{},
 		deleted: map[types.UID]bool{},
+		refused: map[types.UID]map[string]refusedContainer{},
 	}
 }
 
@@ -221,6 +241,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		// Gone from the API server (force-deleted): kill what runs.
 		p.mu.Lock()
 		delete(p.api, uid)
+		delete(p.refused, uid)
 		p.deleted[uid] = true
 		p.mu.Unlock()
 		if known {
@@ -262,21 +283,114 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 // syncEphemeral hands the agent the ephemeral containers of a pod it runs:
 // the ephemeralcontainers subresource (kubectl debug) grows
 // spec.ephemeralContainers of the running pod, the only change of a pod's
-// spec the node acts on. One the agent refuses (a runtime that cannot run
-// it) is logged, not retried: the same list would be refused again.
+// spec the node acts on. The API server only ever appends to that list.
+// A new one the agent refuses (a runtime that cannot run it: on the
+// process runtime, one without a command, as `kubectl debug -it POD
+// --image=busybox` adds) is refused alone and for good: it is left out of
+// what the agent is handed from then on, so that the ones added after it
+// still start, and its status says why, as the kubelet reports a container
+// it cannot create (waiting, CreateContainerConfigError, the reason as the
+// message, which kubectl debug prints while it waits for the container).
 func (p *Pods) syncEphemeral(pod *v1.Pod) error {
 	if len(pod.Spec.EphemeralContainers) == 0 {
 		return nil
 	}
-	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, pod.Spec.EphemeralContainers)
+	var accepted []v1.EphemeralContainer
+	p.mu.Lock()
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if _, ok := p.refused[pod.UID][ec.Name]; !ok {
+			accepted = append(accepted, ec)
+		}
+	}
+	p.mu.Unlock()
+	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, accepted)
 	switch {
 	case errors.Is(err, agent.ErrInvalid):
-		p.log.Error("ephemeral containers refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
-		return nil
+		return p.refuseEphemeral(pod, accepted)
 	case errors.Is(err, agent.ErrNotFound):
 		return nil
 	}
 	return err
+}
+
+// refuseEphemeral finds which of the new ephemeral containers in accepted
+// the agent refuses, handing them to it one at a time after those it
+// has, records them in p.refused and queues a status write.
+func (p *Pods) refuseEphemeral(pod *v1.Pod, accepted []v1.EphemeralContainer) error {
+	cur, _, err := p.cfg.Agent.Get(pod.UID)
+	if errors.Is(err, agent.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	has := map[string]bool{}
+	for _, ec := range cur.Spec.EphemeralContainers {
+		has[ec.Name] = true
+	}
+	index := map[string]int{}
+	for i, ec := range pod.Spec.EphemeralContainers {
+		index[ec.Name] = i
+	}
+	var base []v1.EphemeralContainer
+	for _, ec := range accepted {
+		if has[ec.Name] {
+			base = append(base, ec)
+		}
+	}
+	refused := map[string]refusedContainer{}
+	for _, ec := range accepted {
+		if has[ec.Name] {
+			continue
+		}
+		try := append(slices.Clip(base), ec)
+		err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, try)
+		var invalid *agent.InvalidError
+		switch {
+		case err == nil:
+			base = try
+			continue
+		case errors.Is(err, agent.ErrNotFound):
+			return nil
+		case !errors.As(err, &invalid):
+			return err
+		}
+		// The agent names the field by its index in what it was handed.
+		msg := strings.ReplaceAll(invalid.Problems(),
+			fmt.Sprintf("spec.ephemeralContainers[%d]", len(base)), fmt.Sprintf("spec.ephemeralContainers[%d]", index[ec.Name]))
+		p.log.Error("ephemeral container refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", ec.Name, "err", msg)
+		refused[ec.Name] = refusedContainer{index: index[ec.Name], status: v1.ContainerStatus{
+			Name:  ec.Name,
+			Image: ec.Image,
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: ReasonCreateContainerConfigError, Message: msg}},
+		}}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	if p.refused[pod.UID] == nil {
+		p.refused[pod.UID] = map[string]refusedContainer{}
+	}
+	maps.Copy(p.refused[pod.UID], refused)
+	p.mu.Unlock()
+	p.statusQ.Add(pod.UID)
+	return nil
+}
+
+// withRefused is the agent's statuses of a pod's ephemeral containers
+// with those of the ones the node refused put back where they are in its
+// spec (the agent's are in spec order, the refused ones left out).
+func withRefused(statuses []v1.ContainerStatus, refused map[string]refusedContainer) []v1.ContainerStatus {
+	if len(refused) == 0 {
+		return statuses
+	}
+	rs := slices.SortedFunc(maps.Values(refused), func(a, b refusedContainer) int { return a.index - b.index })
+	out := slices.Clone(statuses)
+	for _, r := range rs {
+		out = slices.Insert(out, min(r.index, len(out)), r.status)
+	}
+	return out
 }
 
 // syncResources hands the agent the containers' resources of a pod it
@@ -420,6 +534,9 @@ func (p *Pods) writeStatus(ctx context.Context, uid types.UID) error {
 func (p *Pods) writePodStatus(ctx context.Context, pod *v1.Pod) error {
 	st := pod.Status
 	st.Conditions = append([]v1.PodCondition(nil), st.Conditions...)
+	p.mu.Lock()
+	st.EphemeralContainerStatuses = withRefused(st.EphemeralContainerStatuses, p.refused[pod.UID])
+	p.mu.Unlock()
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -270,6 +271,72 @@ func TestPodsRestoresLegacyInitContainersFromKubectlApply(t *testing.T) {
 	}
 	h.rt.Exit("uid-5", "first", 0)
 	h.waitFor("the app to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
+}
+
+// An ephemeral container the runtime cannot run (kubectl debug without a
+// command, on the process runtime) is refused alone: its status says why,
+// as the kubelet reports a container whose configuration it cannot make
+// (waiting, CreateContainerConfigError, which kubectl debug prints while it
+// waits), and the ephemeral containers added after it still start.
+func TestPodsRefusesOneEphemeralContainerAlone(t *testing.T) {
+	h := newPodsHarness(t)
+	h.rt.CheckHook = func(pod *model.Pod) error {
+		var errs []error
+		for i, ec := range pod.Spec.EphemeralContainers {
+			if len(ec.Command) == 0 {
+				errs = append(errs, fmt.Errorf("spec.ephemeralContainers[%d].command: Required value: no image to take it from", i))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	ctx := context.Background()
+	pod, err := h.client.CoreV1().Pods("default").Create(ctx, apiPod("web", "uid-6", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the container to start", func() bool { return slices.Contains(h.rt.Calls(), "start app") })
+	// What the ephemeralcontainers subresource does: append one.
+	debug := func(name string, cmd ...string) {
+		t.Helper()
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, v1.EphemeralContainer{
+			EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: name, Image: "busybox", Command: cmd, Stdin: true, TTY: true},
+			TargetContainerName:      "app",
+		})
+		if pod, err = h.client.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	statuses := func() string {
+		p, err := h.get("web")
+		if err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, cs := range p.Status.EphemeralContainerStatuses {
+			switch s := cs.State; {
+			case s.Running != nil:
+				out = append(out, cs.Name+" running")
+			case s.Waiting != nil:
+				out = append(out, cs.Name+" "+s.Waiting.Reason+": "+s.Waiting.Message)
+			default:
+				out = append(out, cs.Name+" other")
+			}
+		}
+		return strings.Join(out, "; ")
+	}
+	const refused0 = "nocmd CreateContainerConfigError: spec.ephemeralContainers[0].command: Required value: no image to take it from"
+	debug("nocmd")
+	h.waitFor("nocmd refused", func() bool { return statuses() == refused0 })
+	debug("dbg", "sh")
+	h.waitFor("dbg running after nocmd", func() bool { return statuses() == refused0+"; dbg running" })
+	debug("nocmd2")
+	const refused2 = "nocmd2 CreateContainerConfigError: spec.ephemeralContainers[2].command: Required value: no image to take it from"
+	h.waitFor("nocmd2 refused, named by its own index", func() bool {
+		return statuses() == refused0+"; dbg running; "+refused2
+	})
+	if slices.ContainsFunc(h.rt.Calls(), func(c string) bool { return strings.HasPrefix(c, "start nocmd") }) {
+		t.Fatalf("a refused ephemeral container was started: %q", h.rt.Calls())
+	}
 }
 
 // The agent tells the kubelet server when a followed log's instance ended.

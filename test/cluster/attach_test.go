@@ -1,17 +1,14 @@
 package cluster
 
 import (
-	"fmt"
-	"io"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/test/internal/bintest"
+	"github.com/podward/podward/test/internal/ptytest"
 )
 
 // attachPod has a bash on a terminal (stdin, tty) and a cat whose stdin is
@@ -95,27 +92,91 @@ func TestKubectlAttach(t *testing.T) {
 // closed terminal does).
 func kubectlAttachTTY(t *testing.T, c *controlPlane, pod, line, want string) {
 	t.Helper()
-	cmd := exec.Command(c.env["KUBECTL"], "--kubeconfig", c.env["KUBECONFIG"], "attach", "-it", pod, "-c", "sh")
-	cmd.WaitDelay = 5 * time.Second
-	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 90})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer term.Close()
-	out := &lockedBuffer{}
-	go func() { _, _ = io.Copy(out, term) }()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-done
-	}()
-	if !out.waitLine("If you don't see a command prompt, try pressing enter.", 1, waitTimeout) {
-		t.Fatalf("kubectl attach -it: no prompt hint; it shows %q", out.String())
-	}
-	fmt.Fprint(term, line+"\r")
-	if !out.waitLine(want, 1, waitTimeout) {
-		t.Fatalf("kubectl attach -it: typed %q, no %q; it shows %q", line, want, out.String())
-	}
+	term := ptytest.Start(t, c.kubectlCmd("attach", "-it", pod, "-c", "sh"), 30, 90, waitTimeout)
+	defer term.Leave()
+	term.Expect("If you don't see a command prompt, try pressing enter.")
+	term.Type(line + "\r")
+	term.Expect(want)
 	t.Logf("kubectl attach -it %s -c sh, typed %q: saw %q", pod, line, want)
+}
+
+// tickerPod's container prints lines as bintest.TickerScript does.
+const tickerPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{.Name}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: ticker
+    image: bash
+    command: ["{{.Bash}}", "-c", "{{.Script}}"]
+    # Burstable: a BestEffort pod's 2 CPU shares starve on a busy machine.
+    resources: {requests: {cpu: 100m}}
+`
+
+// tickLag bounds how late an attach may deliver a line.
+const tickLag = 5 * time.Second
+
+// TestKubectlAttachOutput: `kubectl attach POD -c C` without -i or -t
+// against a podward node, on both runtimes, streams what the container
+// prints from then on as it comes (kubelet 1.37: an attach may ask for
+// stdout and stderr only, pkg/kubelet/server/server.go, getAttach): each
+// line arrives within a few seconds of being printed, in order, none
+// lost, its stdout on kubectl's stdout and its stderr on kubectl's
+// stderr; nothing printed before the attach is replayed.
+func TestKubectlAttachOutput(t *testing.T) {
+	c := needControlPlane(t)
+	bintest.EachRuntime(t, func(t *testing.T, rt bintest.Runtime) {
+		n := startNode(t, c, nodeName(t, "a"), rt.Args...)
+		pod := "attach-out-" + rt.Name
+		n.apply(t, strings.NewReplacer("{{.Name}}", pod, "{{.Bash}}", rt.Bash, "{{.Script}}", bintest.TickerScript).Replace(tickerPod))
+		c.waitPod(t, "default", pod, "running", waitTimeout, func(p *v1.Pod) bool {
+			return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		})
+		// Three lines are printed before the attach.
+		logs := c.kubectlCmd("logs", "-f", pod, "-c", "ticker")
+		logged := &lockedBuffer{}
+		logs.Stdout = logged
+		if err := logs.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ok := logged.waitLine("out-", 3, waitTimeout)
+		_ = logs.Process.Kill()
+		_ = logs.Wait()
+		if !ok {
+			t.Fatalf("kubectl logs -f %s: %q, want 3 lines", pod, logged.String())
+		}
+
+		cmd := c.kubectlCmd("attach", pod, "-c", "ticker")
+		stdout, stderr := &bintest.Ticks{}, &bintest.Ticks{}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		defer func() {
+			_ = cmd.Process.Kill()
+			<-done
+		}()
+		const lines = 30
+		if !stdout.Wait("out-", lines, waitTimeout) || !stderr.Wait("err-", 2, waitTimeout) {
+			t.Fatalf("kubectl attach %s -c ticker: stdout %q, stderr %q; want %d lines and 2", pod, stdout.String(), stderr.String(), lines)
+		}
+		t.Logf("kubectl attach %s -c ticker (no -i, no -t): %d lines on stdout, stderr %q", pod, strings.Count(stdout.String(), "\n"), stderr.String())
+		if err := stdout.Check("out-", 3, 1, tickLag); err != nil {
+			t.Errorf("kubectl attach's stdout: %v", err)
+		}
+		if err := stderr.Check("err-", 3, 10, tickLag); err != nil {
+			t.Errorf("kubectl attach's stderr: %v", err)
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Errorf("kubectl attach ended while its container runs: %v", err)
+		default:
+		}
+	})
 }

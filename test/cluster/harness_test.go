@@ -231,13 +231,19 @@ func startNodeEnv(t *testing.T, cp *controlPlane, name string, env []string, arg
 	n.start()
 	t.Cleanup(func() {
 		// What the test left bound to the node goes with it: deleted
-		// while the node runs, so that it kills the containers.
+		// while the node runs, so that it kills the containers. A grace
+		// period of 0 would delete the object at once (a forced delete),
+		// and the node could be stopped before it killed them: with 1 s,
+		// the object goes once the node terminated the pod.
 		ctx := context.Background()
-		zero := int64(0)
+		grace := int64(1)
+		if n.cmd == nil {
+			grace = 0
+		}
 		pods, _ := cp.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
 		if pods != nil {
 			for _, p := range pods.Items {
-				_ = cp.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				_ = cp.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 				if n.cmd != nil {
 					cp.waitPod(t, p.Namespace, p.Name, "deletion", waitTimeout, func(p *v1.Pod) bool { return p == nil })
 				}

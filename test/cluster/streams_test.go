@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/test/internal/bintest"
+	"github.com/podward/podward/test/internal/ptytest"
 )
 
 // streamsPod runs app until deleted, serving {{.Dir}}/www over HTTP on the
@@ -45,6 +45,14 @@ spec:
     command: ["{{.Bash}}", "-c", "true"]
   volumes: [{name: data, emptyDir: {}}]
 `
+
+// kubectlCmd is `kubectl ARGS...` on the control plane, not started, for
+// a test that drives it itself (on a terminal).
+func (c *controlPlane) kubectlCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(c.env["KUBECTL"], append([]string{"--kubeconfig", c.env["KUBECONFIG"]}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
 
 // kubectlRun runs kubectl with stdin and returns its outputs and exit code.
 func (c *controlPlane) kubectlRun(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
@@ -232,51 +240,24 @@ func kubeletStreamsAuthorized(t *testing.T, c *controlPlane, n *node, pod string
 // change to 50x120, and kubectl exits with its code.
 func kubectlExecTTY(t *testing.T, c *controlPlane, pod, bash string) {
 	t.Helper()
-	cmd := exec.Command(c.env["KUBECTL"], "--kubeconfig", c.env["KUBECONFIG"], "exec", "-it", pod, "-c", "app", "--", bash, "--norc", "--noprofile")
-	cmd.Env = append(os.Environ(), "TERM=dumb")
-	cmd.WaitDelay = 5 * time.Second
-	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer term.Close()
-	out := &lockedBuffer{}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = io.Copy(out, term)
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	cmd := c.kubectlCmd("exec", "-it", pod, "-c", "app", "--", bash, "--norc", "--noprofile")
+	cmd.Env = append(cmd.Environ(), "TERM=dumb")
+	term := ptytest.Start(t, cmd, 40, 100, waitTimeout)
+	defer term.Leave()
 	// The markers are split so that the echo of the typed line does not
 	// match them.
-	fmt.Fprint(term, "tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
-	if !out.waitLine("SIZE 40 100END", 1, waitTimeout) || !strings.Contains(out.String(), "ISTTY") {
-		t.Fatalf("kubectl exec -it: no terminal of 40x100; it shows %q", out.String())
-	}
-	if err := pty.Setsize(term, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
-		t.Fatal(err)
-	}
+	term.Type("tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
+	term.Expect("ISTTY")
+	term.Expect("SIZE 40 100END")
+	term.Resize(50, 120)
 	// The new size reaches the container's terminal asynchronously: ask
 	// until it shows.
-	for i := 1; !strings.Contains(out.String(), "SIZE 50 120END"); i++ {
-		fmt.Fprint(term, "echo SIZE $(stty size)''END\r")
-		if !out.waitLine("END", 1+i, waitTimeout) || i > 1000 {
-			t.Fatalf("kubectl exec -it: the resize never showed; it shows %q", out.String())
-		}
+	term.TypeUntil("echo SIZE $(stty size) E''ND\r", "END", "SIZE 50 120 END")
+	term.Type("exit 4\r")
+	err := term.Wait()
+	var ee *exec.ExitError
+	t.Logf("kubectl exec -it %s -c app -- bash (stty size, a resize, exit 4): %v", pod, err)
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Errorf("kubectl exec -it: %v, want exit code 4", err)
 	}
-	fmt.Fprint(term, "exit 4\r")
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		t.Logf("kubectl exec -it %s -c app -- bash (stty size, a resize, exit 4): %v", pod, err)
-		if !errors.As(err, &ee) || ee.ExitCode() != 4 {
-			t.Errorf("kubectl exec -it: %v, want exit code 4", err)
-		}
-	case <-time.After(waitTimeout):
-		_ = cmd.Process.Kill()
-		t.Fatalf("kubectl exec -it did not end after exit 4; it shows %q", out.String())
-	}
-	term.Close()
-	<-copied
 }

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
+	"github.com/podward/podward/test/internal/bintest"
+	"github.com/podward/podward/test/internal/ptytest"
 )
 
 const attachPod = `
@@ -33,40 +31,16 @@ spec:
     stdinOnce: true
 `
 
-// attachSession is a `podward attach -it` running in a pty.
-type attachSession struct {
-	cmd  *exec.Cmd
-	term *os.File
-	out  *ptyOutput
-	done chan error
-}
-
-func startAttach(t *testing.T, a *agent, args ...string) *attachSession {
+// startAttach runs `podward attach ARGS...` in a 30x90 terminal.
+func startAttach(t *testing.T, a *agent, args ...string) *ptytest.Terminal {
 	t.Helper()
 	return startAttachCmd(t, a, append([]string{"attach"}, args...)...)
 }
 
-// startAttachCmd runs `podward ARGS...` in a pty.
-func startAttachCmd(t *testing.T, a *agent, args ...string) *attachSession {
+// startAttachCmd runs `podward ARGS...` in a 30x90 terminal.
+func startAttachCmd(t *testing.T, a *agent, args ...string) *ptytest.Terminal {
 	t.Helper()
-	cmd := a.podwardCmd(args...)
-	term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 90})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &attachSession{cmd: cmd, term: term, out: &ptyOutput{}, done: make(chan error, 1)}
-	go func() { _, _ = io.Copy(s.out, term) }()
-	go func() { s.done <- cmd.Wait() }()
-	t.Cleanup(s.leave)
-	return s
-}
-
-// leave detaches as a user closing the terminal does: the client dies.
-func (s *attachSession) leave() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
-	s.term.Close()
-	s.done <- nil // for a second leave
+	return ptytest.Start(t, a.podwardCmd(args...), 30, 90, lineTimeout)
 }
 
 // TestAttach: a container with stdin and tty runs bash on a pty its shim
@@ -85,27 +59,27 @@ func TestAttach(t *testing.T) {
 		a.waitPod("term", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
 
 		s := startAttach(t, a, "-it", "term", "-c", "sh")
-		s.out.wait(t, 0, "If you don't see a command prompt, try pressing enter.")
+		s.Expect("If you don't see a command prompt, try pressing enter.")
 		// Split markers: the echo of what is typed does not match them.
-		_, _ = io.WriteString(s.term, `V=kept; while [ "$(stty size)" != "30 90" ]; do :; done; echo A''B$((40+2)) $(stty size)`+"\r")
-		s.out.wait(t, 0, "AB42 30 90")
-		s.leave()
+		s.Type(`V=kept; while [ "$(stty size)" != "30 90" ]; do :; done; echo A''B$((40+2)) $(stty size)` + "\r")
+		s.Expect("AB42 30 90")
+		s.Leave()
 
 		s = startAttach(t, a, "-it", "term", "-c", "sh")
-		_, _ = io.WriteString(s.term, "echo [$V]''END\r")
-		s.out.wait(t, 0, "[kept]END")
+		s.Type("echo [$V]''END\r")
+		s.Expect("[kept]END")
 
 		// The agent dies under the attach; the shim holds the pty.
 		_ = a.cmd.Process.Kill()
 		<-a.done
-		s.leave()
+		s.Leave()
 		b := startAgentIn(t, dir, rt.Args...)
 		b.pods = append(b.pods, "term")
 		b.waitPod("term", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
 		s = startAttach(t, b, "-it", "term", "-c", "sh")
-		_, _ = io.WriteString(s.term, "echo again [$V]''END\r")
-		s.out.wait(t, 0, "again [kept]END")
-		s.leave()
+		s.Type("echo again [$V]''END\r")
+		s.Expect("again [kept]END")
+		s.Leave()
 
 		// stdinOnce, and kubectl's words for -t on a container without a
 		// tty (stdin is not a terminal here: no raw mode either).
@@ -140,18 +114,88 @@ func TestDebugInteractive(t *testing.T) {
 	a.apply("debugged", writeManifest(t, t.TempDir(), debugPod, map[string]string{"Bash": "/bin/bash"}))
 	a.waitPod("debugged", "condition=Ready", lineTimeout)
 	s := startAttachCmd(t, a, "debug", "-it", "debugged", "--image=busybox", "-c", "shell", "--", "/bin/bash", "--norc", "--noprofile")
-	s.out.wait(t, 0, "If you don't see a command prompt, try pressing enter.")
-	_, _ = io.WriteString(s.term, "echo C''D$((6*7))\r")
-	s.out.wait(t, 0, "CD42")
-	_, _ = io.WriteString(s.term, "exit 0\r")
-	select {
-	case err := <-s.done:
-		s.done <- nil
-		if err != nil {
-			t.Errorf("podward debug -it after exit 0: %v", err)
-		}
-	case <-time.After(cliTimeout):
-		t.Fatalf("podward debug -it did not end after the shell exited")
+	s.Expect("If you don't see a command prompt, try pressing enter.")
+	s.Type("echo C''D$((6*7))\r")
+	s.Expect("CD42")
+	s.Type("exit 0\r")
+	if err := s.Wait(); err != nil {
+		t.Errorf("podward debug -it after exit 0: %v", err)
 	}
 	a.waitPod("debugged", "jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.exitCode}=0", lineTimeout)
+}
+
+// tickerPod's container prints lines as bintest.TickerScript does.
+const tickerPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ticker
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: ticker
+    image: bash
+    command: ["{{.Bash}}", "-c", "{{.Script}}"]
+    # Burstable: a BestEffort pod's 2 CPU shares starve on a busy machine.
+    resources: {requests: {cpu: 100m}}
+`
+
+// TestAttachOutput: `podward attach POD` without -i or -t, to a container
+// without stdin or tty, streams what it prints from then on as it comes,
+// as kubectl attach does: each line within a few seconds of being printed,
+// in order, none lost, stdout on stdout and stderr on stderr, nothing from
+// before the attach replayed; the attach runs until it is left.
+func TestAttachOutput(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		needRoot(t)
+		a := startAgent(t, rt.Args...)
+		a.apply("ticker", rt.manifest(t, t.TempDir(), tickerPod, map[string]string{"Script": bintest.TickerScript}))
+		a.waitPod("ticker", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
+		// Three lines are printed before the attach.
+		logs := a.podwardCmd("logs", "-f", "ticker")
+		logged := &bintest.Ticks{}
+		logs.Stdout = logged
+		if err := logs.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ok := logged.Wait("out-", 3, lineTimeout)
+		_ = logs.Process.Kill()
+		_ = logs.Wait()
+		if !ok {
+			t.Fatalf("podward logs -f ticker: %q, want 3 lines", logged.String())
+		}
+
+		cmd := a.podwardCmd("attach", "ticker")
+		stdout, stderr := &bintest.Ticks{}, &bintest.Ticks{}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		defer func() {
+			_ = cmd.Process.Kill()
+			<-done
+		}()
+		const lines = 30
+		if !stdout.Wait("out-", lines, lineTimeout) || !stderr.Wait("err-", 2, lineTimeout) {
+			t.Fatalf("podward attach ticker: stdout %q, stderr %q; want %d lines and 2", stdout.String(), stderr.String(), lines)
+		}
+		const lag = 5 * time.Second
+		if err := stdout.Check("out-", 3, 1, lag); err != nil {
+			t.Errorf("podward attach's stdout: %v", err)
+		}
+		if err := stderr.Check("err-", 3, 10, lag); err != nil {
+			t.Errorf("podward attach's stderr: %v", err)
+		}
+		if !strings.Contains(stderr.String(), "If you don't see a command prompt, try pressing enter.") {
+			t.Errorf("podward attach's stderr %q lacks kubectl's hint", stderr.String())
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Errorf("podward attach ended while its container runs: %v", err)
+		default:
+		}
+	})
 }

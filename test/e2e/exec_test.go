@@ -11,12 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
+	"github.com/podward/podward/test/internal/ptytest"
 )
 
 // execPod runs app until deleted, having written a file into its emptyDir
@@ -149,50 +148,6 @@ func TestExec(t *testing.T) {
 	})
 }
 
-// ptyOutput collects what a pty's master end gives.
-type ptyOutput struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{}
-}
-
-func (p *ptyOutput) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.b.Write(b)
-	if p.changed != nil {
-		close(p.changed)
-		p.changed = nil
-	}
-	return len(b), nil
-}
-
-// wait waits until the output has s after what it had at from, and returns
-// where s ends.
-func (p *ptyOutput) wait(t *testing.T, from int, s string) int {
-	t.Helper()
-	timer := time.NewTimer(lineTimeout)
-	defer timer.Stop()
-	for {
-		p.mu.Lock()
-		text := p.b.String()
-		if i := strings.Index(text[from:], s); i >= 0 {
-			p.mu.Unlock()
-			return from + i + len(s)
-		}
-		if p.changed == nil {
-			p.changed = make(chan struct{})
-		}
-		changed := p.changed
-		p.mu.Unlock()
-		select {
-		case <-changed:
-		case <-timer.C:
-			t.Fatalf("no %q on the terminal within %v; it shows:\n%q", s, lineTimeout, text)
-		}
-	}
-}
-
 // TestExecTTY: `podward exec -it` on a real terminal gives the command a
 // terminal of its own (a pty), the size of the client's, and passes a size
 // change on (stty size reads it again); what is typed goes to the command,
@@ -202,60 +157,21 @@ func TestExecTTY(t *testing.T) {
 		a, _ := startExecPod(t, rt, false, 1)
 		cmd := a.podwardCmd("exec", "-it", "shell", "-c", "app", "--", rt.Bash, "--norc", "--noprofile")
 		cmd.Env = append(cmd.Env, "TERM=dumb")
-		term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer term.Close()
-		var out ptyOutput
-		copied := make(chan struct{})
-		go func() {
-			defer close(copied)
-			_, _ = io.Copy(&out, term)
-		}()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-
+		term := ptytest.Start(t, cmd, 40, 100, lineTimeout)
 		// The markers are split so that the echo of what is typed does not
 		// match them.
-		fmt.Fprint(term, "tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
-		at := out.wait(t, 0, "ISTTY")
-		at = out.wait(t, at, "SIZE 40 100END")
-		if err := pty.Setsize(term, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
-			t.Fatal(err)
-		}
+		term.Type("tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
+		term.Expect("ISTTY")
+		term.Expect("SIZE 40 100END")
+		term.Resize(50, 120)
 		// The new size reaches the container's pty asynchronously: ask
 		// until it shows.
-		deadline := time.Now().Add(lineTimeout)
-		for {
-			fmt.Fprint(term, "echo SIZE $(stty size)''END\r")
-			next := out.wait(t, at, "END")
-			out.mu.Lock()
-			seen := out.b.String()[at:next]
-			out.mu.Unlock()
-			at = next
-			if strings.Contains(seen, "SIZE 50 120END") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the resize to 50x120 never showed: last %q", seen)
-			}
+		term.TypeUntil("echo SIZE $(stty size) E''ND\r", "END", "SIZE 50 120 END")
+		term.Type("exit 3\r")
+		var ee *exec.ExitError
+		if err := term.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Errorf("podward exec -it: %v, want exit code 3", err)
 		}
-		fmt.Fprint(term, "exit 3\r")
-		timer := time.NewTimer(cliTimeout)
-		defer timer.Stop()
-		select {
-		case err := <-done:
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-				t.Errorf("podward exec -it: %v, want exit code 3", err)
-			}
-		case <-timer.C:
-			_ = cmd.Process.Kill()
-			t.Fatalf("podward exec -it did not end after exit 3")
-		}
-		term.Close()
-		<-copied
 	})
 }
 

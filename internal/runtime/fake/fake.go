@@ -41,6 +41,9 @@ type Runtime struct {
 	StartHook func(ctx context.Context, ref model.ContainerRef) error
 	// CheckErr is what Check returns.
 	CheckErr error
+	// CheckHook, when set, is what Check returns instead (e.g. to refuse
+	// one container of a pod).
+	CheckHook func(pod *model.Pod) error
 	// CleanupHook, when set, runs inside CleanupPod first (e.g. to block
 	// like a slow removal of a big volume).
 	CleanupHook func(ctx context.Context)
@@ -150,8 +153,13 @@ func (r *Runtime) LogPath(podUID types.UID, container string, attempt int) strin
 	return fmt.Sprintf("/nonexistent/%s/%s/%d.log", podUID, container, attempt)
 }
 
-// Check returns CheckErr.
-func (r *Runtime) Check(pod *model.Pod) error { return r.CheckErr }
+// Check returns CheckHook's error when it is set, else CheckErr.
+func (r *Runtime) Check(pod *model.Pod) error {
+	if r.CheckHook != nil {
+		return r.CheckHook(pod)
+	}
+	return r.CheckErr
+}
 
 // PreparePod records the call and runs PrepareHook.
 func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {

@@ -1,11 +1,13 @@
 package bintest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestScanLinesDrainsWhatALongLineLeaves(t *testing.T) {
@@ -32,5 +34,34 @@ func TestProcessRuns(t *testing.T) {
 	}
 	if ProcessRuns(self, "no such command line") {
 		t.Error("ProcessRuns matched a command line the process does not have")
+	}
+}
+
+// TestTicksCheck: Check finds a replayed line, a lost one and a late one.
+func TestTicksCheck(t *testing.T) {
+	now := float64(time.Now().UnixMicro()) / 1e6
+	line := func(n int, ago float64) string { return fmt.Sprintf("out-%d %.6f\n", n, now-ago) }
+	for name, tc := range map[string]struct {
+		text string
+		want string // in the error; "" for none
+	}{
+		"streamed":  {line(4, 0.3) + "other\n" + line(5, 0.2) + line(6, 0.1), ""},
+		"replayed":  {line(1, 0.3) + line(2, 0.2), "printed before the stream began"},
+		"lost":      {line(4, 0.3) + line(6, 0.1), `after out-4, want out-5`},
+		"late":      {line(4, 30) + line(5, 0.1), "arrived 30"},
+		"no line":   {"other\n", "no out- line"},
+		"part line": {line(4, 0.1) + "out-5", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var k Ticks
+			_, _ = k.Write([]byte(tc.text))
+			err := k.Check("out-", 3, 1, 5*time.Second)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Check: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Check: %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
