@@ -284,9 +284,9 @@ func portMappings(pod *model.Pod) []*runtimeapi.PortMapping {
 // CleanupPod removes what the pod left in the CRI runtime and on disk:
 // its containers, its sandboxes (stopped first, which tears its network
 // down), its emptyDirs (hostPaths are left alone) and its cgroup (the
-// sandbox's cgroup parent), which the CRI runtime never removes. It keeps the logs. It is
-// idempotent, and works for a pod the runtime knows only from ListPods:
-// only pod.UID is needed then. It must only be called when no container of
+// sandbox's cgroup parent), which the CRI runtime never removes. It keeps
+// the logs. It is idempotent, and works for a pod the runtime knows only
+// from ListPods: only pod.UID is needed then. It must only be called when no container of
 // the pod runs; it fails without removing anything when one does.
 func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	if err := ctx.Err(); err != nil {
