@@ -29,7 +29,10 @@ import (
 //     probe timings (1 s timeout, 10 s period, thresholds 1 and 3), httpGet
 //     path "/" and scheme HTTP, grpc service "";
 //   - defer containers without a restartPolicy get OnFailure: they are retried
-//     until they succeed.
+//     until they succeed;
+//   - the pod-level resources (spec.resources) a pod sets only partly are
+//     completed from its containers' and from each other
+//     (defaultPodLevelResources).
 //
 // Default changes p in place and never overwrites a value that is set, so it
 // is idempotent. Values it cannot make sense of (a negative grace period, an
@@ -85,6 +88,7 @@ func Default(p *Pod) {
 	for i := range spec.EphemeralContainers {
 		defaultContainer((*v1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), spec.HostNetwork)
 	}
+	defaultPodLevelResources(spec)
 }
 
 func defaultVolume(vol *v1.Volume) {

@@ -2,7 +2,6 @@ package model
 
 import (
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // QOSClass is the pod's quality-of-service class as the kubelet reports it
@@ -19,89 +18,63 @@ func QOSClass(p *v1.Pod) v1.PodQOSClass {
 var qosResources = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}
 
 // ComputeQOSClass is Kubernetes' QoS class of a defaulted pod spec
-// (k8s.io/kubernetes pkg/apis/core/v1/helper/qos, ComputePodQOS), from the
-// cpu and memory requests and limits that are above zero:
+// (k8s.io/kubernetes pkg/apis/core/v1/helper/qos, ComputePodQOS, 1.37),
+// from the cpu and memory requests and limits:
 //
 //   - BestEffort: none at all;
 //   - Guaranteed: every container (regular and init) has cpu and memory
-//     limits, and the requests summed over the containers equal the limits
-//     summed over them, resource by resource;
+//     requests above zero, each equal to its limit;
 //   - Burstable: anything else.
 //
-// When the pod sets pod-level resources (spec.resources), they decide
-// instead: Guaranteed needs pod-level cpu and memory limits equal to the
-// pod-level requests. Defer containers are podward's, unknown to the API
-// server that computes the class in a cluster, and do not count. Default
-// copies a container's limits into the requests it leaves unset, as the
-// API server does, so a container with limits only is Guaranteed.
+// When the pod sets pod-level resources (PodLevelResourcesSet), they alone
+// decide, by the same rule applied to spec.resources. Defer containers are
+// podward's, unknown to the API server that computes the class in a
+// cluster, and do not count. Default copies a container's limits into the
+// requests it leaves unset, and completes the pod-level ones, as the API
+// server does before it computes the class: a container with limits only
+// is Guaranteed, and so is a pod with pod-level limits only.
 func ComputeQOSClass(spec *v1.PodSpec) v1.PodQOSClass {
-	requests, limits := v1.ResourceList{}, v1.ResourceList{}
-	guaranteed := true
-	if r := spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
-		addQOSResources(requests, r.Requests)
-		guaranteed = addQOSResources(limits, r.Limits)
-		for _, name := range qosResources {
-			if _, ok := requests[name]; !ok && !containersRequest(spec, name) {
-				// The API server defaults an unset pod-level request to
-				// the limit when no container requests that resource (when
-				// one does, to the containers' aggregate, which this
-				// leaves out: Burstable).
-				if l, ok := limits[name]; ok {
-					requests[name] = l.DeepCopy()
-				}
-			}
-		}
-	} else {
-		for _, list := range [][]v1.Container{spec.Containers, spec.InitContainers} {
-			for i := range list {
-				addQOSResources(requests, list[i].Resources.Requests)
-				if !addQOSResources(limits, list[i].Resources.Limits) {
-					guaranteed = false
-				}
+	if PodLevelResourcesSet(spec) {
+		return requirementsQOS(spec.Resources)
+	}
+	var class v1.PodQOSClass
+	for _, list := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			switch c := requirementsQOS(&list[i].Resources); {
+			case c == v1.PodQOSBurstable:
+				return c
+			case class == "":
+				class = c
+			case class != c:
+				return v1.PodQOSBurstable
 			}
 		}
 	}
-	if len(requests) == 0 && len(limits) == 0 {
+	if class == "" {
 		return v1.PodQOSBestEffort
 	}
-	if !guaranteed || len(requests) != len(limits) {
-		return v1.PodQOSBurstable
-	}
-	for name, req := range requests {
-		if l, ok := limits[name]; !ok || l.Cmp(req) != 0 {
+	return class
+}
+
+// requirementsQOS is the class of one set of requirements: BestEffort
+// without cpu and memory, Guaranteed when both are requested (above zero)
+// at their limit, Burstable otherwise (requirementsQOS and resourceQOS of
+// the qos helper).
+func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
+	var class v1.PodQOSClass
+	for _, name := range qosResources {
+		req, lim := r.Requests[name], r.Limits[name]
+		c := v1.PodQOSGuaranteed
+		switch {
+		case req.Cmp(lim) != 0:
+			return v1.PodQOSBurstable
+		case req.IsZero():
+			c = v1.PodQOSBestEffort
+		}
+		if class != "" && class != c {
 			return v1.PodQOSBurstable
 		}
+		class = c
 	}
-	return v1.PodQOSGuaranteed
-}
-
-// addQOSResources adds the cpu and memory quantities above zero of list to
-// sum, and says whether list has both.
-func addQOSResources(sum, list v1.ResourceList) (both bool) {
-	found := 0
-	for _, name := range qosResources {
-		q, ok := list[name]
-		if !ok || q.Cmp(resource.Quantity{}) <= 0 {
-			continue
-		}
-		found++
-		total := q.DeepCopy()
-		if prev, ok := sum[name]; ok {
-			total.Add(prev)
-		}
-		sum[name] = total
-	}
-	return found == len(qosResources)
-}
-
-// containersRequest says whether any container of spec requests name.
-func containersRequest(spec *v1.PodSpec, name v1.ResourceName) bool {
-	for _, list := range [][]v1.Container{spec.Containers, spec.InitContainers} {
-		for i := range list {
-			if _, ok := list[i].Resources.Requests[name]; ok {
-				return true
-			}
-		}
-	}
-	return false
+	return class
 }

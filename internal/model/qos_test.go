@@ -36,24 +36,31 @@ func TestComputeQOSClass(t *testing.T) {
 		pod               *v1.ResourceRequirements
 		want              v1.PodQOSClass
 	}{
-		"nothing":                      {containers: []v1.ResourceRequirements{{}}, want: v1.PodQOSBestEffort},
-		"zero requests":                {containers: []v1.ResourceRequirements{resources(rl{"cpu": "0", "memory": "0"}, nil)}, want: v1.PodQOSBestEffort},
-		"other resources only":         {containers: []v1.ResourceRequirements{resources(rl{"ephemeral-storage": "1Gi"}, rl{"ephemeral-storage": "1Gi"})}, want: v1.PodQOSBestEffort},
-		"requests equal limits":        {containers: []v1.ResourceRequirements{guaranteed, guaranteed}, want: v1.PodQOSGuaranteed},
-		"limits only (defaulted)":      {containers: []v1.ResourceRequirements{resources(nil, rl{"cpu": "1", "memory": "1Gi"})}, want: v1.PodQOSGuaranteed},
-		"init container too":           {containers: []v1.ResourceRequirements{guaranteed}, inits: []v1.ResourceRequirements{guaranteed}, want: v1.PodQOSGuaranteed},
-		"init container without":       {containers: []v1.ResourceRequirements{guaranteed}, inits: []v1.ResourceRequirements{{}}, want: v1.PodQOSBurstable},
-		"one container best effort":    {containers: []v1.ResourceRequirements{guaranteed, {}}, want: v1.PodQOSBurstable},
-		"requests below limits":        {containers: []v1.ResourceRequirements{resources(rl{"cpu": "100m", "memory": "100Mi"}, rl{"cpu": "200m", "memory": "100Mi"})}, want: v1.PodQOSBurstable},
-		"cpu limit only":               {containers: []v1.ResourceRequirements{resources(nil, rl{"cpu": "100m"})}, want: v1.PodQOSBurstable},
-		"requests only":                {containers: []v1.ResourceRequirements{resources(rl{"memory": "100Mi"}, nil)}, want: v1.PodQOSBurstable},
-		"pod level guaranteed":         {containers: []v1.ResourceRequirements{{}}, pod: &guaranteed, want: v1.PodQOSGuaranteed},
-		"pod level limits only":        {containers: []v1.ResourceRequirements{{}}, pod: &v1.ResourceRequirements{Limits: guaranteed.Limits}, want: v1.PodQOSGuaranteed},
-		"pod level requests only":      {containers: []v1.ResourceRequirements{guaranteed}, pod: &v1.ResourceRequirements{Requests: guaranteed.Requests}, want: v1.PodQOSBurstable},
-		"pod level decides over ctrs":  {containers: []v1.ResourceRequirements{{}}, pod: ptrTo(resources(rl{"cpu": "100m"}, rl{"cpu": "1", "memory": "1Gi"})), want: v1.PodQOSBurstable},
-		"pod level cpu limit only":     {containers: []v1.ResourceRequirements{{}}, pod: ptrTo(resources(nil, rl{"cpu": "1"})), want: v1.PodQOSBurstable},
-		"pod level empty: containers":  {containers: []v1.ResourceRequirements{guaranteed}, pod: &v1.ResourceRequirements{}, want: v1.PodQOSGuaranteed},
-		"requests summed over the pod": {containers: []v1.ResourceRequirements{resources(rl{"cpu": "100m", "memory": "100Mi"}, rl{"cpu": "200m", "memory": "100Mi"}), resources(rl{"cpu": "100m", "memory": "100Mi"}, rl{"cpu": "0", "memory": "100Mi"})}, want: v1.PodQOSBurstable},
+		"nothing":                   {containers: []v1.ResourceRequirements{{}}, want: v1.PodQOSBestEffort},
+		"zero requests":             {containers: []v1.ResourceRequirements{resources(rl{"cpu": "0", "memory": "0"}, nil)}, want: v1.PodQOSBestEffort},
+		"other resources only":      {containers: []v1.ResourceRequirements{resources(rl{"ephemeral-storage": "1Gi"}, rl{"ephemeral-storage": "1Gi"})}, want: v1.PodQOSBestEffort},
+		"requests equal limits":     {containers: []v1.ResourceRequirements{guaranteed, guaranteed}, want: v1.PodQOSGuaranteed},
+		"limits only (defaulted)":   {containers: []v1.ResourceRequirements{resources(nil, rl{"cpu": "1", "memory": "1Gi"})}, want: v1.PodQOSGuaranteed},
+		"init container too":        {containers: []v1.ResourceRequirements{guaranteed}, inits: []v1.ResourceRequirements{guaranteed}, want: v1.PodQOSGuaranteed},
+		"init container without":    {containers: []v1.ResourceRequirements{guaranteed}, inits: []v1.ResourceRequirements{{}}, want: v1.PodQOSBurstable},
+		"one container best effort": {containers: []v1.ResourceRequirements{guaranteed, {}}, want: v1.PodQOSBurstable},
+		"requests below limits":     {containers: []v1.ResourceRequirements{resources(rl{"cpu": "100m", "memory": "100Mi"}, rl{"cpu": "200m", "memory": "100Mi"})}, want: v1.PodQOSBurstable},
+		"cpu limit only":            {containers: []v1.ResourceRequirements{resources(nil, rl{"cpu": "100m"})}, want: v1.PodQOSBurstable},
+		"requests only":             {containers: []v1.ResourceRequirements{resources(rl{"memory": "100Mi"}, nil)}, want: v1.PodQOSBurstable},
+		"pod level guaranteed":      {containers: []v1.ResourceRequirements{{}}, pod: &guaranteed, want: v1.PodQOSGuaranteed},
+		"pod level limits only":     {containers: []v1.ResourceRequirements{{}}, pod: &v1.ResourceRequirements{Limits: guaranteed.Limits}, want: v1.PodQOSGuaranteed},
+		// The API server defaults the pod-level limits to the containers'
+		// when each has them (pkg/api/pod/util.go, defaultPodLevelLimits).
+		"pod level requests only":       {containers: []v1.ResourceRequirements{guaranteed}, pod: &v1.ResourceRequirements{Requests: guaranteed.Requests}, want: v1.PodQOSGuaranteed},
+		"pod level requests, no limits": {containers: []v1.ResourceRequirements{{}}, pod: &v1.ResourceRequirements{Requests: guaranteed.Requests}, want: v1.PodQOSBurstable},
+		// The pod-level cpu request is the containers' (50m), not the
+		// pod-level limit.
+		"pod level limits, ctr requests": {containers: []v1.ResourceRequirements{resources(rl{"cpu": "50m"}, nil)}, pod: &v1.ResourceRequirements{Limits: guaranteed.Limits}, want: v1.PodQOSBurstable},
+		"pod level memory limit only":    {containers: []v1.ResourceRequirements{{}, {}}, pod: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")}}, want: v1.PodQOSBurstable},
+		"pod level decides over ctrs":    {containers: []v1.ResourceRequirements{{}}, pod: ptrTo(resources(rl{"cpu": "100m"}, rl{"cpu": "1", "memory": "1Gi"})), want: v1.PodQOSBurstable},
+		"pod level cpu limit only":       {containers: []v1.ResourceRequirements{{}}, pod: ptrTo(resources(nil, rl{"cpu": "1"})), want: v1.PodQOSBurstable},
+		"pod level empty: containers":    {containers: []v1.ResourceRequirements{guaranteed}, pod: &v1.ResourceRequirements{}, want: v1.PodQOSGuaranteed},
+		"requests summed over the pod":   {containers: []v1.ResourceRequirements{resources(rl{"cpu": "100m", "memory": "100Mi"}, rl{"cpu": "200m", "memory": "100Mi"}), resources(rl{"cpu": "100m", "memory": "100Mi"}, rl{"cpu": "0", "memory": "100Mi"})}, want: v1.PodQOSBurstable},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

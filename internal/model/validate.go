@@ -160,6 +160,7 @@ func (v *validator) spec() {
 	if len(spec.EphemeralContainers) > 0 {
 		v.add(field.Forbidden(path.Child("ephemeralContainers"), "cannot be set on create"))
 	}
+	v.podResources()
 
 	checkEnum(v, path.Child("restartPolicy"), spec.RestartPolicy,
 		v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever)

@@ -151,6 +151,15 @@ var invalidManifests = map[string][]string{
 	"negative-grace-period": {
 		`spec.terminationGracePeriodSeconds: Invalid value: -5: must be greater than or equal to 0`,
 	},
+	// The API server's checks of spec.resources
+	// (pkg/apis/core/validation/validation.go, validatePodResources), the
+	// last one with its path.
+	"pod-level-resources": {
+		`spec.resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1`,
+		`spec.resources.requests[ephemeral-storage]: Unsupported value: "ephemeral-storage": supported values: "cpu", "hugepages-", "memory"`,
+		`spec.resources.requests[memory]: Invalid value: "64Mi": must be greater than or equal to aggregate container requests of 100Mi`,
+		`spec.resources.containers[0][memory].limits: Invalid value: "256Mi": must be less than or equal to pod limits of 128Mi`,
+	},
 	"probe-bad-settings": {
 		`spec.containers[0].livenessProbe.httpGet.port: Invalid value: "admin": must be a port number or the name of one of this container's ports`,
 		`spec.containers[0].livenessProbe.initialDelaySeconds: Invalid value: -1: must be greater than or equal to 0`,
@@ -412,6 +421,27 @@ func TestValidateHandBuilt(t *testing.T) {
 				p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
 			},
 			want: []string{`spec.ephemeralContainers: Forbidden: cannot be set on create`},
+		},
+		"pod-level resources on windows": {
+			mutate: func(p *Pod) {
+				p.Spec.OS = &v1.PodOS{Name: v1.Windows}
+				p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
+			},
+			want: []string{`spec.resources: Forbidden: may not be set for a windows pod`},
+		},
+		"pod-level claims and hugepages alone": {
+			mutate: func(p *Pod) {
+				p.Spec.Resources = &v1.ResourceRequirements{
+					Requests: v1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")},
+					Limits:   v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")},
+					Claims:   []v1.ResourceClaim{{Name: "gpu"}},
+				}
+			},
+			want: []string{
+				`spec.resources.claims: Forbidden: claims may not be set for Resources at pod-level`,
+				`spec.resources.requests[hugepages-2Mi]: Invalid value: "4Mi": must be equal to hugepages-2Mi limit of 2Mi`,
+				`spec.resources: Forbidden: HugePages require cpu or memory`,
+			},
 		},
 		"extended resource request without limit": {
 			mutate: func(p *Pod) {

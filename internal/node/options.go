@@ -121,18 +121,20 @@ type RuntimeOptions struct {
 	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every
 	// pod is on the host network.
 	PodNetwork bool
-	// Cgroups says whether the process runtime enforces resource limits
-	// in cgroups: CgroupsAuto (when it can: root and a usable hierarchy,
-	// with a log line when it cannot), CgroupsOn (fail when it cannot),
-	// CgroupsOff.
+	// Cgroups says whether the runtime makes the pods' cgroups with their
+	// limits (the process runtime: the pods' and the containers'; the CRI
+	// runtime: each pod's, its cgroup parent, as the kubelet does):
+	// CgroupsAuto (when it can: root and a usable hierarchy, with a log
+	// line when it cannot), CgroupsOn (fail when it cannot), CgroupsOff.
 	Cgroups string
 	// CgroupRoot is podward's cgroup, from each hierarchy's root: the
 	// process runtime's pod cgroups, and the CRI runtime's cgroup parents,
 	// are below it in the kubelet's QoS layout (the kubelet's
 	// --cgroup-root).
 	CgroupRoot string
-	// PodMaxPids, when above zero, limits the processes of each pod (the
-	// kubelet's --pod-max-pids; zero or -1: no limit).
+	// PodMaxPids, when above zero, limits the processes of each pod in its
+	// cgroup, on both runtimes (the kubelet's --pod-max-pids; zero or -1:
+	// no limit).
 	PodMaxPids int64
 	// ShimBinary is the process runtime's shim binary (RuntimeProcess,
 	// process.Config.ShimBinary): "" finds podward-shim beside this
@@ -245,19 +247,27 @@ type openRuntime interface {
 func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation) (openRuntime, error) {
 	switch o.Kind {
 	case RuntimeProcess:
-		cg, err := o.cgroups(log)
+		h, err := o.cgroups(log)
 		if err != nil {
 			return nil, err
+		}
+		var cg *process.CgroupConfig
+		if h != nil {
+			cg = &process.CgroupConfig{Hierarchy: h, Root: path.Clean(o.CgroupRoot), PodPidsLimit: o.PodMaxPids}
 		}
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
 			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
 		})
 	case RuntimeCRI:
+		h, err := o.cgroups(log)
+		if err != nil {
+			return nil, err
+		}
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
-			CgroupParent: o.CgroupRoot,
+			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)
@@ -268,10 +278,13 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 	}
 }
 
-// cgroups is the process runtime's cgroup configuration, nil when it runs
-// without cgroups: off, or auto where they cannot be used (not root, no
-// usable hierarchy), which is logged.
-func (o *RuntimeOptions) cgroups(log *slog.Logger) (*process.CgroupConfig, error) {
+// cgroups is the host's cgroup hierarchy with podward's root created in
+// it, where the runtime makes the pods' cgroups with their limits (the
+// process runtime: all of them; the CRI runtime: each pod's, its cgroup
+// parent, as the kubelet's pod container manager does). It is nil when
+// they are off, or auto where they cannot be used (not root, no usable
+// hierarchy), which is logged.
+func (o *RuntimeOptions) cgroups(log *slog.Logger) (*cgroups.Hierarchy, error) {
 	switch o.Cgroups {
 	case CgroupsOff:
 		return nil, nil
@@ -293,11 +306,15 @@ func (o *RuntimeOptions) cgroups(log *slog.Logger) (*process.CgroupConfig, error
 		if o.Cgroups == CgroupsOn {
 			return nil, fmt.Errorf("--cgroups=on: %w", err)
 		}
-		log.Warn("cgroups unavailable: resource limits are recorded but not enforced (--cgroups=off hides this)", "err", err)
+		what := "resource limits are recorded but not enforced"
+		if o.Kind == RuntimeCRI {
+			what = "the pods' cgroups get no limits of their own (pod-level resources, --pod-max-pids); the containers' are the CRI runtime's"
+		}
+		log.Warn("cgroups unavailable: "+what+" (--cgroups off hides this)", "err", err)
 		return nil, nil
 	}
 	log.Info("enforcing resource limits in cgroups", "hierarchy", h.String(), "cgroupRoot", o.CgroupRoot, "podMaxPids", o.PodMaxPids)
-	return &process.CgroupConfig{Hierarchy: h, Root: path.Clean(o.CgroupRoot), PodPidsLimit: o.PodMaxPids}, nil
+	return h, nil
 }
 
 // InvalidError is a pod that failed validation or that the runtime cannot

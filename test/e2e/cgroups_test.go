@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,7 +44,7 @@ func newCgroupEnv(t *testing.T) *cgroupEnv {
 		}
 	}
 	t.Cleanup(func() {
-		for _, d := range e.dirs {
+		for _, d := range e.allDirs() {
 			if left := e.podCgroups(d); len(left) > 0 {
 				t.Errorf("pod cgroups left after the test: %v", left)
 			}
@@ -50,6 +52,21 @@ func newCgroupEnv(t *testing.T) *cgroupEnv {
 		}
 	})
 	return e
+}
+
+// allDirs are the root's directories in every hierarchy it is in: the
+// ones the test looks at, and on v1 those a CRI runtime's runc made it in
+// besides (devices, freezer, blkio, the named systemd hierarchy...), as
+// it makes a container's cgroup in each.
+func (e *cgroupEnv) allDirs() []string {
+	dirs := append([]string(nil), e.dirs...)
+	others, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", e.root))
+	for _, d := range others {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // args are the agent's flags for the environment.
@@ -209,45 +226,126 @@ spec:
 
 // --pod-max-pids (the kubelet's podPidsLimit) stops a fork bomb at the
 // limit, in the pod's cgroup: the node stays responsive meanwhile, and the
-// bomb's processes all go with the pod.
+// bomb's processes all go with the pod. On the CRI runtime the pod's
+// cgroup is podward's as the kubelet's pod container manager makes it
+// (pkg/kubelet/cm/pod_container_manager_linux.go, with pids.max from
+// podPidsLimit): the sandbox's cgroup parent, which containerd's runc
+// puts the containers' cgroups in.
 func TestCgroupsPodPidsLimit(t *testing.T) {
-	e := newCgroupEnv(t)
-	a := startAgent(t, e.args("--pod-max-pids", "50")...)
-	a.apply("bomb", writeManifest(t, t.TempDir(), bombPod, nil))
-	a.waitPod("bomb", "jsonpath={.status.phase}=Running", lineTimeout)
-	uid := a.podUID("bomb")
-	pids := e.dirs[len(e.dirs)-1] // v1: the pids hierarchy; v2: the only one
-	podCg := e.podCgroup(pids, uid)
-	if podCg == "" {
-		t.Fatalf("no pod cgroup for %s", uid)
-	}
-	if max, _ := os.ReadFile(filepath.Join(podCg, "pids.max")); !strings.HasPrefix(string(max), "50") && len(e.dirs) > 1 {
-		t.Errorf("pids.max of the pod = %q, want 50", max)
-	}
-	deadline := time.Now().Add(lineTimeout)
-	for {
-		logs, _ := a.cli("logs", "bomb")
-		if strings.Contains(logs, "forked 300") {
-			t.Fatalf("the fork bomb was not stopped: %s", logs)
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		e := newCgroupEnv(t)
+		a := startAgent(t, append(append([]string(nil), rt.Args...), e.args("--pod-max-pids", "50")...)...)
+		a.apply("bomb", writeManifest(t, t.TempDir(), bombPod, nil))
+		a.waitPod("bomb", "jsonpath={.status.phase}=Running", lineTimeout)
+		uid := a.podUID("bomb")
+		pids := e.dirs[len(e.dirs)-1] // v1: the pids hierarchy; v2: the only one
+		podCg := e.podCgroup(pids, uid)
+		if podCg == "" {
+			t.Fatalf("no pod cgroup for %s", uid)
 		}
-		if strings.Contains(strings.ToLower(logs), "fork") {
-			t.Logf("the bomb: %s", strings.TrimSpace(logs))
-			break
+		// The process runtime's pod limit has room for its shims' threads
+		// on v2, where they are in the pod's pids cgroup.
+		if max, _ := os.ReadFile(filepath.Join(podCg, "pids.max")); strings.TrimSpace(string(max)) != "50" && (len(e.dirs) > 1 || rt.IsCRI()) {
+			t.Errorf("pids.max of the pod = %q, want 50", max)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the bomb never hit the limit: %q", logs)
+		deadline := time.Now().Add(lineTimeout)
+		for {
+			logs, _ := a.cli("logs", "bomb")
+			if strings.Contains(logs, "forked 300") {
+				t.Fatalf("the fork bomb was not stopped: %s", logs)
+			}
+			if strings.Contains(strings.ToLower(logs), "fork") {
+				t.Logf("the bomb: %s", strings.TrimSpace(logs))
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the bomb never hit the limit: %q", logs)
+			}
+			// The node answers while the bomb is at its limit.
+			start := time.Now()
+			a.mustCLI("get", "pods")
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("get pods took %v during the fork bomb", d)
+			}
 		}
-		// The node answers while the bomb is at its limit.
-		start := time.Now()
-		a.mustCLI("get", "pods")
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("get pods took %v during the fork bomb", d)
+		current, _ := os.ReadFile(filepath.Join(podCg, "pids.current"))
+		t.Logf("pids.current %s", strings.TrimSpace(string(current)))
+		a.mustCLI("delete", "pod", "bomb", "--timeout", "20s")
+		e.expectPodCgroupsGone(t, uid)
+	})
+}
+
+// sharedPod's two containers have no limits of their own, but the pod
+// has a pod-level memory limit (spec.resources, KEP-2837): each alone
+// fits in it (110 MiB of 128), both together do not. a holds its 110 MiB
+// (tail keeps a line without newlines) before b starts on its own, so
+// that a is the larger when the OOM killer picks (each container's
+// oom_score_adj is the same). A killed tail ends its shell with 137, the
+// pipe's writer at its next byte.
+const sharedPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shared
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  resources:
+    limits:
+      memory: 128Mi
+  volumes:
+  - name: sync
+    emptyDir: {}
+  containers:
+  - name: a
+    image: busybox
+    command: ["/bin/sh", "-c", "(head -c 110m /dev/zero; touch /sync/a; while :; do sleep 1; printf x; done) | tail >/dev/null"]
+    volumeMounts:
+    - {name: sync, mountPath: /sync}
+  - name: b
+    image: busybox
+    command: ["/bin/sh", "-c", "while [ ! -e /sync/a ]; do sleep 1; done; (head -c 110m /dev/zero; while :; do sleep 1; printf x; done) | tail >/dev/null"]
+    volumeMounts:
+    - {name: sync, mountPath: /sync}
+`
+
+// Pod-level resources are enforced on the pod's cgroup as the kubelet
+// computes them (pkg/kubelet/cm/helpers_linux.go, ResourceConfigForPod: a
+// pod-level limit makes a Burstable pod limited though its containers are
+// not): two containers without limits that together allocate past
+// spec.resources.limits.memory are OOM-killed in the pod's cgroup, and the
+// one killed ends OOMKilled, exit code 137. The pod's cgroup has the limit
+// (the process runtime's has room for its shims besides, 32 MiB a
+// container), and goes with the pod.
+func TestCgroupsPodLevelMemoryLimit(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		e := newCgroupEnv(t)
+		a := startAgent(t, append(append([]string(nil), rt.Args...), e.args()...)...)
+		a.apply("shared", writeManifest(t, t.TempDir(), sharedPod, nil))
+		a.waitPod("shared", "jsonpath={.status.containerStatuses[0].state.terminated.reason}=OOMKilled", exitTimeout)
+		p := a.getPod("shared")
+		if c := p.container(t, "a"); c.State.Terminated.ExitCode != 137 {
+			t.Errorf("a = %s, want exit code 137", c)
 		}
-	}
-	current, _ := os.ReadFile(filepath.Join(podCg, "pids.current"))
-	t.Logf("pids.current %s", strings.TrimSpace(string(current)))
-	a.mustCLI("delete", "pod", "bomb", "--timeout", "20s")
-	e.expectPodCgroupsGone(t, uid)
+		if p.Status.QOSClass != "Burstable" {
+			t.Errorf("QoS class %s, want Burstable (a pod-level memory limit only)", p.Status.QOSClass)
+		}
+		uid := a.podUID("shared")
+		mem := e.podCgroup(e.dirs[0], uid)
+		limit, err := os.ReadFile(filepath.Join(mem, "memory.limit_in_bytes"))
+		if os.IsNotExist(err) {
+			limit, err = os.ReadFile(filepath.Join(mem, "memory.max"))
+		}
+		want := int64(128 << 20)
+		if !rt.IsCRI() {
+			want += 2 * 32 << 20
+		}
+		if got := strings.TrimSpace(string(limit)); err != nil || got != strconv.FormatInt(want, 10) {
+			t.Errorf("the pod's memory limit = %q (%v), want %d", got, err, want)
+		}
+		a.mustCLI("delete", "pod", "shared", "--timeout", "20s")
+		e.expectPodCgroupsGone(t, uid)
+	})
 }
 
 // cgroupPod runs until deleted.

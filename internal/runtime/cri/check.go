@@ -2,6 +2,8 @@ package cri
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -44,8 +46,12 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 	if len(spec.HostAliases) > 0 {
 		errs = append(errs, notSupported("spec.hostAliases"))
 	}
-	if spec.Resources != nil && (len(spec.Resources.Limits) > 0 || len(spec.Resources.Requests) > 0) {
-		errs = append(errs, notSupported("spec.resources"))
+	if r := spec.Resources; r != nil {
+		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+			if name != v1.ResourceCPU && name != v1.ResourceMemory {
+				errs = append(errs, runtime.Unsupported("spec.resources.limits[%s]: not supported by the CRI runtime, which limits only cpu and memory", name))
+			}
+		}
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		p := "spec.securityContext"

@@ -393,11 +393,12 @@ func seccompProfile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
 // them (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go,
 // generateLinuxContainerResources): shares from the cpu request (at
 // least 2), a CFS quota from the cpu limit over a 100 ms period, the
-// memory limit, and the QoS policy's oom_score_adj; on cgroup v2 the
+// memory limit (a pod-level limit for a container without its own), and
+// the QoS policy's oom_score_adj; on cgroup v2 the
 // OOM killer kills the whole container (memory.oom.group, the kubelet's
 // default there).
 func (r *Runtime) resources(pod *model.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	res := linuxResources(podspec.ContainerResources(c))
+	res := linuxResources(podspec.ContainerResources(pod, c))
 	res.OomScoreAdj = int64(podspec.OOMScoreAdj(pod, c, r.memoryCapacity))
 	if r.cgroupV2 {
 		res.Unified = map[string]string{"memory.oom.group": "1"}

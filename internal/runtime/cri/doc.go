@@ -31,9 +31,12 @@
 // host-network sandbox cannot set one) unless the pod asks for its own and
 // Config.PodNetwork is on; PID namespace per container unless
 // shareProcessNamespace; cgroup parent <Config.CgroupParent>/<qos>/pod<UID>
-// as the kubelet's cgroupfs driver names it, which CleanupPod removes since
-// the CRI runtime never does. Resources are passed as the kubelet passes
-// them (podspec.ContainerResources, OOMScoreAdj, SandboxResources). Check refuses
+// as the kubelet's cgroupfs driver names it, which the runtime makes first
+// with the pod's limits and pid limit (with Config.Cgroups: as the
+// kubelet's pod container manager does, see podcgroup.go) and CleanupPod
+// removes since the CRI runtime never does. Resources are passed as the
+// kubelet passes them (podspec.ContainerResources, OOMScoreAdj,
+// SandboxResources, pod-level resources included). Check refuses
 // what the runtime cannot honour (volume kinds but emptyDir and hostPath,
 // SELinux, AppArmor, Localhost seccomp, user namespaces, limits of
 // resources but cpu and memory...), naming the field.
@@ -63,6 +66,6 @@
 // refusals, env and $(VAR) expansion, volume setup) are packages podspec's
 // and hostfs's; checkPod and checkContainer add only this runtime's own.
 //
-// It imports the model, the runtime vocabulary, podspec, hostfs, crilog,
-// the CRI API and gRPC; only the agent's wiring imports it.
+// It imports the model, the runtime vocabulary, podspec, hostfs, cgroups,
+// crilog, the CRI API and gRPC; only the agent's wiring imports it.
 package cri

@@ -426,6 +426,18 @@ func (f *fakeCRI) RemoveContainer(_ context.Context, req *runtimeapi.RemoveConta
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
+func (f *fakeCRI) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("UpdateContainerResources")
+	c := f.containers[req.ContainerId]
+	if c == nil {
+		return nil, status.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	}
+	c.config.Linux.Resources = req.Linux
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
 func (f *fakeCRI) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -469,7 +469,8 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID types.UID) ([]runti
 
 // ListPods returns, sorted, the UIDs of the pods that have sandboxes or
 // containers of this root in the CRI runtime, or volumes or termination
-// message files under the root:
+// message files under the root, or a cgroup (with Config.Cgroups) of a
+// pod with a directory under the root:
 // the pods CleanupPod was not called for yet, including those of an agent
 // that died. The agent cleans up those it does not know any more. It
 // bounds its calls with the call timeout.
@@ -505,6 +506,11 @@ func (r *Runtime) ListPods() ([]types.UID, error) {
 	}
 	for _, e := range entries {
 		uid := types.UID(e.Name())
+		if r.hasPodCgroup(uid) {
+			// A cgroup whose removal failed is removed again.
+			seen[uid] = struct{}{}
+			continue
+		}
 		for _, dir := range []string{r.volumesDir(uid), r.messagesDir(uid)} {
 			if _, err := os.Lstat(dir); err == nil {
 				seen[uid] = struct{}{}

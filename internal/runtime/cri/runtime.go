@@ -27,6 +27,7 @@ import (
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
@@ -123,8 +124,20 @@ type Config struct {
 	// own, <CgroupParent>/<qos>/pod<UID> (podspec.PodCgroup), for the
 	// cgroupfs driver. Default
 	// DefaultCgroupParent. CleanupPod removes the pod's parent, which the
-	// CRI runtime creates but never removes.
+	// CRI runtime never removes.
 	CgroupParent string
+	// Cgroups, when set, is the host's cgroup hierarchy, in which the
+	// runtime makes each pod's cgroup parent itself before its sandbox
+	// runs, with the pod's limits (podspec.PodCgroupResources: pod-level
+	// resources, or the containers' sums) and PodPidsLimit, as the
+	// kubelet's pod container manager does (cgroupfs driver: the CRI
+	// runtime must not use the systemd one); nil leaves the parent to the
+	// CRI runtime, which makes it without limits. CgroupParent must be a
+	// cgroup Cgroups.Init made.
+	Cgroups *cgroups.Hierarchy
+	// PodPidsLimit, when above zero and Cgroups is set, is each pod's limit
+	// of processes (the kubelet's podPidsLimit, --pod-max-pids).
+	PodPidsLimit int64
 	// NodeIP is what fieldRef status.hostIP(s) gives, and status.podIP(s)
 	// on the host network. Default 127.0.0.1, which inside a pod network
 	// is the pod itself: set it when PodNetwork is on.
@@ -177,6 +190,9 @@ type Runtime struct {
 	podNetwork     bool
 	cgroupParent   string
 	cgroupRoot     string // /sys/fs/cgroup; tests point it elsewhere
+	// cgroups and podPidsLimit: see Config.Cgroups.
+	cgroups      *cgroups.Hierarchy
+	podPidsLimit int64
 	// cgroupV2: the host's cgroups are the unified hierarchy.
 	cgroupV2 bool
 	// memoryCapacity is the node's memory, for the containers'
@@ -272,6 +288,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		podNetwork:     cfg.PodNetwork,
 		cgroupParent:   cfg.CgroupParent,
 		cgroupRoot:     "/sys/fs/cgroup",
+		cgroups:        cfg.Cgroups,
+		podPidsLimit:   cfg.PodPidsLimit,
 		cgroupV2:       isUnified("/sys/fs/cgroup"),
 		nodeIP:         cfg.NodeIP,
 		output:         cfg.Output,

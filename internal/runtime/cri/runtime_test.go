@@ -1074,6 +1074,14 @@ func TestCheck(t *testing.T) {
 		{"secretKeyRef", func(p *model.Pod) {
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{}}}}
 		}, "spec.containers[0].env[0].valueFrom"},
+		// Pod-level cpu and memory hold in the pod's cgroup; nothing else
+		// is limited, as for a container.
+		{"pod-level cpu and memory", func(p *model.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi")}}
+		}, ""},
+		{"pod-level hugepages", func(p *model.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi"), "hugepages-2Mi": resource.MustParse("2Mi")}}
+		}, "spec.resources.limits[hugepages-2Mi]"},
 		{"ephemeral storage limit", func(p *model.Pod) {
 			p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}
 		}, "spec.containers[0].resources.limits[ephemeral-storage]"},

@@ -97,14 +97,19 @@ func (r *Runtime) preparePod(ctx context.Context, pod *model.Pod) error {
 }
 
 // ensureSandbox returns the pod's ready sandbox, creating it when there is
-// none. The pod worker calls it from the pod's goroutine only, so two calls
-// for one pod never race.
+// none, and the pod's cgroup (ensurePodCgroup) before it: one found in
+// the CRI runtime (also an earlier Runtime's) gets its cgroup's limits set
+// again. The pod worker calls it from the pod's goroutine only, so two
+// calls for one pod never race.
 func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef, error) {
 	r.mu.Lock()
 	sb, ok := r.sandboxes[pod.UID]
 	r.mu.Unlock()
 	if ok {
 		return sb, nil
+	}
+	if err := r.ensurePodCgroup(pod); err != nil {
+		return sandboxRef{}, err
 	}
 	cctx, cancel := r.call(ctx)
 	resp, err := r.rt.ListPodSandbox(cctx, &runtimeapi.ListPodSandboxRequest{
@@ -278,10 +283,10 @@ func portMappings(pod *model.Pod) []*runtimeapi.PortMapping {
 
 // CleanupPod removes what the pod left in the CRI runtime and on disk:
 // its containers, its sandboxes (stopped first, which tears its network
-// down), its emptyDirs (hostPaths are left alone) and its cgroup parent,
-// which the CRI runtime never removes. It keeps the logs. It is
-// idempotent, and works for a pod the runtime knows only from ListPods:
-// only pod.UID is needed then. It must only be called when no container of
+// down), its emptyDirs (hostPaths are left alone) and its cgroup (the
+// sandbox's cgroup parent), which the CRI runtime never removes. It keeps
+// the logs. It is idempotent, and works for a pod the runtime knows only
+// from ListPods: only pod.UID is needed then. It must only be called when no container of
 // the pod runs; it fails without removing anything when one does.
 func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	if err := ctx.Err(); err != nil {

@@ -55,46 +55,71 @@ func MilliCPUToQuota(milli int64) int64 {
 // computes them (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go,
 // generateLinuxContainerResources and calculateLinuxResources): shares
 // from the cpu request (its limit when it has no request), the quota from
-// the cpu limit, the memory limit.
-func ContainerResources(c *v1.Container) Resources {
-	cpu := c.Resources.Limits.Cpu().MilliValue()
+// the cpu limit, the memory limit. In a pod that sets pod-level resources
+// a container without a cpu or memory limit of its own has the pod's
+// (getCPULimit, getMemoryLimit).
+func ContainerResources(pod *model.Pod, c *v1.Container) Resources {
+	cpuLimit := containerLimit(pod, c, v1.ResourceCPU).MilliValue()
+	cpu := cpuLimit
 	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
 		cpu = q.MilliValue()
 	}
 	return Resources{
 		CPUShares: MilliCPUToShares(cpu),
-		CPUQuota:  MilliCPUToQuota(c.Resources.Limits.Cpu().MilliValue()),
-		Memory:    c.Resources.Limits.Memory().Value(),
+		CPUQuota:  MilliCPUToQuota(cpuLimit),
+		Memory:    containerLimit(pod, c, v1.ResourceMemory).Value(),
 	}
+}
+
+// containerLimit is c's limit of name, or the pod-level one when c has
+// none and the pod sets pod-level resources.
+func containerLimit(pod *model.Pod, c *v1.Container, name v1.ResourceName) *resource.Quantity {
+	if q := c.Resources.Limits[name]; !q.IsZero() || !model.PodLevelResourcesSet(&pod.Spec) {
+		return &q
+	}
+	q := pod.Spec.Resources.Limits[name]
+	return &q
 }
 
 // PodResources are the pod's cgroup settings as the kubelet computes them
 // (pkg/kubelet/cm/helpers_linux.go, ResourceConfigForPod): shares from
 // the pod's cpu request, and for a Guaranteed pod the quota and memory
 // limit of its limits; a Burstable pod gets them only when each of its
-// containers has that limit, a BestEffort pod only the minimum shares.
-// The pod's requests and limits are its containers' as Kubernetes sums
-// them (podRequests); a defer container counts as an init container that
-// runs once every sidecar started.
+// containers has that limit, or the pod sets it at pod level; a
+// BestEffort pod only the minimum shares. The pod's requests and limits
+// are podList's: its containers' as Kubernetes sums them, but for what it
+// sets at pod level (spec.resources, which then decides).
 func PodResources(pod *model.Pod) Resources {
+	reqs, lims := podList(pod, model.Requests), podList(pod, model.Limits)
 	switch model.QOSClass(pod.Pod) {
 	case v1.PodQOSBestEffort:
 		return Resources{CPUShares: minShares}
 	case v1.PodQOSGuaranteed:
 		return Resources{
-			CPUShares: MilliCPUToShares(podAmount(pod, v1.ResourceCPU, requests).MilliValue()),
-			CPUQuota:  MilliCPUToQuota(podAmount(pod, v1.ResourceCPU, limits).MilliValue()),
-			Memory:    podAmount(pod, v1.ResourceMemory, limits).Value(),
+			CPUShares: MilliCPUToShares(reqs.Cpu().MilliValue()),
+			CPUQuota:  MilliCPUToQuota(lims.Cpu().MilliValue()),
+			Memory:    lims.Memory().Value(),
 		}
 	}
-	res := Resources{CPUShares: MilliCPUToShares(podAmount(pod, v1.ResourceCPU, requests).MilliValue())}
+	res := Resources{CPUShares: MilliCPUToShares(reqs.Cpu().MilliValue())}
 	if allLimit(pod, v1.ResourceCPU) {
-		res.CPUQuota = MilliCPUToQuota(podAmount(pod, v1.ResourceCPU, limits).MilliValue())
+		res.CPUQuota = MilliCPUToQuota(lims.Cpu().MilliValue())
 	}
 	if allLimit(pod, v1.ResourceMemory) {
-		res.Memory = podAmount(pod, v1.ResourceMemory, limits).Value()
+		res.Memory = lims.Memory().Value()
 	}
 	return res
+}
+
+// PodCgroupResources are what the pod's cgroup (PodCgroup) is given, as
+// the kubelet's pod container manager sets them on both runtimes
+// (pkg/kubelet/cm/pod_container_manager_linux.go, EnsureExists): the
+// pod's settings (PodResources) and, when pids is above zero, that pid
+// limit (its podPidsLimit, --pod-max-pids). The process runtime adds room
+// for its shims.
+func PodCgroupResources(pod *model.Pod, pids int64) cgroups.Resources {
+	r := PodResources(pod)
+	return cgroups.Resources{CPUShares: uint64(r.CPUShares), CPUQuota: r.CPUQuota, Memory: r.Memory, Pids: max(pids, 0)}
 }
 
 // OOMScoreAdj is the container's oom_score_adj under the kubelet's QoS
@@ -102,7 +127,9 @@ func PodResources(pod *model.Pod) Resources {
 // of memoryCapacity bytes: -997 for a Guaranteed pod, 1000 for a
 // BestEffort one, and for a Burstable one 1000 less the share of the
 // node's memory it requests (a sidecar's no higher than the regular
-// container requesting least), within [3, 999].
+// container requesting least), within [3, 999]. What a pod-level memory
+// request has beyond its containers' is shared among them
+// (remainingPodMemReqPerContainer).
 func OOMScoreAdj(pod *model.Pod, c *v1.Container, memoryCapacity int64) int {
 	switch model.QOSClass(pod.Pod) {
 	case v1.PodQOSGuaranteed:
@@ -113,13 +140,14 @@ func OOMScoreAdj(pod *model.Pod, c *v1.Container, memoryCapacity int64) int {
 	if memoryCapacity <= 0 {
 		return besteffortOOMScoreAdj - 1
 	}
-	adj := 1000 - 1000*c.Resources.Requests.Memory().Value()/memoryCapacity
+	extra := remainingMemoryRequest(pod)
+	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+extra)/memoryCapacity
 	if model.IsSidecar(c) && len(pod.Spec.Containers) > 0 {
 		least := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
 		for i := range pod.Spec.Containers {
 			least = min(least, pod.Spec.Containers[i].Resources.Requests.Memory().Value())
 		}
-		adj = min(adj, 1000-1000*least/memoryCapacity)
+		adj = min(adj, 1000-1000*(least+extra)/memoryCapacity)
 	}
 	switch {
 	case adj < 1000+guaranteedOOMScoreAdj:
@@ -130,51 +158,47 @@ func OOMScoreAdj(pod *model.Pod, c *v1.Container, memoryCapacity int64) int {
 	return int(adj)
 }
 
-func requests(c *v1.Container) v1.ResourceList { return c.Resources.Requests }
-func limits(c *v1.Container) v1.ResourceList   { return c.Resources.Limits }
-
-// podAmount is the pod's amount of name, of each container's list, as
-// Kubernetes aggregates it (k8s.io/component-helpers/resource,
-// PodRequests and PodLimits): the regular containers and the sidecars
-// side by side, or the most an init container needs with the sidecars
-// started before it, whichever is more. A defer container runs with
-// every sidecar.
-func podAmount(pod *model.Pod, name v1.ResourceName, list func(*v1.Container) v1.ResourceList) *resource.Quantity {
-	var sum, sidecars, peak resource.Quantity
-	for i := range pod.Spec.Containers {
-		sum.Add(list(&pod.Spec.Containers[i])[name])
+// remainingMemoryRequest is each container's share of what the pod-level
+// memory request has beyond its containers' aggregate (the kubelet's
+// pkg/kubelet/qos/helpers.go, remainingPodMemReqPerContainer): none
+// without one.
+func remainingMemoryRequest(pod *model.Pod) int64 {
+	r := pod.Spec.Resources
+	if r == nil || r.Requests.Memory().IsZero() {
+		return 0
 	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		q := list(c)[name].DeepCopy()
-		if model.IsSidecar(c) {
-			sum.Add(q)
-			sidecars.Add(q)
-			q = sidecars.DeepCopy()
-		} else {
-			q.Add(sidecars)
-		}
-		if q.Cmp(peak) > 0 {
-			peak = q
-		}
-	}
-	for i := range pod.Defer {
-		q := list(&pod.Defer[i])[name].DeepCopy()
-		q.Add(sidecars)
-		if q.Cmp(peak) > 0 {
-			peak = q
-		}
-	}
-	if peak.Cmp(sum) > 0 {
-		return &peak
-	}
-	return &sum
+	ctrs := model.AggregateResources(&pod.Spec, nil, model.Requests)
+	left := max(r.Requests.Memory().Value()-ctrs.Memory().Value(), 0)
+	return left / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
 }
 
-// allLimit says whether every container of the pod has a limit of name,
-// without which the pod has none (ResourceConfigForPod's
+// podList is the pod's requests or limits (pick: model.Requests or
+// model.Limits) of cpu and memory as the kubelet has them
+// (k8s.io/component-helpers/resource, PodRequests and PodLimits): its
+// containers' aggregate (a defer container counts as an init container
+// that runs once every sidecar started), but what the pod sets at pod
+// level is the pod's.
+func podList(pod *model.Pod, pick func(*v1.ResourceRequirements) v1.ResourceList) v1.ResourceList {
+	list := model.AggregateResources(&pod.Spec, pod.Defer, pick)
+	if r := pod.Spec.Resources; r != nil && model.PodLevelResourcesSet(&pod.Spec) {
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := pick(r)[name]; ok {
+				list[name] = q.DeepCopy()
+			}
+		}
+	}
+	return list
+}
+
+// allLimit says whether the pod has a limit of name: every container
+// has one, or the pod sets it at pod level (ResourceConfigForPod's
 // cpuLimitsDeclared and memoryLimitsDeclared).
 func allLimit(pod *model.Pod, name v1.ResourceName) bool {
+	if model.PodLevelResourcesSet(&pod.Spec) {
+		if q := pod.Spec.Resources.Limits[name]; !q.IsZero() {
+			return true
+		}
+	}
 	for _, ref := range pod.Containers() {
 		if q := pod.Container(ref).Resources.Limits[name]; q.IsZero() {
 			return false
@@ -185,18 +209,19 @@ func allLimit(pod *model.Pod, name v1.ResourceName) bool {
 
 // SandboxResources are the pod sandbox's settings as the kubelet passes
 // them (pkg/kubelet/kuberuntime/kuberuntime_sandbox_linux.go,
-// calculateSandboxResources): the pod's summed requests and limits, as a
-// container's.
+// calculateSandboxResources): the pod's requests and limits (podList), as
+// a container's.
 func SandboxResources(pod *model.Pod) Resources {
-	cpu := podAmount(pod, v1.ResourceCPU, requests).MilliValue()
-	limit := podAmount(pod, v1.ResourceCPU, limits).MilliValue()
-	if cpu == 0 {
-		cpu = limit
+	reqs, lims := podList(pod, model.Requests), podList(pod, model.Limits)
+	limit := lims.Cpu().MilliValue()
+	cpu := limit
+	if q, ok := reqs[v1.ResourceCPU]; ok {
+		cpu = q.MilliValue()
 	}
 	return Resources{
 		CPUShares: MilliCPUToShares(cpu),
 		CPUQuota:  MilliCPUToQuota(limit),
-		Memory:    podAmount(pod, v1.ResourceMemory, limits).Value(),
+		Memory:    lims.Memory().Value(),
 	}
 }
 

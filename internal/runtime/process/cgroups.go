@@ -73,19 +73,16 @@ func (c *podCgroups) preparePod(pod *model.Pod) error {
 	return c.Hierarchy.CreateShims(p)
 }
 
-// podLimits is what the pod's cgroup is given: the pod's resources, with
-// room for its shims, and the pid limit.
+// podLimits is what the pod's cgroup is given: the pod's resources and pid
+// limit (podspec.PodCgroupResources, as on the CRI runtime), with room for
+// its shims.
 func (c *podCgroups) podLimits(pod *model.Pod) cgroups.Resources {
-	r := podspec.PodResources(pod)
-	res := cgroups.Resources{CPUShares: uint64(r.CPUShares), CPUQuota: r.CPUQuota, Memory: r.Memory}
+	res := podspec.PodCgroupResources(pod, c.PodPidsLimit)
 	if res.Memory > 0 {
 		res.Memory += cgroups.ShimMemory * int64(len(pod.Containers()))
 	}
-	if c.PodPidsLimit > 0 {
-		res.Pids = c.PodPidsLimit
-		if c.Hierarchy.Version() == cgroups.V2 {
-			res.Pids += cgroups.ShimPids * int64(len(pod.Containers()))
-		}
+	if res.Pids > 0 && c.Hierarchy.Version() == cgroups.V2 {
+		res.Pids += cgroups.ShimPids * int64(len(pod.Containers()))
 	}
 	return res
 }
@@ -96,7 +93,7 @@ func (c *podCgroups) podLimits(pod *model.Pod) cgroups.Resources {
 // instance does not start.
 func (c *podCgroups) prepareInstance(pod *model.Pod, ctr *v1.Container, id string, spec *shim.Spec) error {
 	p := path.Join(c.podPath(pod), id)
-	if err := c.Hierarchy.Create(p, c.containerLimits(ctr)); err != nil {
+	if err := c.Hierarchy.Create(p, c.containerLimits(pod, ctr)); err != nil {
 		return err
 	}
 	cg := c.Hierarchy.Placement(p)
@@ -106,9 +103,10 @@ func (c *podCgroups) prepareInstance(pod *model.Pod, ctr *v1.Container, id strin
 	return nil
 }
 
-// containerLimits is what the cgroup of an instance of ctr is given.
-func (c *podCgroups) containerLimits(ctr *v1.Container) cgroups.Resources {
-	r := podspec.ContainerResources(ctr)
+// containerLimits is what the cgroup of an instance of ctr, of pod, is
+// given.
+func (c *podCgroups) containerLimits(pod *model.Pod, ctr *v1.Container) cgroups.Resources {
+	r := podspec.ContainerResources(pod, ctr)
 	return cgroups.Resources{
 		CPUShares: uint64(r.CPUShares), CPUQuota: r.CPUQuota, Memory: r.Memory,
 		OOMGroup: c.Hierarchy.Version() == cgroups.V2,
@@ -126,15 +124,15 @@ func (c *podCgroups) resize(pod *model.Pod, ctr *v1.Container, id string) error 
 	// A memory limit below what the container uses is not set, as the
 	// kubelet does not set it (pkg/kubelet/kuberuntime/kuberuntime_manager.go,
 	// doPodResizeAction): the kernel would reclaim or OOM-kill to get there.
-	if lim := c.containerLimits(ctr).Memory; lim > 0 {
+	if lim := c.containerLimits(pod, ctr).Memory; lim > 0 {
 		if used, err := c.Hierarchy.Placement(inst).MemoryUsage(); err == nil && used > uint64(lim) {
 			return fmt.Errorf("%w: attempting to set container memory limit (%d) below current usage (%d)", ErrMemoryBelowUsage, lim, used)
 		}
 	}
 	if err := c.Hierarchy.Update(p, c.podLimits(pod)); err == nil {
-		return c.Hierarchy.Update(inst, c.containerLimits(ctr))
+		return c.Hierarchy.Update(inst, c.containerLimits(pod, ctr))
 	}
-	if err := c.Hierarchy.Update(inst, c.containerLimits(ctr)); err != nil {
+	if err := c.Hierarchy.Update(inst, c.containerLimits(pod, ctr)); err != nil {
 		return err
 	}
 	return c.Hierarchy.Update(p, c.podLimits(pod))
