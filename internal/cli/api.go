@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
 	"strings"
+
+	v1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,6 +157,23 @@ func unknownResource(kind string) error {
 }
 
 // podName reads one pod argument: NAME or pod/NAME.
+// podOf gets the pod arg names (NAME or pod/NAME) from the agent, as
+// the verbs on one pod (exec, attach, port-forward, debug, resize) begin.
+// On an error, already printed as kubectl prints it (a bad name as a usage
+// error), nothing is left open; else the caller closes c.
+func (o *apiOptions) podOf(ctx context.Context, s Streams, arg string) (c *client.Client, pod *v1.Pod, err error) {
+	name, err := podName(arg)
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	c = o.client()
+	if pod, err = c.GetPod(ctx, o.namespace, name); err != nil {
+		c.Close()
+		return nil, nil, report(s, err)
+	}
+	return c, pod, nil
+}
+
 func podName(arg string) (string, error) {
 	if kind, name, ok := strings.Cut(arg, "/"); ok {
 		if !isPodResource(kind) {

@@ -41,16 +41,11 @@ annotation names, else the first regular container.`,
 }
 
 func runAttach(ctx context.Context, s Streams, api *apiOptions, o execOptions, arg string) error {
-	name, err := podName(arg)
+	c, pod, err := api.podOf(ctx, s, arg)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	c := api.client()
 	defer c.Close()
-	pod, err := c.GetPod(ctx, api.namespace, name)
-	if err != nil {
-		return report(s, err)
-	}
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		fmt.Fprintf(s.Err, "error: cannot attach a container in a completed pod; current phase is %s\n", pod.Status.Phase)
 		return &ExitError{Code: ExitFailed}
@@ -79,24 +74,11 @@ func attachTo(ctx context.Context, s Streams, api *apiOptions, c apiClient, o ex
 		o.tty = true
 	}
 	t := setupTTY(s, o)
-	streams := remotecommand.StreamOptions{Stdout: s.Out, Stderr: s.Err, Tty: t.raw}
-	if o.stdin {
-		streams.Stdin = s.In
+	streams, done, err := t.streams(s, o.stdin, true)
+	if err != nil {
+		return report(s, err)
 	}
-	if t.raw {
-		streams.Stderr = nil
-		restore, err := t.makeRaw()
-		if err != nil {
-			return report(s, err)
-		}
-		defer restore()
-		sizes := t.monitorSize()
-		defer sizes.stop()
-		streams.TerminalSizeQueue = sizes
-		if size, ok := t.size(); ok {
-			streams.TerminalSizeQueue = &firstSize{size: remotecommand.TerminalSize{Width: size.Width + 1, Height: size.Height + 1}, rest: sizes}
-		}
-	}
+	defer done()
 	if !o.quiet {
 		fmt.Fprintln(s.Err, "If you don't see a command prompt, try pressing enter.")
 	}

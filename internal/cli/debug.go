@@ -99,16 +99,12 @@ func (o *debugOptions) validate() error {
 }
 
 func runDebug(ctx context.Context, s Streams, api *apiOptions, o debugOptions, arg string, command []string) error {
-	name, err := podName(arg)
+	c, pod, err := api.podOf(ctx, s, arg)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	c := api.client()
 	defer c.Close()
-	pod, err := c.GetPod(ctx, api.namespace, name)
-	if err != nil {
-		return report(s, err)
-	}
+	name := pod.Name
 	// kubectl debug's notes, on stdout as it prints them.
 	if o.target != "" && !o.quiet {
 		fmt.Fprintf(s.Out, "Targeting container %q. If you don't see processes from this container it may be because the container runtime doesn't support this feature.\n", o.target)

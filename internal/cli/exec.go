@@ -62,16 +62,12 @@ annotation names, else the first regular container.`,
 }
 
 func runExec(ctx context.Context, s Streams, api *apiOptions, o execOptions, arg string, command []string) error {
-	name, err := podName(arg)
+	c, pod, err := api.podOf(ctx, s, arg)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	c := api.client()
 	defer c.Close()
-	pod, err := c.GetPod(ctx, api.namespace, name)
-	if err != nil {
-		return report(s, err)
-	}
+	name := pod.Name
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		fmt.Fprintf(s.Err, "error: cannot exec into a container in a completed pod; current phase is %s\n", pod.Status.Phase)
 		return &ExitError{Code: ExitFailed}
@@ -83,21 +79,11 @@ func runExec(ctx context.Context, s Streams, api *apiOptions, o execOptions, arg
 	}
 
 	t := setupTTY(s, o)
-	streams := remotecommand.StreamOptions{Stdout: s.Out, Stderr: s.Err, Tty: t.raw}
-	if o.stdin {
-		streams.Stdin = s.In
+	streams, done, err := t.streams(s, o.stdin, false)
+	if err != nil {
+		return report(s, err)
 	}
-	if t.raw {
-		streams.Stderr = nil
-		restore, err := t.makeRaw()
-		if err != nil {
-			return report(s, err)
-		}
-		defer restore()
-		sizes := t.monitorSize()
-		defer sizes.stop()
-		streams.TerminalSizeQueue = sizes
-	}
+	defer done()
 	opts := v1.PodExecOptions{Container: container, Command: command, Stdin: o.stdin, Stdout: true, Stderr: !t.raw, TTY: t.raw}
 	return remoteResult(s, c.Exec(ctx, api.namespace, name, opts, streams))
 }
@@ -152,6 +138,32 @@ func setupTTY(s Streams, o execOptions) execTTY {
 		t.out = out
 	}
 	return t
+}
+
+// streams are what an exec or an attach sends and receives: stdin with
+// -i; on a terminal, in raw mode, stderr merged into it and its size
+// changes sent, first one larger when redraw is set (an attach, as
+// kubectl's, so that a re-attached screen is redrawn). done restores the
+// terminal and stops watching its size.
+func (t execTTY) streams(s Streams, stdin, redraw bool) (streams remotecommand.StreamOptions, done func(), err error) {
+	streams = remotecommand.StreamOptions{Stdout: s.Out, Stderr: s.Err, Tty: t.raw}
+	if stdin {
+		streams.Stdin = s.In
+	}
+	if !t.raw {
+		return streams, func() {}, nil
+	}
+	streams.Stderr = nil
+	restore, err := t.makeRaw()
+	if err != nil {
+		return streams, nil, err
+	}
+	sizes := t.monitorSize()
+	streams.TerminalSizeQueue = sizes
+	if size, ok := t.size(); ok && redraw {
+		streams.TerminalSizeQueue = &firstSize{size: remotecommand.TerminalSize{Width: size.Width + 1, Height: size.Height + 1}, rest: sizes}
+	}
+	return streams, func() { sizes.stop(); restore() }, nil
 }
 
 // makeRaw puts the terminal in raw mode; restore puts it back.

@@ -47,16 +47,12 @@ is the host's: the connection is made to the host's loopback.`,
 }
 
 func runPortForward(ctx context.Context, s Streams, api *apiOptions, o portForwardOptions, arg string, ports []string) error {
-	name, err := podName(arg)
+	c, pod, err := api.podOf(ctx, s, arg)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	c := api.client()
 	defer c.Close()
-	pod, err := c.GetPod(ctx, api.namespace, name)
-	if err != nil {
-		return report(s, err)
-	}
+	name := pod.Name
 	if pod.Status.Phase != v1.PodRunning {
 		fmt.Fprintf(s.Err, "error: unable to forward port because pod is not running. Current status=%v\n", pod.Status.Phase)
 		return &ExitError{Code: ExitFailed}

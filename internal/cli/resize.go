@@ -87,16 +87,12 @@ func parseResources(s string) (v1.ResourceList, error) {
 }
 
 func runResize(ctx context.Context, s Streams, api *apiOptions, arg, containers string, limits, requests v1.ResourceList) error {
-	name, err := podName(arg)
+	c, pod, err := api.podOf(ctx, s, arg)
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	c := api.client()
 	defer c.Close()
-	pod, err := c.GetPod(ctx, api.namespace, name)
-	if err != nil {
-		return report(s, err)
-	}
+	name := pod.Name
 	want := map[string]bool{}
 	for _, n := range strings.Split(containers, ",") {
 		want[n] = true
