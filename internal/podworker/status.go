@@ -338,13 +338,13 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		state = planner.Waiting
 		cs.LastTerminationState.Terminated = c.terminatedState()
 	}
-	if c.ref.Role == model.RoleMain || c.ref.Role == model.RoleSidecar {
-		cs.AllocatedResources = allocatedResources(spec)
+	if resizable(c.ref.Role) {
+		cs.AllocatedResources = allocatedResources(pw.allocPod.Container(c.ref))
 	}
 	switch state {
 	case planner.Running:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.obs.StartedAt)}
-		if c.ref.Role == model.RoleMain || c.ref.Role == model.RoleSidecar {
+		if resizable(c.ref.Role) {
 			cs.Resources = appliedResources(c.applied)
 		}
 		// Without readiness probes (issue 4) a started container is ready,
