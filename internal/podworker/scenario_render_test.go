@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
@@ -140,6 +141,9 @@ func (s *scenario) status() []string {
 	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
 		if cs.Resources != nil {
 			out = append(out, fmt.Sprintf("  resources %s: limits cpu=%s memory=%s", cs.Name, cs.Resources.Limits.Cpu(), cs.Resources.Limits.Memory()))
+		}
+		if spec := (&model.Pod{Pod: pod}).Container(findRef(&model.Pod{Pod: pod}, cs.Name)); spec != nil && !equality.Semantic.DeepEqual(cs.AllocatedResources, spec.Resources.Requests) {
+			out = append(out, fmt.Sprintf("  allocated %s: requests cpu=%s memory=%s", cs.Name, cs.AllocatedResources.Cpu(), cs.AllocatedResources.Memory()))
 		}
 	}
 	if g := pod.DeletionGracePeriodSeconds; g != nil {
