@@ -341,11 +341,13 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 
 // addLocked gives pod its identity and records it; a.mu must be held. As
 // the API server does on create, the status written in the manifest is
-// dropped. A pod the node does not admit now (admitLocked: no room, or the
-// node shuts down) is recorded rejected (see isRejected); launch then
-// starts nothing of it.
+// dropped and metadata.generation is 1 (registry/core/pod/strategy.go,
+// PrepareForCreate). A pod the node does not admit now (admitLocked: no
+// room, or the node shuts down) is recorded rejected (see isRejected);
+// launch then starts nothing of it.
 func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
+	pod.Generation = 1
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
 	pod.Status = v1.PodStatus{}

@@ -29,7 +29,7 @@ import (
 // another source of pods.
 type PodAgent interface {
 	Sync(pod *model.Pod) error
-	SyncEphemeralContainers(uid types.UID, ecs []v1.EphemeralContainer) error
+	SyncEphemeralContainers(uid types.UID, generation int64, ecs []v1.EphemeralContainer) error
 	SyncResources(uid types.UID, pod *v1.Pod) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
@@ -268,7 +268,7 @@ func (p *Pods) syncEphemeral(pod *v1.Pod) error {
 	if len(pod.Spec.EphemeralContainers) == 0 {
 		return nil
 	}
-	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, pod.Spec.EphemeralContainers)
+	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, pod.Generation, pod.Spec.EphemeralContainers)
 	switch {
 	case errors.Is(err, agent.ErrInvalid):
 		p.log.Error("ephemeral containers refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)

@@ -178,14 +178,16 @@ func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time
 
 // resizeConditions are the pod's PodResizePending and PodResizeInProgress
 // conditions, present while the resize is so (the kubelet's status
-// manager, SetPodResizePendingCondition / SetPodResizeInProgressCondition).
+// manager, SetPodResizePendingCondition / SetPodResizeInProgressCondition),
+// each observing the generation it is about: the one found pending, the
+// one allocated.
 func (pw *podWorker) resizeConditions() []v1.PodCondition {
 	var out []v1.PodCondition
 	if st := pw.resizing; st.pendingReason != "" {
-		out = append(out, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: st.pendingReason, Message: st.pendingMessage})
+		out = append(out, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: st.pendingReason, Message: st.pendingMessage, ObservedGeneration: st.pendingGen})
 	}
 	if st := pw.resizing; st.inProgress {
-		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}
+		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: pw.allocGen}
 		if st.errMessage != "" {
 			c.Reason, c.Message = v1.PodReasonError, st.errMessage
 		}

@@ -174,6 +174,10 @@ func (s *scenario) act(d plannertest.Directive) error {
 			return d.Errorf("want resize NAME cpu=Q|memory=Q|restart=RESOURCE...")
 		}
 		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		// The API server bumps metadata.generation on a change of the
+		// spec; it is 1 from the pod's creation (a scenario's pod has
+		// none until its first resize).
+		next.Generation = max(next.Generation, 1) + 1
 		c := next.Container(findRef(next, d.Args[0].Key))
 		if c == nil {
 			return d.Errorf("no container %q", d.Args[0].Key)

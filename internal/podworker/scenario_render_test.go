@@ -117,7 +117,11 @@ func (s *scenario) status() []string {
 		return []string{"status: no worker"}
 	}
 	st := pod.Status
-	out := []string{"status qosClass=" + string(st.QOSClass)}
+	head := "status qosClass=" + string(st.QOSClass)
+	if st.ObservedGeneration != 0 {
+		head += fmt.Sprintf(" observedGeneration=%d", st.ObservedGeneration)
+	}
+	out := []string{head}
 	for _, c := range st.Conditions {
 		line := fmt.Sprintf("  condition %s %s", c.Type, c.Status)
 		if c.Reason != "" {
@@ -125,6 +129,9 @@ func (s *scenario) status() []string {
 		}
 		if c.Message != "" {
 			line += fmt.Sprintf(" %q", c.Message)
+		}
+		if c.ObservedGeneration != 0 {
+			line += fmt.Sprintf(" gen=%d", c.ObservedGeneration)
 		}
 		out = append(out, line)
 	}

@@ -65,6 +65,43 @@ func TestKubectlResize(t *testing.T) {
 				t.Errorf("condition %s %s %s once applied", cond.Type, cond.Reason, cond.Message)
 			}
 		}
+		// The API server bumped metadata.generation for the resize; the
+		// status and each condition observe it (KEP-5067, GA in 1.35:
+		// the kubelet's status manager, pkg/kubelet/status/generate.go).
+		if after.Generation <= before.Generation {
+			t.Errorf("generation %d after the resize, %d before: the API server did not bump it", after.Generation, before.Generation)
+		}
+		c.waitPod(t, "default", pod, "status.observedGeneration and the conditions' observedGeneration at the resize's generation", waitTimeout, func(p *v1.Pod) bool {
+			if p == nil || p.Status.ObservedGeneration != p.Generation || p.Generation < after.Generation {
+				return false
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.ObservedGeneration != p.Generation {
+					return false
+				}
+			}
+			return true
+		})
+
+		// A resize past the node's allocatable waits, Deferred, with the
+		// kubelet 1.37's message (pkg/kubelet/allocation and the predicate
+		// handler's arithmetic), its condition observing the generation of
+		// the resize, and the container keeps what it has.
+		huge := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"100000"}}}]}}`
+		c.mustKubectl(t, "patch", "pod", pod, "--subresource", "resize", "--patch", huge)
+		c.waitPod(t, "default", pod, "PodResizePending Deferred", waitTimeout, func(p *v1.Pod) bool {
+			if p == nil {
+				return false
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == v1.PodResizePending && cond.Reason == v1.PodReasonDeferred &&
+					strings.HasPrefix(cond.Message, "Node didn't have enough resource: cpu, requested: 100000000, used: ") &&
+					cond.ObservedGeneration == p.Generation {
+					return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].AllocatedResources.Cpu().String() == "100m"
+				}
+			}
+			return false
+		})
 
 		qos := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}}]}}`
 		msg, err := c.kubectl(waitTimeout, "patch", "pod", pod, "--subresource", "resize", "--patch", qos)
