@@ -137,8 +137,10 @@ type observedRecord struct {
 	// ProbeKilled was added after the first agents: omitted when false, so
 	// that their checkpoints read (as false) and write back the same.
 	ProbeKilled bool `json:"probeKilled,omitempty"`
-	// RestartedAll was added later still, the same way.
-	RestartedAll bool `json:"restartedAll,omitempty"`
+	// RestartedAll was added later still, the same way, and ResizeRestart
+	// after it.
+	RestartedAll  bool `json:"restartedAll,omitempty"`
+	ResizeRestart bool `json:"resizeRestart,omitempty"`
 }
 
 // exitRecord is a runtime.ExitStatus.
@@ -334,7 +336,7 @@ func (c *ctr) record() containerRecord {
 			StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 			Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 			StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
-			ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll,
+			ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll, ResizeRestart: o.ResizeRestart,
 		},
 		Exit:             exitRecord{ExitCode: c.exit.ExitCode, Reason: string(c.exit.Reason), Message: c.exit.Message, FinishedAt: c.exit.FinishedAt},
 		Last:             c.last,
@@ -363,7 +365,7 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 		StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 		Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 		StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
-		ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll,
+		ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll, ResizeRestart: o.ResizeRestart,
 	}
 	c.exit = runtime.ExitStatus{ExitCode: r.Exit.ExitCode, Reason: runtime.ExitReason(r.Exit.Reason), Message: r.Exit.Message, FinishedAt: r.Exit.FinishedAt}
 	c.last = r.Last

@@ -142,7 +142,12 @@ func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time
 		case planner.ResizeNone:
 			continue
 		case planner.ResizeRestart:
-			pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, fmt.Sprintf("Container %s resize requires restart", c.ref.Name))
+			if c.obs.StopRequestedAt.IsZero() {
+				// Recorded with the stop's write-ahead: the planner starts
+				// the next instance at once, whatever the restart policy.
+				c.obs.ResizeRestart = true
+				pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, fmt.Sprintf("Container %s resize requires restart", c.ref.Name))
+			}
 			st.inProgress = true
 			continue
 		}

@@ -102,6 +102,9 @@ func (s *scenario) checkpoint() ([]string, error) {
 		if o.RestartedAll {
 			line += fmt.Sprintf(" restartedAll steps=%d", o.BackoffSteps)
 		}
+		if o.ResizeRestart {
+			line += " resizeRestart"
+		}
 		out = append(out, line)
 	}
 	return out, nil
