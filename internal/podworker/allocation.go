@@ -41,18 +41,22 @@ func specAllocation(pod *model.Pod) allocation {
 	return out
 }
 
-// same says whether a and b give every container the same resources.
-func (a allocation) same(b allocation) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, r := range a {
-		o, ok := b[name]
-		if !ok || !equality.Semantic.DeepEqual(r, o) {
+// matches says whether pod's spec asks for what alloc gives its
+// resizable containers, without copying anything (the pod worker asks at
+// every step).
+func (a allocation) matches(pod *model.Pod) bool {
+	n := 0
+	for _, ref := range pod.Containers() {
+		if !resizable(ref.Role) {
+			continue
+		}
+		n++
+		r, ok := a[ref.Name]
+		if !ok || !equality.Semantic.DeepEqual(pod.Container(ref).Resources, r) {
 			return false
 		}
 	}
-	return true
+	return n == len(a)
 }
 
 // withAllocation is pod with its resizable containers' resources replaced
@@ -61,7 +65,7 @@ func (a allocation) same(b allocation) bool {
 // starts, and is resized, with what the node allocated to it, whatever its
 // spec asks for meanwhile.
 func withAllocation(pod *model.Pod, alloc allocation) *model.Pod {
-	if specAllocation(pod).same(alloc) {
+	if alloc.matches(pod) {
 		return pod
 	}
 	out := &model.Pod{Pod: pod.Pod.DeepCopy(), Defer: pod.Defer}

@@ -66,13 +66,13 @@ func (pw *podWorker) resize(ctx context.Context, now time.Time) (wake time.Time)
 // progress afresh. Otherwise the resize is pending, with why. A spec that
 // went back to what was allocated ends a pending resize.
 func (pw *podWorker) allocate() {
-	desired := specAllocation(pw.pod)
 	st := &pw.resizing
-	if desired.same(pw.allocated) {
+	if pw.allocated.matches(pw.pod) {
 		st.pendingReason, st.pendingMessage, st.pendingGen = "", "", 0
 		pw.deferred.Store(false)
 		return
 	}
+	desired := specAllocation(pw.pod)
 	reason, message := pw.feasible(desired)
 	freed := false
 	if reason == "" {
