@@ -171,18 +171,6 @@ func podAmount(pod *model.Pod, name v1.ResourceName, list func(*v1.Container) v1
 	return &sum
 }
 
-// PodRequests are the pod's cpu and memory requests as Kubernetes
-// aggregates them (podAmount, k8s.io/component-helpers/resource's
-// PodRequests): what the node counts of the pod when it admits a resize
-// (KEP-1287) against its allocatable. A resource no container requests
-// is zero.
-func PodRequests(pod *model.Pod) v1.ResourceList {
-	return v1.ResourceList{
-		v1.ResourceCPU:    *podAmount(pod, v1.ResourceCPU, requests),
-		v1.ResourceMemory: *podAmount(pod, v1.ResourceMemory, requests),
-	}
-}
-
 // allLimit says whether every container of the pod has a limit of name,
 // without which the pod has none (ResourceConfigForPod's
 // cpuLimitsDeclared and memoryLimitsDeclared).
@@ -224,4 +212,16 @@ var cgroupQoS = map[v1.PodQOSClass]cgroups.QoS{
 // cgroup parent.
 func PodCgroup(root string, pod *model.Pod) string {
 	return cgroups.PodPath(root, cgroupQoS[model.QOSClass(pod.Pod)], string(pod.UID))
+}
+
+// PodRequests are the pod's cpu and memory requests as Kubernetes
+// aggregates them (podAmount, k8s.io/component-helpers/resource's
+// PodRequests): what the node counts of the pod when it admits a resize
+// (KEP-1287) against its allocatable. A resource no container requests
+// is zero.
+func PodRequests(pod *model.Pod) v1.ResourceList {
+	return v1.ResourceList{
+		v1.ResourceCPU:    *podAmount(pod, v1.ResourceCPU, requests),
+		v1.ResourceMemory: *podAmount(pod, v1.ResourceMemory, requests),
+	}
 }
