@@ -62,6 +62,11 @@ type Config struct {
 	// (runtime.PodLogRemover): 0 (DefaultKeepTerminatedPodLogs) removes
 	// them then, a negative value never.
 	KeepTerminatedPodLogs time.Duration
+	// Allocatable is the node's allocatable resources (those a cluster's
+	// Node reports); of them, cpu and memory are what a resize that asks
+	// for more must fit in with the other pods' allocations (KEP-1287, see
+	// podworker.Config.Allocatable). Nil: resizes are not checked.
+	Allocatable v1.ResourceList
 	// MaxPods is how many pods the agent runs at once, as the kubelet's
 	// --max-pods (0: DefaultMaxPods). A pod created beyond it is rejected
 	// (RejectedError, as one created while the node shuts down): in the
@@ -197,6 +202,8 @@ func New(ctx context.Context, cfg Config) *Agent {
 		HostIP:   cfg.NodeIP,
 		OnChange: a.podChanged,
 		Timeline: a.history,
+
+		Allocatable: cfg.Allocatable,
 	}
 	if cfg.Metrics != nil {
 		wcfg.Metrics = cfg.Metrics
@@ -344,11 +351,13 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 
 // addLocked gives pod its identity and records it; a.mu must be held. As
 // the API server does on create, the status written in the manifest is
-// dropped. A pod the node does not admit now (admitLocked: no room, or the
-// node shuts down) is recorded rejected (see isRejected); launch then
-// starts nothing of it.
+// dropped and metadata.generation is 1 (registry/core/pod/strategy.go,
+// PrepareForCreate). A pod the node does not admit now (admitLocked: no
+// room, or the node shuts down) is recorded rejected (see isRejected);
+// launch then starts nothing of it.
 func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
+	pod.Generation = 1
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
 	pod.Status = v1.PodStatus{}

@@ -27,7 +27,7 @@ func (a *Agent) AddEphemeralContainers(ns, name string, ecs []v1.EphemeralContai
 		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
 	}
 	uid := e.pod.UID
-	next, err := a.setEphemeral(uid, keepOrder(e.pod.Spec.EphemeralContainers, ecs))
+	next, err := a.setEphemeral(uid, keepOrder(e.pod.Spec.EphemeralContainers, ecs), 0, true)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +38,7 @@ func (a *Agent) AddEphemeralContainers(ns, name string, ecs []v1.EphemeralContai
 	// The worker publishes the new list at its next step; the answer has it
 	// already.
 	p.Spec.EphemeralContainers = next.Spec.DeepCopy().EphemeralContainers
+	p.Generation = next.Generation
 	return p, nil
 }
 
@@ -68,9 +69,10 @@ func keepOrder(old, ecs []v1.EphemeralContainer) []v1.EphemeralContainer {
 // SyncEphemeralContainers hands the agent the ephemeral containers the API
 // server has for a pod it knows (cluster mode: a pod update whose
 // spec.ephemeralContainers grew), checked as AddEphemeralContainers checks
-// them. A list it has already is nothing to do.
-func (a *Agent) SyncEphemeralContainers(uid types.UID, ecs []v1.EphemeralContainer) error {
-	_, err := a.setEphemeral(uid, ecs)
+// them, with the metadata.generation the API server gave that spec. A list
+// it has already is nothing to do.
+func (a *Agent) SyncEphemeralContainers(uid types.UID, generation int64, ecs []v1.EphemeralContainer) error {
+	_, err := a.setEphemeral(uid, ecs, generation, false)
 	return err
 }
 
@@ -100,7 +102,9 @@ func (a *Agent) admitSynced(pod *model.Pod) error {
 // uid: checked, stored, then handed to its worker — unless the pod was
 // rejected or its worker has terminated it, as the kubelet starts no
 // container of a pod that has finished. It returns the pod it recorded.
-func (a *Agent) setEphemeral(uid types.UID, ecs []v1.EphemeralContainer) (*model.Pod, error) {
+// Its generation is nextGeneration's, of the API server's generation when
+// not ownAPI.
+func (a *Agent) setEphemeral(uid types.UID, ecs []v1.EphemeralContainer, generation int64, ownAPI bool) (*model.Pod, error) {
 	a.ephemeralMu.Lock()
 	defer a.ephemeralMu.Unlock()
 	a.mu.Lock()
@@ -127,5 +131,6 @@ func (a *Agent) setEphemeral(uid types.UID, ecs []v1.EphemeralContainer) (*model
 	if err := a.cfg.Runtime.Check(next); err != nil {
 		return nil, &InvalidError{Err: err}
 	}
+	next.Generation = nextGeneration(cur, generation, ownAPI)
 	return a.updateSpec(uid, next)
 }

@@ -18,8 +18,10 @@ import (
 // an *InvalidError). The new spec is stored, then handed to the pod's
 // worker, which applies it to the running containers (in place, or by a
 // restart where resizePolicy says so) and reports it in the pod's status.
-// It returns the pod as it is now, its spec with the new resources. A
-// resize that changes nothing does nothing.
+// It returns the pod as it is now, its spec with the new resources and
+// its metadata.generation one more, as the API server bumps it on a resize
+// (registry/core/pod/strategy.go, updatePodGeneration). A resize that
+// changes nothing does nothing.
 func (a *Agent) ResizePod(ns, name string, patched *v1.Pod) (*v1.Pod, error) {
 	a.mu.Lock()
 	e := a.lookupLocked(ns, name)
@@ -27,7 +29,7 @@ func (a *Agent) ResizePod(ns, name string, patched *v1.Pod) (*v1.Pod, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
 	}
-	next, err := a.setResources(e.pod.UID, patched)
+	next, err := a.setResources(e.pod.UID, patched, true)
 	if err != nil {
 		return nil, err
 	}
@@ -38,24 +40,30 @@ func (a *Agent) ResizePod(ns, name string, patched *v1.Pod) (*v1.Pod, error) {
 	// The worker publishes the new spec at its next step; the answer has
 	// it already.
 	p.Spec = *next.Spec.DeepCopy()
+	p.Generation = next.Generation
 	return p, nil
 }
 
 // SyncResources hands the agent the containers' resources the API server
 // has for a pod it knows (cluster mode: a pod update through the resize
-// subresource, the API server having checked it). The same resources are
-// nothing to do.
+// subresource, the API server having checked it), with the
+// metadata.generation the API server gave that spec, which the pod's
+// status then observes. The same resources are nothing to do: the
+// generation of a change the node does not take up is not observed.
 func (a *Agent) SyncResources(uid types.UID, pod *v1.Pod) error {
-	_, err := a.setResources(uid, pod)
+	_, err := a.setResources(uid, pod, false)
 	return err
 }
 
 // setResources makes patched's container resources those of the pod uid:
 // checked, stored, then handed to its worker unless the pod was rejected
 // or has terminated (the kubelet resizes running pods only). It returns
-// the pod it recorded. Serialised with the updates of ephemeral containers,
-// the other change of a running pod's spec.
-func (a *Agent) setResources(uid types.UID, patched *v1.Pod) (*model.Pod, error) {
+// the pod it recorded. ownAPI says the resize came through the agent's own
+// API, which bumps the pod's generation as the API server does; otherwise
+// (cluster mode) the generation is patched's, the API server's. Serialised
+// with the updates of ephemeral containers, the other change of a running
+// pod's spec.
+func (a *Agent) setResources(uid types.UID, patched *v1.Pod, ownAPI bool) (*model.Pod, error) {
 	a.ephemeralMu.Lock()
 	defer a.ephemeralMu.Unlock()
 	a.mu.Lock()
@@ -78,7 +86,19 @@ func (a *Agent) setResources(uid types.UID, patched *v1.Pod) (*model.Pod, error)
 	if err := a.cfg.Runtime.Check(next); err != nil {
 		return nil, &InvalidError{Err: err}
 	}
+	next.Generation = nextGeneration(cur, patched.Generation, ownAPI)
 	return a.updateSpec(uid, next)
+}
+
+// nextGeneration is the metadata.generation of a change of cur's spec: one
+// more, as the API server bumps it (registry/core/pod/strategy.go,
+// updatePodGeneration), when the change came through the agent's own API
+// (ownAPI); else the API server's, api, never going back.
+func nextGeneration(cur *model.Pod, api int64, ownAPI bool) int64 {
+	if ownAPI {
+		return cur.Generation + 1
+	}
+	return max(cur.Generation, api)
 }
 
 // updateSpec makes next, already validated and checked by the runtime, the

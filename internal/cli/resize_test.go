@@ -39,6 +39,12 @@ func TestResize(t *testing.T) {
 	if r := e.ok("get", "pod", "web", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"); r.out != "0" {
 		t.Errorf("restartCount after the resize = %q, want 0", r.out)
 	}
+	// The resize bumped metadata.generation, as the API server does; the
+	// status and its conditions observe it.
+	e.ok("wait", "pod/web", "--for=jsonpath={.status.observedGeneration}=2", "--timeout", "60s")
+	if r := e.ok("get", "pod", "web", "-o", `jsonpath={.metadata.generation} {.status.conditions[?(@.type=="Ready")].observedGeneration}`); r.out != "2 2" {
+		t.Errorf("generation and the Ready condition's observedGeneration after the resize: %q, want 2 2", r.out)
+	}
 
 	r := e.run("resize", "pod/web", "--limits=cpu=100m,memory=64Mi", "--requests=cpu=100m,memory=64Mi")
 	if r.code == 0 || !strings.Contains(r.err, `Pod QOS Class may not change as a result of resizing`) {

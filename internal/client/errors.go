@@ -152,7 +152,10 @@ func (c *Client) callError(parent, ctx context.Context, req request, err error) 
 	if errors.As(err, &ue) {
 		cause = ue.Err
 	}
-	for _, hangUp := range []error{io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.EPIPE} {
+	// net.ErrClosed too: the transport closes the connection once the
+	// server's close reached one of its loops, and the other may read on
+	// it then. The client closes none itself before its ctx ends (above).
+	for _, hangUp := range []error{io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.EPIPE, net.ErrClosed} {
 		if errors.Is(err, hangUp) {
 			return &ConnError{Socket: c.socket, Reason: HungUp, Call: call, Detail: hangUp.Error(), Err: err}
 		}

@@ -534,19 +534,17 @@ var declaredFeatures = []string{"RestartAllContainersOnContainerExits"}
 // others set there (other conditions, other resources, images...). It
 // reports whether it set CheckpointFailing True.
 func (n *Node) setStatus(ctx context.Context, st *v1.NodeStatus, runtimeErr error, now time.Time) (checkpointFailing bool) {
-	capacity := n.machine.resources(n.cfg.MaxPods)
 	if st.Capacity == nil {
 		st.Capacity = v1.ResourceList{}
 	}
 	if st.Allocatable == nil {
 		st.Allocatable = v1.ResourceList{}
 	}
-	// Allocatable is the whole capacity: podward reserves nothing for the
-	// system and does not evict (the kubelet subtracts its reservations and
-	// its hard eviction thresholds).
-	for name, q := range capacity {
+	for name, q := range n.machine.Capacity(n.cfg.MaxPods) {
 		st.Capacity[name] = q
-		st.Allocatable[name] = q.DeepCopy()
+	}
+	for name, q := range n.machine.Allocatable(n.cfg.MaxPods) {
+		st.Allocatable[name] = q
 	}
 	st.Addresses = slices.Clone(n.cfg.Addresses)
 	st.DeclaredFeatures = slices.Clone(declaredFeatures)
@@ -638,12 +636,20 @@ func (n *Node) containerRuntimeVersion(ctx context.Context) string {
 	return n.runtimeVersion
 }
 
-// resources are the node's capacity.
-func (m Machine) resources(maxPods int64) v1.ResourceList {
+// Capacity is the node's capacity, status.capacity of its Node.
+func (m Machine) Capacity(maxPods int64) v1.ResourceList {
 	return v1.ResourceList{
 		v1.ResourceCPU:              *resource.NewQuantity(int64(m.CPUs), resource.DecimalSI),
 		v1.ResourceMemory:           *resource.NewQuantity(m.MemoryBytes, resource.BinarySI),
 		v1.ResourceEphemeralStorage: *resource.NewQuantity(m.StorageBytes, resource.BinarySI),
 		v1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
 	}
+}
+
+// Allocatable is what the node's pods may be given, status.allocatable of
+// its Node, and what the agent admits resizes against: the whole capacity,
+// as podward reserves nothing for the system and does not evict (the
+// kubelet subtracts its reservations and its hard eviction thresholds).
+func (m Machine) Allocatable(maxPods int64) v1.ResourceList {
+	return m.Capacity(maxPods)
 }

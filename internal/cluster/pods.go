@@ -32,7 +32,7 @@ import (
 // another source of pods.
 type PodAgent interface {
 	Sync(pod *model.Pod) error
-	SyncEphemeralContainers(uid types.UID, ecs []v1.EphemeralContainer) error
+	SyncEphemeralContainers(uid types.UID, generation int64, ecs []v1.EphemeralContainer) error
 	SyncResources(uid types.UID, pod *v1.Pod) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
@@ -303,7 +303,7 @@ func (p *Pods) syncEphemeral(pod *v1.Pod) error {
 		}
 	}
 	p.mu.Unlock()
-	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, accepted)
+	err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, pod.Generation, accepted)
 	switch {
 	case errors.Is(err, agent.ErrInvalid):
 		return p.refuseEphemeral(pod, accepted)
@@ -344,7 +344,7 @@ func (p *Pods) refuseEphemeral(pod *v1.Pod, accepted []v1.EphemeralContainer) er
 			continue
 		}
 		try := append(slices.Clip(base), ec)
-		err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, try)
+		err := p.cfg.Agent.SyncEphemeralContainers(pod.UID, pod.Generation, try)
 		var invalid *agent.InvalidError
 		switch {
 		case err == nil:

@@ -13,7 +13,9 @@ import (
 // subresource's strategy), then checks what the API server checks of a
 // resize (pkg/apis/core/validation/validation.go, ValidatePodResize): only
 // cpu and memory may change, a non-sidecar init container's resources may
-// not, and the pod's QoS class may not change. It returns the pod to run,
+// not, the resizePolicy is one the API server takes (resizePolicyErrors:
+// no RestartContainer in a pod whose restartPolicy is Never), and the
+// pod's QoS class may not change. It returns the pod to run,
 // a copy; cur is not changed.
 func ApplyResize(cur *Pod, patched *v1.Pod) (*Pod, field.ErrorList) {
 	next := &Pod{Pod: cur.Pod.DeepCopy(), Defer: cur.Defer}
@@ -45,6 +47,7 @@ func ApplyResize(cur *Pod, patched *v1.Pod) (*Pod, field.ErrorList) {
 			}
 			c.Resources = *p.Resources.DeepCopy()
 			c.ResizePolicy = append([]v1.ContainerResizePolicy(nil), p.ResizePolicy...)
+			errs = append(errs, resizePolicyErrors(c.ResizePolicy, idx.Child("resizePolicy"), next.Spec.RestartPolicy)...)
 		}
 	}
 	take(field.NewPath("spec", "initContainers"), next.Spec.InitContainers, patched.Spec.InitContainers, true)

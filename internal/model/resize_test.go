@@ -63,3 +63,27 @@ func TestApplyResize(t *testing.T) {
 		})
 	}
 }
+
+// A resize is validated as the pod is on create: its resizePolicy is the
+// API server's (ValidatePodResize runs validateResizePolicy), so a pod
+// whose restartPolicy is Never never asks for a restart.
+func TestApplyResizeChecksResizePolicy(t *testing.T) {
+	cur := &Pod{Pod: &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{
+			Name: "app", Image: "x",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}},
+		}}},
+	}}
+	patched := cur.Pod.DeepCopy()
+	patched.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	_, errs := ApplyResize(cur, patched)
+	want := `spec.containers[0].resizePolicy: Invalid value: "RestartContainer": must be 'NotRequired' when pod ` + "`restartPolicy`" + ` is 'Never'`
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Fatalf("errs = %v, want %q", errs, want)
+	}
+	patched.Spec.Containers[0].ResizePolicy[0].RestartPolicy = v1.NotRequired
+	if _, errs := ApplyResize(cur, patched); len(errs) > 0 {
+		t.Fatalf("NotRequired: %v", errs)
+	}
+}

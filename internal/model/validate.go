@@ -331,6 +331,7 @@ func (v *validator) container(c *v1.Container, role Role, path *field.Path) {
 	v.envFrom(c.EnvFrom, path.Child("envFrom"))
 	v.env(c.Env, path.Child("env"))
 	v.resources(&c.Resources, path.Child("resources"))
+	v.resizePolicy(c, role, path)
 	v.containerRestartPolicy(c, role, path)
 	v.volumeMounts(c, path.Child("volumeMounts"))
 
@@ -361,6 +362,60 @@ func (v *validator) container(c *v1.Container, role Role, path *field.Path) {
 	checkEnum(v, path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
 		v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError)
 	checkEnum(v, path.Child("imagePullPolicy"), c.ImagePullPolicy, v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)
+}
+
+// resizePolicy checks a container's resizePolicy as the API server 1.37
+// does (validateResizePolicy, and validateInitContainers for an init
+// container that is not a sidecar): see resizePolicyErrors, and no
+// RestartContainer on a non-sidecar init container, whose resources never
+// change.
+func (v *validator) resizePolicy(c *v1.Container, role Role, containerPath *field.Path) {
+	path := containerPath.Child("resizePolicy")
+	v.add(resizePolicyErrors(c.ResizePolicy, path, v.pod.Spec.RestartPolicy)...)
+	if role != RoleInit {
+		return
+	}
+	for j, p := range c.ResizePolicy {
+		if p.RestartPolicy == v1.RestartContainer {
+			v.add(field.Invalid(path.Index(j).Child("restartPolicy"), p.RestartPolicy, "must not be set to 'RestartContainer' for non-sidecar initContainers"))
+		}
+	}
+}
+
+// resizePolicyErrors are the problems of a container's resizePolicy
+// (path), in a pod whose restartPolicy is podPolicy, as the API server
+// 1.37 finds them on create and on a resize (validateResizePolicy): each
+// resource is cpu or memory and named once, each policy NotRequired or
+// RestartContainer, and only NotRequired in a pod whose restartPolicy is
+// Never (a container of such a pod is never restarted, for a resize
+// neither).
+func resizePolicyErrors(list []v1.ContainerResizePolicy, path *field.Path, podPolicy v1.RestartPolicy) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[v1.ResourceName]bool{}
+	for i, p := range list {
+		if seen[p.ResourceName] {
+			errs = append(errs, field.Duplicate(path.Index(i), p.ResourceName))
+		}
+		seen[p.ResourceName] = true
+		switch p.ResourceName {
+		case v1.ResourceCPU, v1.ResourceMemory:
+		case "":
+			errs = append(errs, field.Required(path, ""))
+		default:
+			errs = append(errs, field.NotSupported(path, p.ResourceName, []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}))
+		}
+		switch p.RestartPolicy {
+		case v1.NotRequired, v1.RestartContainer:
+		case "":
+			errs = append(errs, field.Required(path, ""))
+		default:
+			errs = append(errs, field.NotSupported(path, p.RestartPolicy, []v1.ResourceResizeRestartPolicy{v1.NotRequired, v1.RestartContainer}))
+		}
+		if podPolicy == v1.RestartPolicyNever && p.RestartPolicy != v1.NotRequired {
+			errs = append(errs, field.Invalid(path, p.RestartPolicy, "must be 'NotRequired' when pod `restartPolicy` is 'Never'"))
+		}
+	}
+	return errs
 }
 
 // containerRestartPolicy: "Always" makes an init container a sidecar;

@@ -51,6 +51,17 @@ var invalidManifests = map[string][]string{
 	"bad-pod-name": {
 		`metadata.name: Invalid value: "My_Pod": ` + dns1123SubdomainMsg,
 	},
+	// The API server 1.37's validateResizePolicy and validateInitContainers
+	// (pkg/apis/core/validation/validation.go).
+	"bad-resize-policy": {
+		`spec.initContainers[0].resizePolicy: Invalid value: "RestartContainer": must be 'NotRequired' when pod ` + "`restartPolicy`" + ` is 'Never'`,
+		`spec.initContainers[0].resizePolicy[0].restartPolicy: Invalid value: "RestartContainer": must not be set to 'RestartContainer' for non-sidecar initContainers`,
+		`spec.containers[0].resizePolicy: Invalid value: "RestartContainer": must be 'NotRequired' when pod ` + "`restartPolicy`" + ` is 'Never'`,
+		`spec.containers[0].resizePolicy[1]: Duplicate value: "memory"`,
+		`spec.containers[0].resizePolicy: Unsupported value: "ephemeral-storage": supported values: "cpu", "memory"`,
+		`spec.containers[0].resizePolicy: Unsupported value: "Sometimes": supported values: "NotRequired", "RestartContainer"`,
+		`spec.containers[0].resizePolicy: Invalid value: "Sometimes": must be 'NotRequired' when pod ` + "`restartPolicy`" + ` is 'Never'`,
+	},
 	"bad-restart-policy": {
 		`spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"`,
 		`spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`,

@@ -131,7 +131,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	}
 	n.node, err = cluster.NewNode(cluster.NodeConfig{
 		Client: client, NodeName: name, Logger: log, Runtime: info, StateError: n.agent.StateError,
-		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root, MaxPods: int64(o.MaxPods),
+		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root, Machine: n.agent.machine, MaxPods: int64(o.MaxPods),
 		ShutdownStatus: n.agent.shutdown.ShutdownStatus,
 	})
 	if err != nil {

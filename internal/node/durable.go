@@ -14,6 +14,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/cluster"
 	"github.com/podward/podward/internal/logind"
 	"github.com/podward/podward/internal/metrics"
 	"github.com/podward/podward/internal/shutdown"
@@ -41,6 +42,10 @@ type durable struct {
 	metrics   *metrics.Metrics
 	profiling bool
 	debugDone chan struct{}
+
+	// machine is the host, as the agent counts its allocatable and a
+	// cluster's Node reports it; nil when it could not be read.
+	machine *cluster.Machine
 }
 
 // The agent is the node a shutdown drives; the manager is what the API
@@ -83,7 +88,16 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store = rt, clk, o.plannerConfig(), log, st
 	cfg.EventsPerPod, cfg.MaxEvents, cfg.KeepTerminatedPodLogs = o.EventsPerPod, o.MaxEvents, o.KeepTerminatedPodLogs
 	cfg.MaxPods, cfg.Metrics = o.MaxPods, m
-	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop, shutdownDone: make(chan struct{}), metrics: m, profiling: o.Profiling}
+	// The Node's allocatable is what resizes are admitted against, in
+	// standalone mode too.
+	var machine *cluster.Machine
+	if mc, err := cluster.DetectMachine(root); err == nil {
+		machine = &mc
+		cfg.Allocatable = mc.Allocatable(int64(o.MaxPods))
+	} else {
+		log.Warn("cannot read the machine's capacity: resizes are not checked against it", "err", err)
+	}
+	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop, shutdownDone: make(chan struct{}), metrics: m, profiling: o.Profiling, machine: machine}
 	d.shutdown = shutdown.New(shutdown.Config{Groups: groups, Node: d.Agent, Store: st, Clock: clk, Logger: log, OnChange: onShutdown})
 	m.AddSources(metrics.Sources{Pods: d.Workers(), Store: st, Shutdown: d.shutdown})
 	// The shutdown the last agent left is loaded before the pods are

@@ -74,6 +74,12 @@ type Observed struct {
 	// reset the container, until its next instance starts: the rules then
 	// read it as Waiting (see current), and its next start is a restart.
 	RestartedAll bool
+	// ResizeRestart is true once the worker began stopping the instance
+	// to apply a resize its resizePolicy restarts it for (KEP-1287); it
+	// stays true after the instance exited, so that the next one starts at
+	// once whatever the restart policy (see resizeRestart), and a new
+	// instance starts without it.
+	ResizeRestart bool
 }
 
 // Input is everything Next may look at. Next does not modify it.
@@ -161,6 +167,9 @@ const (
 	// ReasonRestartAllContainers: a restart of all containers (start rule
 	// 7) stops every container that runs.
 	ReasonRestartAllContainers
+	// ReasonResize: a resize whose resizePolicy restarts the container
+	// (KEP-1287) and the stop the worker began reached its kill time.
+	ReasonResize
 )
 
 var stopReasonNames = [...]string{
@@ -170,6 +179,7 @@ var stopReasonNames = [...]string{
 	ReasonProbeFailed:          "ProbeFailed",
 	ReasonPostStartHookFailed:  "FailedPostStartHook",
 	ReasonRestartAllContainers: "RestartAllContainers",
+	ReasonResize:               "Resize",
 }
 
 func (r StopReason) String() string {

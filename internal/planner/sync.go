@@ -17,8 +17,8 @@ import (
 //	active deadline activeDeadlineSeconds since startTime: terminate  (rule 6)
 //	restart all     a RestartAllContainers rule matched: stop all, reset,
 //	                start over                                          (rule 7)
-//	worker stops    a container stopped for a failed probe or postStart hook
-//	                is killed at its KillAt
+//	worker stops    a container stopped for a failed probe or postStart hook,
+//	                or for a resize that restarts it, is killed at its KillAt
 //	ephemeral       each ephemeral container added starts once, whatever
 //	                the init stage does                                 (rule 8)
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
@@ -77,11 +77,11 @@ func ActiveDeadline(pod *model.Pod, start time.Time) (deadline time.Time, ok boo
 }
 
 // workerStopKills implements the probe rule of docs/lifecycle.md
-// ("Probes") and the postStart rule (start rule 2): a container the worker
-// began to stop because a liveness or startup probe failed, or its
-// postStart hook did, gets SIGKILL at its KillAt if it still runs — but
-// never sooner than Config.MinStopGrace after its stop signal (see
-// Config.KillTime).
+// ("Probes"), the postStart rule (start rule 2) and the resize rule (start
+// rule 9): a container the worker began to stop because a liveness or
+// startup probe failed, or its postStart hook did, or a resize restarts
+// it, gets SIGKILL at its KillAt if it still runs — but never sooner than
+// Config.MinStopGrace after its stop signal (see Config.KillTime).
 func (s *syncing) workerStopKills() {
 	for _, ref := range s.refs {
 		o := s.in.obs(ref.Name)
@@ -89,8 +89,11 @@ func (s *syncing) workerStopKills() {
 			continue
 		}
 		reason := ReasonPostStartHookFailed
-		if o.ProbeKilled {
+		switch {
+		case o.ProbeKilled:
 			reason = ReasonProbeFailed
+		case o.ResizeRestart:
+			reason = ReasonResize
 		}
 		s.p.killWhenDue(&s.in, ref, o, o.KillAt, reason)
 	}
@@ -141,14 +144,29 @@ func (s *syncing) initContainers() (blocked bool) {
 
 // keepSidecarUp starts a sidecar that never ran and restarts one that
 // exited, with crash-loop backoff whatever the pod's restartPolicy (start
-// rule 2).
+// rule 2), at once when a resize stopped it (start rule 9).
 func (s *syncing) keepSidecarUp(ref model.ContainerRef, o Observed) {
-	switch o.State {
-	case Waiting:
+	switch {
+	case o.State == Waiting:
 		s.p.startFresh(ref, o)
-	case Exited:
+	case o.State == Exited && o.ResizeRestart:
+		s.p.resizeRestart(&s.in, ref, o)
+	case o.State == Exited:
 		s.p.restart(&s.in, ref, o, 0, time.Time{})
 	}
+}
+
+// resizeRestart implements start rule 9: a container the worker stopped
+// to apply a resize whose resizePolicy is RestartContainer starts again at
+// once, whatever its restart policy, the pod's and its exit code — the
+// kubelet kills it and starts it in the same sync (kubelet 1.37,
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodResizeAction:
+// ContainersToKill and ContainersToStart). The API server allows
+// RestartContainer only in a pod whose restartPolicy is not Never, and not
+// on a non-sidecar init container. The start counts as a restart, and
+// feeds the backoff as any other (the kubelet's doBackOff records it).
+func (p *Plan) resizeRestart(in *Input, ref model.ContainerRef, o Observed) {
+	p.Actions = append(p.Actions, Action{Kind: Start, Container: ref, BackoffSteps: in.Config.steps(o) + 1})
 }
 
 // startFresh starts a container that has no instance to restart: never
@@ -177,25 +195,29 @@ func (s *syncing) runInit(ref model.ContainerRef, o Observed) {
 	}
 }
 
-// regularContainers implements start rules 3, 4 and 5: once every init
+// regularContainers implements start rules 3, 4, 5 and 9: once every init
 // container completed or started, the regular containers start together;
 // they restart per their own restartPolicy and restart rules, or else the
-// pod's restartPolicy, with crash-loop backoff (see restarts); the pod completes when every one of them terminated and none
-// will restart. Sidecars were handled by the init stage and never keep the
-// pod alive.
+// pod's restartPolicy, with crash-loop backoff (see restarts), and at once
+// when a resize stopped them (resizeRestart); the pod completes when every
+// one of them terminated and none will restart. Sidecars were handled by
+// the init stage and never keep the pod alive.
 func (s *syncing) regularContainers() {
 	allDone := true
 	for _, ref := range s.refs {
 		if ref.Role != model.RoleMain {
 			continue
 		}
-		switch o := s.in.obs(ref.Name); o.State {
-		case Waiting:
+		switch o := s.in.obs(ref.Name); {
+		case o.State == Waiting:
 			allDone = false
 			s.p.startFresh(ref, o)
-		case Running:
+		case o.State == Running:
 			allDone = false
-		case Exited:
+		case o.State == Exited && o.ResizeRestart:
+			allDone = false
+			s.p.resizeRestart(&s.in, ref, o)
+		case o.State == Exited:
 			if restarts(s.in.Pod, s.in.Pod.Container(ref), o) {
 				allDone = false
 				s.p.restart(&s.in, ref, o, 0, time.Time{})

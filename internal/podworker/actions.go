@@ -103,7 +103,7 @@ func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (chang
 	if !ok {
 		return false, retry
 	}
-	sc.call(pw.pod, pw.w.cfg.Runtime)
+	sc.call(pw.allocPod, pw.w.cfg.Runtime)
 	return pw.endStart(ctx, sc)
 }
 
@@ -119,6 +119,8 @@ type startCall struct {
 	err     error
 }
 
+// call starts the instance of pod, the pod as the node allocated its
+// resources (podWorker.allocPod).
 func (sc *startCall) call(pod *model.Pod, rt runtime.Runtime) {
 	sc.inst, sc.err = rt.StartContainer(sc.ctx, pod, sc.c.ref, sc.attempt)
 }
@@ -150,7 +152,7 @@ func (pw *podWorker) startAll(ctx context.Context, starts []planner.Action) (cha
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc.call(pw.pod, pw.w.cfg.Runtime)
+			sc.call(pw.allocPod, pw.w.cfg.Runtime)
 		}()
 	}
 	wg.Wait()
@@ -228,7 +230,9 @@ func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool,
 	}
 	c.id = inst.ID
 	c.obs.StartedAt = inst.StartedAt
-	c.applied = spec.Resources.DeepCopy()
+	// It has what the node allocated to it (the pod the runtime was
+	// handed, allocPod).
+	c.applied = pw.allocPod.Container(c.ref).Resources.DeepCopy()
 	pw.noteInstance(timeline.NoteStarted, c, inst.StartedAt)
 	// The container counts as started once its process runs and its
 	// postStart hook has finished (the startupProbe will gate this too).

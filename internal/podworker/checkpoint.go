@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/events"
@@ -73,6 +74,20 @@ type checkpointV1 struct {
 	RestartAll *restartAllRecord `json:"restartAll,omitempty"`
 	// Containers are keyed by container name.
 	Containers map[string]containerRecord `json:"containers"`
+	// Allocated is what the node allocated to each regular container and
+	// sidecar, by name (in-place resize, KEP-1287: the kubelet's
+	// allocation checkpoint), and AllocatedGeneration the pod's generation
+	// whose resources those are. Added after the first agents, which
+	// allocated the spec's: absent, the allocation is the spec's.
+	Allocated           map[string]resourcesRecord `json:"allocated,omitempty"`
+	AllocatedGeneration int64                      `json:"allocatedGeneration,omitempty"`
+}
+
+// resourcesRecord is a v1.ResourceRequirements: each quantity in its
+// canonical text, by resource name.
+type resourcesRecord struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // restartAllRecord is a planner.RestartAll.
@@ -98,6 +113,10 @@ type containerRecord struct {
 	Last             *v1.ContainerStateTerminated `json:"last,omitempty"`
 	BackoffAnnounced time.Time                    `json:"backoffAnnounced"`
 	Pending          *pendingRecord               `json:"pending,omitempty"`
+	// Actuated is the resources the running instance has (the kubelet's
+	// actuated resources: its allocation when it started, or a resize
+	// applied since). Added with in-place resize: absent when unknown.
+	Actuated *resourcesRecord `json:"actuated,omitempty"`
 }
 
 // observedRecord is a planner.Observed; State is one of the record*
@@ -118,8 +137,10 @@ type observedRecord struct {
 	// ProbeKilled was added after the first agents: omitted when false, so
 	// that their checkpoints read (as false) and write back the same.
 	ProbeKilled bool `json:"probeKilled,omitempty"`
-	// RestartedAll was added later still, the same way.
-	RestartedAll bool `json:"restartedAll,omitempty"`
+	// RestartedAll was added later still, the same way, and ResizeRestart
+	// after it.
+	RestartedAll  bool `json:"restartedAll,omitempty"`
+	ResizeRestart bool `json:"resizeRestart,omitempty"`
 }
 
 // exitRecord is a runtime.ExitStatus.
@@ -195,7 +216,83 @@ func (pw *podWorker) record() checkpointV1 {
 	for _, c := range pw.ctrs {
 		cp.Containers[c.ref.Name] = c.record()
 	}
+	if pw.allocRecorded {
+		cp.Allocated = make(map[string]resourcesRecord, len(pw.allocated))
+		for name, r := range pw.allocated {
+			cp.Allocated[name] = recordResources(r)
+		}
+		cp.AllocatedGeneration = pw.allocGen
+	}
 	return cp
+}
+
+// recordResources is how r is written.
+func recordResources(r v1.ResourceRequirements) resourcesRecord {
+	list := func(l v1.ResourceList) map[string]string {
+		if len(l) == 0 {
+			return nil
+		}
+		out := make(map[string]string, len(l))
+		for name, q := range l {
+			out[string(name)] = q.String()
+		}
+		return out
+	}
+	return resourcesRecord{Requests: list(r.Requests), Limits: list(r.Limits)}
+}
+
+// resources reads what recordResources wrote.
+func (r resourcesRecord) resources() (v1.ResourceRequirements, error) {
+	list := func(what string, m map[string]string) (v1.ResourceList, error) {
+		if len(m) == 0 {
+			return nil, nil
+		}
+		out := make(v1.ResourceList, len(m))
+		for name, text := range m {
+			q, err := resource.ParseQuantity(text)
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", what, name, err)
+			}
+			out[v1.ResourceName(name)] = q
+		}
+		return out, nil
+	}
+	req, err := list("requests", r.Requests)
+	if err != nil {
+		return v1.ResourceRequirements{}, err
+	}
+	lim, err := list("limits", r.Limits)
+	if err != nil {
+		return v1.ResourceRequirements{}, err
+	}
+	return v1.ResourceRequirements{Requests: req, Limits: lim}, nil
+}
+
+// restoreAllocation takes the node's allocation from a checkpoint that
+// records it; one that does not (an earlier agent's) leaves the spec's,
+// and the checkpoint is written without it until the worker's first step.
+// A container the checkpoint names that the pod has not, or cannot
+// resize, is ignored.
+func (pw *podWorker) restoreAllocation(cp checkpointV1) error {
+	if cp.Allocated == nil {
+		pw.allocRecorded = false
+		return nil
+	}
+	alloc := specAllocation(pw.pod)
+	for name, rec := range cp.Allocated {
+		if _, ok := alloc[name]; !ok {
+			continue
+		}
+		r, err := rec.resources()
+		if err != nil {
+			return fmt.Errorf("allocated.%s.%w", name, err)
+		}
+		alloc[name] = r
+	}
+	pw.setAllocated(alloc)
+	pw.allocGen, pw.allocRecorded = cp.AllocatedGeneration, true
+	pw.requested = requestOf(pw.allocPod)
+	return nil
 }
 
 // restoreFrom loads a checkpoint into a new worker. A container the
@@ -226,7 +323,7 @@ func (pw *podWorker) restoreFrom(cp checkpointV1) error {
 			return fmt.Errorf("container %q: %w", c.ref.Name, err)
 		}
 	}
-	return nil
+	return pw.restoreAllocation(cp)
 }
 
 // record is the container's part of the checkpoint.
@@ -239,7 +336,7 @@ func (c *ctr) record() containerRecord {
 			StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 			Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 			StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
-			ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll,
+			ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll, ResizeRestart: o.ResizeRestart,
 		},
 		Exit:             exitRecord{ExitCode: c.exit.ExitCode, Reason: string(c.exit.Reason), Message: c.exit.Message, FinishedAt: c.exit.FinishedAt},
 		Last:             c.last,
@@ -247,6 +344,10 @@ func (c *ctr) record() containerRecord {
 	}
 	if p := c.pending; p != nil {
 		r.Pending = &pendingRecord{Attempt: p.attempt, BackoffSteps: p.backoffSteps}
+	}
+	if c.applied != nil {
+		a := recordResources(*c.applied)
+		r.Actuated = &a
 	}
 	return r
 }
@@ -264,7 +365,7 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 		StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, ExitCode: o.ExitCode,
 		Restarts: o.Restarts, BackoffSteps: o.BackoffSteps,
 		StopRequestedAt: o.StopRequestedAt, SignalledAt: o.SignalledAt, Killed: o.Killed, KillAt: o.KillAt,
-		ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll,
+		ProbeKilled: o.ProbeKilled, RestartedAll: o.RestartedAll, ResizeRestart: o.ResizeRestart,
 	}
 	c.exit = runtime.ExitStatus{ExitCode: r.Exit.ExitCode, Reason: runtime.ExitReason(r.Exit.Reason), Message: r.Exit.Message, FinishedAt: r.Exit.FinishedAt}
 	c.last = r.Last
@@ -272,6 +373,14 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 	c.pending = nil
 	if p := r.Pending; p != nil {
 		c.pending = &pendingStart{attempt: p.Attempt, backoffSteps: p.BackoffSteps}
+	}
+	c.applied = nil
+	if a := r.Actuated; a != nil {
+		res, err := a.resources()
+		if err != nil {
+			return fmt.Errorf("actuated.%w", err)
+		}
+		c.applied = &res
 	}
 	return nil
 }

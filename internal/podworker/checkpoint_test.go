@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -198,5 +199,48 @@ func TestTerminatedPodIsCleanedUpOnceItsLastCheckpointIsDurable(t *testing.T) {
 		}
 	case <-time.After(waitTimeout):
 		t.Fatal("no clean-up")
+	}
+}
+
+// The node's allocation and each instance's resources (in-place resize)
+// are read back from the checkpoint as written, the spec's resources
+// aside, and written back the same; a checkpoint of an earlier agent,
+// without them, leaves the spec's and writes none (the round trip above).
+func TestCheckpointAllocationDecodes(t *testing.T) {
+	pod := testPod("cp5", v1.RestartPolicyAlways, "main:app", "main:w")
+	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+		Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+	data := []byte(`{"version":1,"phase":1,"startTime":"0001-01-01T00:00:00Z","prepared":true,"containers":{` +
+		`"app":{"id":"app-1","observed":{"State":2,"Started":true,"StartedOnce":true,"StartedAt":"2026-01-01T12:00:02Z","FinishedAt":"0001-01-01T00:00:00Z","ExitCode":0,"Restarts":0,"BackoffSteps":0,"StopRequestedAt":"0001-01-01T00:00:00Z","SignalledAt":"0001-01-01T00:00:00Z","Killed":false,"KillAt":"0001-01-01T00:00:00Z"},` +
+		`"exit":{"ExitCode":0,"Reason":"","Message":"","FinishedAt":"0001-01-01T00:00:00Z"},"backoffAnnounced":"0001-01-01T00:00:00Z","actuated":{"requests":{"cpu":"250m"},"limits":{"memory":"64Mi"}}},` +
+		`"w":{"observed":{"State":1,"Started":false,"StartedOnce":false,"StartedAt":"0001-01-01T00:00:00Z","FinishedAt":"0001-01-01T00:00:00Z","ExitCode":0,"Restarts":0,"BackoffSteps":0,"StopRequestedAt":"0001-01-01T00:00:00Z","SignalledAt":"0001-01-01T00:00:00Z","Killed":false,"KillAt":"0001-01-01T00:00:00Z"},` +
+		`"exit":{"ExitCode":0,"Reason":"","Message":"","FinishedAt":"0001-01-01T00:00:00Z"},"backoffAnnounced":"0001-01-01T00:00:00Z"}},` +
+		`"allocated":{"app":{"requests":{"cpu":"500m"},"limits":{"memory":"96Mi"}},"w":{}},"allocatedGeneration":3}`)
+	pw := restoredWorker(t, pod, data)
+	app := pw.allocPod.Container(pw.byName["app"].ref)
+	if cpu, mem := app.Resources.Requests[v1.ResourceCPU], app.Resources.Limits[v1.ResourceMemory]; cpu.String() != "500m" || mem.String() != "96Mi" {
+		t.Errorf("allocated to app: requests %v limits %v, want cpu 500m, memory limit 96Mi", app.Resources.Requests, app.Resources.Limits)
+	}
+	if cpu := pw.pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU]; cpu.String() != "1" {
+		t.Errorf("the spec was changed: app requests cpu %s", cpu.String())
+	}
+	if a := pw.byName["app"].applied; a == nil || a.Requests.Cpu().String() != "250m" || a.Limits.Memory().String() != "64Mi" {
+		t.Errorf("app's instance has %+v, want cpu request 250m, memory limit 64Mi", a)
+	}
+	if pw.allocGen != 3 || pw.requested != (nodeRequest{milliCPU: 500}) {
+		t.Errorf("allocated generation %d, node request %+v, want 3 and 500m", pw.allocGen, pw.requested)
+	}
+	got, err := json.Marshal(pw.record())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("written back differently:\n got  %s\n want %s", got, data)
+	}
+	bad := bytes.Replace(data, []byte(`"500m"`), []byte(`"lots"`), 1)
+	if err := newPodWorker(New(context.Background(), Config{Clock: clocktesting.NewFakeClock(t0), Planner: planner.DefaultConfig()}), pod).restore(bad); err == nil || !strings.Contains(err.Error(), "allocated.app.requests.cpu") {
+		t.Errorf("restore of a bad quantity = %v", err)
 	}
 }

@@ -30,17 +30,21 @@
 //
 // Each turn of the goroutine (podWorker.step) runs named stages:
 //
-//	recover ──▶ drain ──▶ observe ──▶ prepare ──▶ plan ──▶ act
-//	                                               ▲        │ acted: plan again
-//	                                               └────────┘ (at most 64 rounds)
+//	recover ──▶ drain ──▶ observe ──▶ prepare ──▶ resize ──▶ plan ──▶ act
+//	                                                          ▲        │ acted: plan again
+//	                                                          └────────┘ (at most 64 rounds)
 //
 // recover runs in the first step after an agent restart only: it
 // reconciles the checkpoint with the runtime's instances. drain takes the
 // inbox's inputs; observe applies them in arrival order, the kill last;
-// prepare sets the pod's volumes up, once; plan asks the planner and emits
-// the events a plan implies; act carries the actions out. When a plan has
-// nothing to do now, the goroutine sleeps until news or the plan's wake-up
-// time.
+// prepare sets the pod's volumes up, once; resize brings the running
+// containers to the resources the spec asks for (KEP-1287: the node
+// admits them first, against Config.Allocatable less the other pods'
+// allocations, allocation.go — the one state the pods' goroutines share,
+// under Workers.allocMu — then applies them, resize.go); plan asks the
+// planner and emits the events a plan implies; act carries the actions
+// out. When a plan has nothing to do now, the goroutine sleeps until news
+// or the plan's wake-up time.
 //
 // act records each action in the checkpoint before doing it
 // (write-ahead); when the checkpoint cannot be saved (a full disk), stops
@@ -49,6 +53,7 @@
 // so that the planner's and the worker's in-memory types may change
 // without changing what a restarted agent reads.
 //
-// It imports the model, the planner, the prober, the runtime contract and
-// the events package.
+// It imports the model, the planner, the prober, the runtime contract, the
+// pod-spec rules both runtimes apply (runtime/podspec: a pod's requests)
+// and the events package.
 package podworker

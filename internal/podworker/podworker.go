@@ -63,6 +63,12 @@ type podWorker struct {
 	inbox inbox
 	// status is what the goroutine last published; the queries read it.
 	status atomic.Pointer[publishedStatus]
+	// requested is what the node counts of the pod, its allocated
+	// requests (allocation.go): guarded by w.allocMu, written by the
+	// goroutine, and before it starts. deferred is set while a resize of
+	// the pod waits for room on the node (Workers.retryDeferredResizes).
+	requested nodeRequest
+	deferred  atomic.Bool
 
 	// Owned by run.
 	phase     Phase
@@ -90,6 +96,18 @@ type podWorker struct {
 	restartAll *planner.RestartAll
 	// resizing is the in-place resize as the status reports it (resize).
 	resizing resizeState
+	// allocated is what the node allocated to the pod's regular
+	// containers and sidecars (allocation.go): their spec's at admission,
+	// a resize's once the node took it; allocPod is pw.pod with it, the
+	// pod the runtime is handed. allocGen is the pod's generation whose
+	// resources were allocated last (PodResizeInProgress observes it).
+	// allocRecorded says the checkpoint records them: false only for a
+	// worker restored from the checkpoint of an agent that did not, until
+	// its first step (which writes them).
+	allocated     allocation
+	allocPod      *model.Pod
+	allocGen      int64
+	allocRecorded bool
 	// deleted is set once a kill was applied: the published pod then
 	// carries deletionTimestamp = the termination deadline, as the API
 	// server shows a deleted pod.
@@ -147,9 +165,10 @@ type ctr struct {
 	ready bool
 	// image is what the last pulls of its image gave.
 	image imageState
-	// applied is the resources its running instance has (what the spec
-	// had when it started, or a resize applied since); nil when unknown
-	// (resumed) or not started.
+	// applied is the resources its running instance has (the kubelet's
+	// actuated resources: what the node had allocated to it when it
+	// started, or a resize applied since); checkpointed; nil when unknown
+	// (resumed from an earlier agent's checkpoint) or not started.
 	applied *v1.ResourceRequirements
 }
 
@@ -187,12 +206,17 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		pw.ctrs = append(pw.ctrs, c)
 		pw.byName[ref.Name] = c
 	}
+	// Admitted with what its spec asks for.
+	pw.setAllocated(specAllocation(pod))
+	pw.allocGen, pw.allocRecorded = pod.Generation, true
+	pw.requested = requestOf(pod)
 	pw.storeStatus(now)
 	return pw
 }
 
 // setPod takes the pod of an update. Its spec does not change but for the
-// ephemeral containers added to it (agent.AddEphemeralContainers): each new
+// ephemeral containers added to it (agent.AddEphemeralContainers) and the
+// resources of its containers (a resize, which allocate takes up): each new
 // container gets its state, Waiting, so that the planner starts it (start
 // rule 8). The list may come in another order (a patch does not keep it),
 // so every container's ref is taken again from the new pod. Called by run
@@ -208,6 +232,9 @@ func (pw *podWorker) setPod(pod *model.Pod) {
 		pw.ctrs = append(pw.ctrs, c)
 		pw.byName[ref.Name] = c
 	}
+	// Its resources too may have changed (a resize): the node's
+	// allocation stays until allocate takes the new ones.
+	pw.allocPod = withAllocation(pod, pw.allocated)
 }
 
 // update hands an UpdatePod to the goroutine; a terminated pod takes no
@@ -243,6 +270,10 @@ func (pw *podWorker) run(ctx context.Context) {
 			// the checkpoint that has them must be durable first.
 			pw.awaitDeferred()
 			pw.cleanup(ctx)
+			// Cleaned up (its cgroup gone), the pod gives back what
+			// the node allocated to it, to the resizes that wait for
+			// room, as the kubelet retries them once pods are removed.
+			pw.w.retryDeferredResizes()
 			pw.saveUntilSaved(ctx)
 			return
 		}
@@ -295,6 +326,9 @@ func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 		}
 		pw.recovering = false
 	}
+	// From its first step on, the worker's checkpoint records the node's
+	// allocation, also when it was restored from one that did not.
+	pw.allocRecorded = true
 	first := !pw.stepped
 	if first {
 		pw.stepped = true
@@ -371,7 +405,7 @@ func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
 	if now.Before(pw.retryAt) {
 		return earliest(pw.retryAt, deadline), false
 	}
-	if err := pw.w.cfg.Runtime.PreparePod(pw.setupCtx, pw.pod); err != nil {
+	if err := pw.w.cfg.Runtime.PreparePod(pw.setupCtx, pw.allocPod); err != nil {
 		if pw.setupCtx.Err() != nil {
 			return time.Time{}, false
 		}

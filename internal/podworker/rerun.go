@@ -89,7 +89,9 @@ func (pw *podWorker) rerunFrom(cp checkpointV1, now time.Time) error {
 			pw.noteExit(c)
 		}
 	}
-	return nil
+	// What the node allocated stays the pod's (the kubelet keeps its
+	// allocation checkpoint across a reboot).
+	return pw.restoreAllocation(cp)
 }
 
 // CheckpointTermination reads, from a checkpoint, the phase it was saved

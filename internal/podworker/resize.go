@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 )
@@ -17,39 +16,125 @@ import (
 // again, as the kubelet retries it at each sync of the pod.
 const resizeRetry = 10 * time.Second
 
+// messageCannotResize is the PodResizePending message of a resize the
+// runtime cannot apply in place (no runtime.ResourceUpdater).
+const messageCannotResize = "the container runtime cannot resize a running container"
+
 // resizeState is the pod's in-place resize (KEP-1287) as its status
-// reports it: pending (not applied, with the PodResizePending reason
-// Infeasible) or in progress (allocated, not yet applied; an error of the
-// last try is the PodResizeInProgress reason Error). Both empty: every
-// running container has what its spec asks for.
+// reports it, in the kubelet's two conditions:
+//
+//   - pending: the spec asks for resources the node has not allocated —
+//     PodResizePending, reason Infeasible (never: the runtime cannot
+//     resize) or Deferred (not now: the node has no room), observing the
+//     generation it was decided for;
+//   - in progress: the node allocated resources that a running container
+//     does not have yet — PodResizeInProgress, observing the generation
+//     allocated (podWorker.allocGen), with reason Error and the message of
+//     the last failed try.
+//
+// Both empty: every running container has what its spec asks for.
 type resizeState struct {
 	pendingReason, pendingMessage string
+	pendingGen                    int64
 	inProgress                    bool
 	errMessage                    string
 }
 
-// resize brings the resources of the pod's running regular containers and
-// sidecars to what the pod's spec asks for now (a resize: the spec's
-// resources changed under a running instance). planner.Resize decides, per
-// container, in the containers' order — sidecars are taken as any other
-// container, not first (seed 002): apply in place through the runtime's
-// ResourceUpdater, or restart the container (its resizePolicy). A runtime
-// that cannot resize makes the resize Infeasible. It returns when to try
-// again (zero: on news). Called by the pod's goroutine while it syncs.
+// resize brings the pod's running regular containers and sidecars to the
+// resources its spec asks for now, in the kubelet's two steps: allocate
+// (the node's admission of the new resources), then actuate (apply what
+// the node allocated to each running instance). Sidecars are taken as any
+// other container, in the pod's order, not first (seed 002). It returns
+// when to try again (zero: on news). Called by the pod's goroutine while
+// it syncs; a pod that terminates is not resized, and shows no resize.
 func (pw *podWorker) resize(ctx context.Context, now time.Time) (wake time.Time) {
-	st := resizeState{}
 	if pw.phase != Syncing {
-		pw.resizing = st
+		pw.resizing = resizeState{}
+		pw.deferred.Store(false)
 		return time.Time{}
 	}
+	pw.allocate()
+	return pw.actuate(ctx, now)
+}
+
+// allocate is the node's side of a resize (the kubelet's allocation
+// manager, handlePodResourcesResize): when the spec gives the regular
+// containers and sidecars other resources than the node allocated to
+// them, the node takes them if it can — the runtime can apply them
+// (feasible) and the node has room (Workers.admitResize) — and they are
+// the containers' from then on: a new allocation starts the resize's
+// progress afresh. Otherwise the resize is pending, with why. A spec that
+// went back to what was allocated ends a pending resize.
+func (pw *podWorker) allocate() {
+	st := &pw.resizing
+	if pw.allocated.matches(pw.pod) {
+		st.pendingReason, st.pendingMessage, st.pendingGen = "", "", 0
+		pw.deferred.Store(false)
+		return
+	}
+	desired := specAllocation(pw.pod)
+	reason, message := pw.feasible(desired)
+	freed := false
+	if reason == "" {
+		reason, message, freed = pw.w.admitResize(pw, pw.pod)
+	}
+	if reason != "" {
+		if reason != st.pendingReason || message != st.pendingMessage {
+			pw.log.Info("resize pending", "reason", reason, "message", message)
+		}
+		st.pendingReason, st.pendingMessage, st.pendingGen = reason, message, pw.pod.Generation
+		return
+	}
+	pw.setAllocated(desired)
+	pw.allocGen = pw.pod.Generation
+	*st = resizeState{}
+	pw.log.Info("resize allocated", "generation", pw.allocGen)
+	if freed {
+		pw.w.retryDeferredResizes()
+	}
+}
+
+// feasible is "" when the runtime can apply desired, else Infeasible and
+// why: a resource to change in place needs a runtime.ResourceUpdater (one
+// whose resizePolicy restarts the container does not).
+func (pw *podWorker) feasible(desired allocation) (reason, message string) {
+	if _, ok := pw.w.cfg.Runtime.(runtime.ResourceUpdater); ok {
+		return "", ""
+	}
 	for _, c := range pw.ctrs {
-		if c.ref.Role != model.RoleMain && c.ref.Role != model.RoleSidecar || c.obs.State != planner.Running || c.id == "" {
+		r, ok := desired[c.ref.Name]
+		if !ok {
 			continue
 		}
-		spec := pw.pod.Container(c.ref)
+		spec := *pw.pod.Container(c.ref)
+		spec.Resources = r
+		if planner.Resize(&spec, pw.allocated[c.ref.Name]) == planner.ResizeInPlace {
+			return v1.PodReasonInfeasible, messageCannotResize
+		}
+	}
+	return "", ""
+}
+
+// actuate gives each running regular container and sidecar what the node
+// allocated to it: nothing when its instance has it already; else, as
+// planner.Resize decides, in place through the runtime's ResourceUpdater,
+// or by a restart of that container (its resizePolicy). The allocation is
+// checkpointed before the runtime applies it (write-ahead): a restarted
+// agent applies it again rather than take the instance to have what it
+// had. The resize stays in progress until every running instance has its
+// allocation; a failed try is retried in resizeRetry.
+func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time) {
+	st := &pw.resizing
+	st.inProgress = false
+	saved := false
+	for _, c := range pw.ctrs {
+		if !resizable(c.ref.Role) || c.obs.State != planner.Running || c.id == "" {
+			continue
+		}
+		spec := pw.allocPod.Container(c.ref)
 		if c.applied == nil {
-			// Resumed after an agent restart: the instance has what the
-			// spec had when it started, taken to be the spec's now.
+			// Resumed from the checkpoint of an agent that did not
+			// record it: the instance is taken to have its allocation.
 			c.applied = spec.Resources.DeepCopy()
 			continue
 		}
@@ -57,16 +142,28 @@ func (pw *podWorker) resize(ctx context.Context, now time.Time) (wake time.Time)
 		case planner.ResizeNone:
 			continue
 		case planner.ResizeRestart:
-			pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, fmt.Sprintf("Container %s resize requires restart", c.ref.Name))
+			if c.obs.StopRequestedAt.IsZero() {
+				// Recorded with the stop's write-ahead: the planner starts
+				// the next instance at once, whatever the restart policy.
+				c.obs.ResizeRestart = true
+				pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, fmt.Sprintf("Container %s resize requires restart", c.ref.Name))
+			}
 			st.inProgress = true
 			continue
 		}
 		up, ok := pw.w.cfg.Runtime.(runtime.ResourceUpdater)
 		if !ok {
-			st.pendingReason, st.pendingMessage = v1.PodReasonInfeasible, "the container runtime cannot resize a running container"
+			st.inProgress = true // allocated by an agent on another runtime: nothing applies it here
 			continue
 		}
-		if err := up.UpdateContainerResources(ctx, pw.pod, c.ref, c.id); err != nil {
+		if !saved {
+			if err := pw.save(); err != nil {
+				st.inProgress = true
+				return now.Add(checkpointRetry)
+			}
+			saved = true
+		}
+		if err := up.UpdateContainerResources(ctx, pw.allocPod, c.ref, c.id); err != nil {
 			if errors.Is(err, runtime.ErrNotFound) {
 				continue // it exited: its exit comes as an event
 			}
@@ -78,20 +175,24 @@ func (pw *podWorker) resize(ctx context.Context, now time.Time) (wake time.Time)
 		c.applied = spec.Resources.DeepCopy()
 		pw.log.Info("container resized", "container", c.ref.Name)
 	}
-	pw.resizing = st
+	if !st.inProgress {
+		st.errMessage = ""
+	}
 	return wake
 }
 
 // resizeConditions are the pod's PodResizePending and PodResizeInProgress
 // conditions, present while the resize is so (the kubelet's status
-// manager, SetPodResizePendingCondition / SetPodResizeInProgressCondition).
+// manager, SetPodResizePendingCondition / SetPodResizeInProgressCondition),
+// each observing the generation it is about: the one found pending, the
+// one allocated.
 func (pw *podWorker) resizeConditions() []v1.PodCondition {
 	var out []v1.PodCondition
 	if st := pw.resizing; st.pendingReason != "" {
-		out = append(out, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: st.pendingReason, Message: st.pendingMessage})
+		out = append(out, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: st.pendingReason, Message: st.pendingMessage, ObservedGeneration: st.pendingGen})
 	}
 	if st := pw.resizing; st.inProgress {
-		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}
+		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: pw.allocGen}
 		if st.errMessage != "" {
 			c.Reason, c.Message = v1.PodReasonError, st.errMessage
 		}
@@ -127,7 +228,8 @@ func appliedResources(r *v1.ResourceRequirements) *v1.ResourceRequirements {
 }
 
 // allocatedResources is status.containerStatuses[].allocatedResources:
-// the requests the node has allocated to the container, its spec's.
+// the requests the node has allocated to the container (of the pod as
+// allocated, podWorker.allocPod).
 func allocatedResources(spec *v1.Container) v1.ResourceList {
 	var out v1.ResourceList
 	for name, q := range spec.Resources.Requests {

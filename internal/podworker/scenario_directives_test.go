@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner/plannertest"
@@ -63,8 +65,61 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		return false, nil
 	case "stop-agent", "start-agent", "restart":
 		return true, s.agent(d)
+	case "allocatable":
+		return false, s.setAllocatable(d)
 	}
 	return true, s.act(d)
+}
+
+// setAllocatable reads allocatable cpu=Q memory=Q: the node's allocatable
+// resources, for Workers made afresh (before the pod's first update).
+func (s *scenario) setAllocatable(d plannertest.Directive) error {
+	if s.w != nil && s.w.get(scenarioUID) != nil {
+		return d.Errorf("allocatable comes before the pod's first update")
+	}
+	list, err := resourceArgs(d, d.Args)
+	if err != nil {
+		return err
+	}
+	s.allocatable = list
+	if s.w != nil {
+		s.stopAgent(true)
+	}
+	s.startAgent()
+	return nil
+}
+
+// resourceArgs reads cpu=Q and memory=Q arguments.
+func resourceArgs(d plannertest.Directive, args []plannertest.Arg) (v1.ResourceList, error) {
+	list := v1.ResourceList{}
+	for _, a := range args {
+		if !a.HasVal || (a.Key != "cpu" && a.Key != "memory") {
+			return nil, d.Errorf("want cpu=Q or memory=Q, not %q", a.Key)
+		}
+		q, err := resource.ParseQuantity(a.Val)
+		if err != nil {
+			return nil, d.Errorf("%s: %v", a.Key, err)
+		}
+		list[v1.ResourceName(a.Key)] = q
+	}
+	return list, nil
+}
+
+// otherPod is another pod of the node, NAME, with one regular container
+// of its name requesting what the directive says (other-pod NAME cpu=Q
+// memory=Q): its UID is "other-NAME".
+func otherPod(d plannertest.Directive) (*model.Pod, error) {
+	if len(d.Args) < 1 || d.Args[0].HasVal {
+		return nil, d.Errorf("want other-pod NAME [cpu=Q] [memory=Q]")
+	}
+	name := d.Args[0].Key
+	req, err := resourceArgs(d, d.Args[1:])
+	if err != nil {
+		return nil, err
+	}
+	p := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("other-" + name)}}}
+	p.Spec.Containers = []v1.Container{{Name: name, Image: "busybox", Resources: v1.ResourceRequirements{Requests: req}}}
+	return p, nil
 }
 
 // findRef is the ref of the container name of pod, a zero ref if none.
@@ -119,6 +174,10 @@ func (s *scenario) act(d plannertest.Directive) error {
 			return d.Errorf("want resize NAME cpu=Q|memory=Q|restart=RESOURCE...")
 		}
 		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		// The API server bumps metadata.generation on a change of the
+		// spec; it is 1 from the pod's creation (a scenario's pod has
+		// none until its first resize).
+		next.Generation = max(next.Generation, 1) + 1
 		c := next.Container(findRef(next, d.Args[0].Key))
 		if c == nil {
 			return d.Errorf("no container %q", d.Args[0].Key)
@@ -143,6 +202,24 @@ func (s *scenario) act(d plannertest.Directive) error {
 		}
 		s.pod = next
 		s.w.UpdatePod(UpdateOptions{Pod: next})
+	case "other-pod":
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		p, err := otherPod(d)
+		if err != nil {
+			return err
+		}
+		s.others[p.Name] = p
+		s.w.UpdatePod(UpdateOptions{Pod: p})
+	case "kill-other":
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) != 1 || d.Args[0].HasVal || s.others[d.Args[0].Key] == nil {
+			return d.Errorf("want kill-other NAME, a pod of other-pod")
+		}
+		s.w.UpdatePod(UpdateOptions{Pod: s.others[d.Args[0].Key], Kill: &KillOptions{Reason: TerminationDeleted}})
 	case "exit", "exit-quietly":
 		if len(d.Args) != 2 || d.Args[0].HasVal || d.Args[1].HasVal {
 			return d.Errorf("want %s NAME CODE", d.Cmd)

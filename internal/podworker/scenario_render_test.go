@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
@@ -101,6 +102,9 @@ func (s *scenario) checkpoint() ([]string, error) {
 		if o.RestartedAll {
 			line += fmt.Sprintf(" restartedAll steps=%d", o.BackoffSteps)
 		}
+		if o.ResizeRestart {
+			line += " resizeRestart"
+		}
 		out = append(out, line)
 	}
 	return out, nil
@@ -116,7 +120,11 @@ func (s *scenario) status() []string {
 		return []string{"status: no worker"}
 	}
 	st := pod.Status
-	out := []string{"status qosClass=" + string(st.QOSClass)}
+	head := "status qosClass=" + string(st.QOSClass)
+	if st.ObservedGeneration != 0 {
+		head += fmt.Sprintf(" observedGeneration=%d", st.ObservedGeneration)
+	}
+	out := []string{head}
 	for _, c := range st.Conditions {
 		line := fmt.Sprintf("  condition %s %s", c.Type, c.Status)
 		if c.Reason != "" {
@@ -124,6 +132,9 @@ func (s *scenario) status() []string {
 		}
 		if c.Message != "" {
 			line += fmt.Sprintf(" %q", c.Message)
+		}
+		if c.ObservedGeneration != 0 {
+			line += fmt.Sprintf(" gen=%d", c.ObservedGeneration)
 		}
 		out = append(out, line)
 	}
@@ -140,6 +151,9 @@ func (s *scenario) status() []string {
 	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
 		if cs.Resources != nil {
 			out = append(out, fmt.Sprintf("  resources %s: limits cpu=%s memory=%s", cs.Name, cs.Resources.Limits.Cpu(), cs.Resources.Limits.Memory()))
+		}
+		if spec := (&model.Pod{Pod: pod}).Container(findRef(&model.Pod{Pod: pod}, cs.Name)); spec != nil && !equality.Semantic.DeepEqual(cs.AllocatedResources, spec.Resources.Requests) {
+			out = append(out, fmt.Sprintf("  allocated %s: requests cpu=%s memory=%s", cs.Name, cs.AllocatedResources.Cpu(), cs.AllocatedResources.Memory()))
 		}
 	}
 	if g := pod.DeletionGracePeriodSeconds; g != nil {

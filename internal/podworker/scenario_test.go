@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -64,6 +65,10 @@ type scenario struct {
 	stopW context.CancelFunc
 	// calls and events count what was rendered already.
 	calls, events int
+	// allocatable is the node's (Config.Allocatable); others are the
+	// other pods of the node (other-pod), by name.
+	allocatable v1.ResourceList
+	others      map[string]*model.Pod
 
 	mu sync.Mutex
 	// held names what blocks until unblock ("setup", "start NAME",
@@ -172,6 +177,7 @@ func (s *scenario) newPod(d plannertest.Directive) error {
 		}
 	}
 	s.calls, s.events = 0, 0
+	s.allocatable, s.others = nil, map[string]*model.Pod{}
 	s.mu.Lock()
 	s.held, s.release, s.failHooks, s.failList, s.failSetup, s.gates = map[string]bool{}, make(chan struct{}), map[string]hookResultSpec{}, false, false, nil
 	s.mu.Unlock()
@@ -193,7 +199,7 @@ func (s *scenario) startAgent() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := Config{
 		Runtime: scenarioRuntime{s.rt, s}, Recorder: s.rec, Clock: s.clk, Planner: planner.DefaultConfig(),
-		Logger: slog.New(slog.DiscardHandler), Checkpointer: s.cps,
+		Logger: slog.New(slog.DiscardHandler), Checkpointer: s.cps, Allocatable: s.allocatable,
 	}
 	if s.prober != nil {
 		cfg.Prober = s.prober

@@ -96,6 +96,10 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	}
 	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete)
 	st.QOSClass = model.QOSClass(pw.pod.Pod)
+	// The generation of the spec the status is of (KEP-5067, GA in
+	// Kubernetes 1.35: the kubelet's status manager sets it to the pod's
+	// metadata.generation, pkg/kubelet/status/status_manager.go).
+	st.ObservedGeneration = pw.pod.Generation
 	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
 	if pw.deleted && pw.term != nil {
 		ts := metav1.NewTime(pw.term.Deadline)
@@ -194,13 +198,19 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	if planner.CouldRestartAll(pw.pod) {
 		conds = append(conds, pw.allContainersRestarting(phase))
 	}
-	conds = append(conds, pw.resizeConditions()...)
 	if pw.phase == Terminated && pw.termReason == TerminationNodeShutdown {
 		conds = append(conds, v1.PodCondition{
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: messageNodeShutdown,
 		})
 	}
-	return conds
+	// Each condition observes the pod's generation, as the kubelet 1.37
+	// generates them (pkg/kubelet/status/generate.go,
+	// CalculatePodConditionObservedGeneration); the resize conditions
+	// observe their own (resizeConditions).
+	for i := range conds {
+		conds[i].ObservedGeneration = pw.pod.Generation
+	}
+	return append(conds, pw.resizeConditions()...)
 }
 
 // Reason and message of a True AllContainersRestarting condition, as the
@@ -338,13 +348,13 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		state = planner.Waiting
 		cs.LastTerminationState.Terminated = c.terminatedState()
 	}
-	if c.ref.Role == model.RoleMain || c.ref.Role == model.RoleSidecar {
-		cs.AllocatedResources = allocatedResources(spec)
+	if resizable(c.ref.Role) {
+		cs.AllocatedResources = allocatedResources(pw.allocPod.Container(c.ref))
 	}
 	switch state {
 	case planner.Running:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.obs.StartedAt)}
-		if c.ref.Role == model.RoleMain || c.ref.Role == model.RoleSidecar {
+		if resizable(c.ref.Role) {
 			cs.Resources = appliedResources(c.applied)
 		}
 		// Without readiness probes (issue 4) a started container is ready,

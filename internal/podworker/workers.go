@@ -75,6 +75,11 @@ type Config struct {
 	Timeline Timeline
 	// Metrics, when set, receives what the workers measure.
 	Metrics Metrics
+	// Allocatable is the node's allocatable cpu and memory, what a resize
+	// that asks for more must fit in with the other pods' allocations
+	// (admitResize). A resource it does not name (or names as zero) is not
+	// checked.
+	Allocatable v1.ResourceList
 }
 
 // TerminationReason says why a pod's termination began: who asked for it
@@ -139,6 +144,13 @@ type Workers struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podWorker
 
+	// allocMu serialises the admissions of resizes (admitResize), each a
+	// read of every pod's podWorker.requested and a write of one; it is
+	// taken before mu, never after.
+	allocMu sync.Mutex
+	// allocatable is Config.Allocatable as admitResize counts it.
+	allocatable nodeRequest
+
 	wg sync.WaitGroup
 }
 
@@ -155,7 +167,10 @@ func New(ctx context.Context, cfg Config) *Workers {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	return &Workers{cfg: cfg, ctx: ctx, log: cfg.Logger, pods: map[types.UID]*podWorker{}}
+	return &Workers{
+		cfg: cfg, ctx: ctx, log: cfg.Logger, pods: map[types.UID]*podWorker{},
+		allocatable: nodeRequest{milliCPU: cfg.Allocatable.Cpu().MilliValue(), memory: cfg.Allocatable.Memory().Value()},
+	}
 }
 
 // UpdatePod hands an update to the pod's worker, creating the worker on the

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// resizePod has two Burstable containers; web's resizePolicy restarts it
-// for a memory change.
+// resizePod has three Burstable containers; web's resizePolicy restarts it
+// for a memory change, and once's too, although its own restartPolicy is
+// Never.
 const resizePod = `
 apiVersion: v1
 kind: Pod
@@ -30,6 +31,16 @@ spec:
   - name: web
     image: busybox
     command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"]
+    resizePolicy:
+    - resourceName: memory
+      restartPolicy: RestartContainer
+    resources:
+      limits:
+        memory: 32Mi
+  - name: once
+    image: busybox
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.2; done"]
+    restartPolicy: Never
     resizePolicy:
     - resourceName: memory
       restartPolicy: RestartContainer
@@ -114,5 +125,63 @@ func TestResizeInPlace(t *testing.T) {
 	if app := a.getPod("rs").container(t, "app"); app.RestartCount != 0 {
 		t.Errorf("app = %s, want it not restarted by web's resize", app)
 	}
+
+	// A restart for a resize happens whatever the container's restart
+	// policy and its exit code (0 here, on SIGTERM): the kubelet kills it
+	// and starts it again in one sync (computePodResizeAction).
+	a.mustCLI("resize", "pod/rs", "--containers=once", "--limits=memory=48Mi")
+	a.waitPod("rs", "jsonpath={.status.containerStatuses[2].restartCount}=1", lineTimeout)
+	a.waitPod("rs", "jsonpath={.status.containerStatuses[2].resources.limits.memory}=48Mi", lineTimeout)
+	if once := a.getPod("rs").container(t, "once"); once.State.Running == nil || once.LastState.Terminated == nil || once.LastState.Terminated.ExitCode != 0 {
+		t.Errorf("once after its resize = %s, want it running again after an exit 0", once)
+	}
 	a.mustCLI("delete", "pod", "rs", "--timeout", "20s")
+}
+
+// What the node allocated to each container and what each running
+// instance has are in the pod worker's checkpoint (the kubelet's
+// allocation checkpoints, pkg/kubelet/allocation): after an agent killed
+// with SIGKILL, a container resized before keeps its resized limits in its
+// cgroup and in status.containerStatuses[].resources, and a resize the
+// runtime refused (a memory limit below usage) is still in progress, with
+// reason Error, the instance's limits as they are — not the spec's.
+func TestResizeSurvivesAgentKill(t *testing.T) {
+	e := newCgroupEnv(t)
+	dir := t.TempDir()
+	a := startAgentIn(t, dir, e.args()...)
+	a.apply("rs", writeManifest(t, t.TempDir(), resizePod, nil))
+	a.waitPod("rs", "condition=Ready", lineTimeout)
+	uid := a.podUID("rs")
+	id := strings.TrimPrefix(strings.TrimSpace(a.mustCLI("get", "pod", "rs", "-o", "jsonpath={.status.containerStatuses[0].containerID}")), "podward://")
+	memFile := filepath.Join(e.dirs[0], "burstable", "pod"+uid, id, "memory.limit_in_bytes")
+	if len(e.dirs) == 1 {
+		memFile = filepath.Join(e.dirs[0], "burstable", "pod"+uid, id, "memory.max")
+	}
+	a.mustCLI("resize", "pod/rs", "--containers=app", "--limits=memory=64Mi")
+	a.waitPod("rs", "jsonpath={.status.containerStatuses[0].resources.limits.memory}=64Mi", lineTimeout)
+	a.mustCLI("resize", "pod/rs", "--containers=app", "--limits=memory=4Ki")
+	a.waitPod("rs", `jsonpath={.status.conditions[?(@.type=="PodResizeInProgress")].reason}=Error`, lineTimeout)
+	_ = a.cmd.Process.Kill()
+	<-a.done
+
+	b := startAgentIn(t, dir, e.args()...)
+	b.pods = append(b.pods, "rs")
+	b.waitPod("rs", "condition=Ready", lineTimeout)
+	b.waitPod("rs", `jsonpath={.status.conditions[?(@.type=="PodResizeInProgress")].reason}=Error`, lineTimeout)
+	if got := strings.TrimSpace(b.mustCLI("get", "pod", "rs", "-o", "jsonpath={.status.containerStatuses[0].resources.limits.memory}")); got != "64Mi" {
+		t.Errorf("app's memory limit in its status after the restart: %q, want its instance's, 64Mi", got)
+	}
+	if app := b.getPod("rs").container(t, "app"); app.RestartCount != 0 {
+		t.Errorf("app = %s, want it adopted, never restarted", app)
+	}
+	if b, err := os.ReadFile(memFile); err != nil || strings.TrimSpace(string(b)) != "67108864" {
+		t.Errorf("%s = %q (%v) after the restart, want 67108864 (64Mi)", memFile, b, err)
+	}
+	// Once it fits, the next agent applies it.
+	b.mustCLI("resize", "pod/rs", "--containers=app", "--limits=memory=48Mi")
+	b.waitPod("rs", "jsonpath={.status.containerStatuses[0].resources.limits.memory}=48Mi", lineTimeout)
+	if b, err := os.ReadFile(memFile); err != nil || strings.TrimSpace(string(b)) != "50331648" {
+		t.Errorf("%s = %q (%v) after the next resize, want 50331648 (48Mi)", memFile, b, err)
+	}
+	b.mustCLI("delete", "pod", "rs", "--timeout", "20s")
 }

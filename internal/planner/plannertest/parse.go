@@ -253,6 +253,7 @@ func Observe(d Directive, containers map[string]planner.Observed) error {
 //	.killAt(T)              the kill time of a stop begun for a failed probe
 //	.probeKilled            the instance was stopped because a probe failed (kept after it exited)
 //	.restartedAll           a restart of all containers reset the container
+//	.resizeRestart          the instance was stopped for a resize that restarts it (kept after it exited)
 func ParseObserved(s string) (planner.Observed, error) {
 	calls := splitCalls(s)
 	var o planner.Observed
@@ -298,7 +299,7 @@ func modify(o *planner.Observed, c string) error {
 	}
 	want := 1
 	switch name {
-	case "notStarted", "started", "startedOnce", "killed", "probeKilled", "restartedAll":
+	case "notStarted", "started", "startedOnce", "killed", "probeKilled", "restartedAll", "resizeRestart":
 		want = 0
 	}
 	if len(args) != want {
@@ -329,6 +330,8 @@ func modify(o *planner.Observed, c string) error {
 		o.ProbeKilled = true
 	case "restartedAll":
 		o.RestartedAll = true
+	case "resizeRestart":
+		o.ResizeRestart = true
 	case "ranFrom":
 		o.StartedAt = t
 	case "stopping":

@@ -238,3 +238,17 @@ var cgroupQoS = map[v1.PodQOSClass]cgroups.QoS{
 func PodCgroup(root string, pod *model.Pod) string {
 	return cgroups.PodPath(root, cgroupQoS[model.QOSClass(pod.Pod)], string(pod.UID))
 }
+
+// PodRequests are the pod's cpu and memory requests as Kubernetes
+// aggregates them (podList, k8s.io/component-helpers/resource's
+// PodRequests, pod-level requests included): what the node counts of the
+// pod when it admits a resize (KEP-1287) against its allocatable. A
+// resource nothing requests is zero.
+func PodRequests(pod *model.Pod) v1.ResourceList {
+	list := podList(pod, model.Requests)
+	out := v1.ResourceList{}
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		out[name] = list[name]
+	}
+	return out
+}
