@@ -149,34 +149,6 @@ func TestKubectlAttachOutput(t *testing.T) {
 			t.Fatalf("kubectl logs -f %s: %q, want 3 lines", pod, logged.String())
 		}
 
-		cmd := c.kubectlCmd("attach", pod, "-c", "ticker")
-		stdout, stderr := &bintest.Ticks{}, &bintest.Ticks{}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		defer func() {
-			_ = cmd.Process.Kill()
-			<-done
-		}()
-		const lines = 30
-		if !stdout.Wait("out-", lines, waitTimeout) || !stderr.Wait("err-", 2, waitTimeout) {
-			t.Fatalf("kubectl attach %s -c ticker: stdout %q, stderr %q; want %d lines and 2", pod, stdout.String(), stderr.String(), lines)
-		}
-		t.Logf("kubectl attach %s -c ticker (no -i, no -t): %d lines on stdout, stderr %q", pod, strings.Count(stdout.String(), "\n"), stderr.String())
-		if err := stdout.Check("out-", 3, 1, tickLag); err != nil {
-			t.Errorf("kubectl attach's stdout: %v", err)
-		}
-		if err := stderr.Check("err-", 3, 10, tickLag); err != nil {
-			t.Errorf("kubectl attach's stderr: %v", err)
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Errorf("kubectl attach ended while its container runs: %v", err)
-		default:
-		}
+		bintest.FollowTicks(t, "kubectl attach "+pod+" -c ticker (no -i, no -t)", c.kubectlCmd("attach", pod, "-c", "ticker"), waitTimeout, tickLag)
 	})
 }

@@ -290,25 +290,30 @@ func loadClusterCA(t *testing.T, c *controlPlane) *clusterCA {
 // clientCert is a client certificate for the user cn (no groups).
 func (ca *clusterCA) clientCert(t *testing.T, cn string) *tls.Certificate {
 	t.Helper()
+	key, der := ca.issue(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// issue signs tmpl, given a fresh P-256 key, a random serial number, a
+// day's validity (from an hour ago, for clocks a little apart) and
+// digital-signature use, and returns the key and the certificate (DER).
+func (ca *clusterCA) issue(t *testing.T, tmpl *x509.Certificate) (*ecdsa.PrivateKey, []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
-	if err != nil {
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64)); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return key, der
 }

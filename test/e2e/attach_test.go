@@ -165,37 +165,9 @@ func TestAttachOutput(t *testing.T) {
 			t.Fatalf("podward logs -f ticker: %q, want 3 lines", logged.String())
 		}
 
-		cmd := a.podwardCmd("attach", "ticker")
-		stdout, stderr := &bintest.Ticks{}, &bintest.Ticks{}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		defer func() {
-			_ = cmd.Process.Kill()
-			<-done
-		}()
-		const lines = 30
-		if !stdout.Wait("out-", lines, lineTimeout) || !stderr.Wait("err-", 2, lineTimeout) {
-			t.Fatalf("podward attach ticker: stdout %q, stderr %q; want %d lines and 2", stdout.String(), stderr.String(), lines)
-		}
-		const lag = 5 * time.Second
-		if err := stdout.Check("out-", 3, 1, lag); err != nil {
-			t.Errorf("podward attach's stdout: %v", err)
-		}
-		if err := stderr.Check("err-", 3, 10, lag); err != nil {
-			t.Errorf("podward attach's stderr: %v", err)
-		}
-		if !strings.Contains(stderr.String(), "If you don't see a command prompt, try pressing enter.") {
-			t.Errorf("podward attach's stderr %q lacks kubectl's hint", stderr.String())
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Errorf("podward attach ended while its container runs: %v", err)
-		default:
+		stderr := bintest.FollowTicks(t, "podward attach ticker", a.podwardCmd("attach", "ticker"), lineTimeout, 5*time.Second)
+		if !strings.Contains(stderr, "If you don't see a command prompt, try pressing enter.") {
+			t.Errorf("podward attach's stderr %q lacks kubectl's hint", stderr)
 		}
 	})
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -125,4 +127,42 @@ func (k *Ticks) Check(prefix string, after, step int, lag time.Duration) error {
 		errs = append(errs, fmt.Errorf("no %s line", prefix))
 	}
 	return errors.Join(errs...)
+}
+
+// FollowTicks runs cmd, a client that follows the output of a
+// TickerScript container (an attach without stdin), until the test ends,
+// and checks that it streams: 30 lines on stdout and 2 on stderr within
+// wait, each as Check has it with lag, and the client still running. It
+// returns what cmd wrote on stderr so far, for the caller's own checks.
+func FollowTicks(t *testing.T, what string, cmd *exec.Cmd, wait, lag time.Duration) (stderr string) {
+	t.Helper()
+	out, errs := &Ticks{}, &Ticks{}
+	cmd.Stdout, cmd.Stderr = out, errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	const lines = 30
+	if !out.Wait("out-", lines, wait) || !errs.Wait("err-", 2, wait) {
+		t.Fatalf("%s: stdout %q, stderr %q; want %d lines and 2", what, out.String(), errs.String(), lines)
+	}
+	t.Logf("%s: %d lines on stdout, stderr %q", what, strings.Count(out.String(), "\n"), errs.String())
+	if err := out.Check("out-", 3, 1, lag); err != nil {
+		t.Errorf("%s's stdout: %v", what, err)
+	}
+	if err := errs.Check("err-", 3, 10, lag); err != nil {
+		t.Errorf("%s's stderr: %v", what, err)
+	}
+	select {
+	case err := <-done:
+		done <- err
+		t.Errorf("%s ended while its container runs: %v", what, err)
+	default:
+	}
+	return errs.String()
 }
