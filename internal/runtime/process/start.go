@@ -44,9 +44,6 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
-	if mounts, created, err = r.shareTarget(pod, ref, mounts, created); err != nil {
-		return launch.Spec{}, nil, err
-	}
 	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts, Helper: r.shimBinary}
 	if r.uts && !pod.Spec.HostNetwork {
 		// The pod's host name, as its sandbox's UTS namespace has it on a
@@ -103,10 +100,24 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		return runtime.Container{}, err
 	}
 	dir := r.instanceDir(pod.UID, id)
-	term := podspec.NewTerminationMessage(pod, c, r.terminationFile(c, dir))
+	join, err := r.targetOf(pod, ref)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	termFile := r.terminationFile(c, dir)
+	if join != nil {
+		// Mounted in the target's namespace, it would be the target's:
+		// the message comes from the log alone.
+		termFile = ""
+	}
+	term := podspec.NewTerminationMessage(pod, c, termFile)
 	proc, created, err := r.prepare(pod, ref, c, nil, term.File)
 	if err != nil {
 		return runtime.Container{}, err
+	}
+	if join != nil {
+		// The target's namespace has its mounts and name.
+		proc.Mounts, proc.Hostname = nil, ""
 	}
 	logPath := r.LogPath(pod.UID, c.Name, attempt)
 	offset, err := hostfs.PrepareLog(logPath) // where Output begins
@@ -131,6 +142,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		LogPath:      logPath,
 		LogRotation:  r.logRotation,
 		Mountpoints:  created,
+		Join:         join,
 
 		TerminationMessage: term,
 		Order:              order,
