@@ -104,20 +104,16 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	termFile := r.terminationFile(c, dir)
-	if join != nil {
-		// Mounted in the target's namespace, it would be the target's:
-		// the message comes from the log alone.
-		termFile = ""
+	termFile := ""
+	if join == nil {
+		// Mounted in the target's namespace, it would be the target's: a
+		// container that joins one has its message from its log alone.
+		termFile = r.terminationFile(c, dir)
 	}
 	term := podspec.NewTerminationMessage(pod, c, termFile)
 	proc, created, err := r.prepare(pod, ref, c, nil, term.File)
 	if err != nil {
 		return runtime.Container{}, err
-	}
-	if join != nil {
-		// The target's namespace has its mounts and name.
-		proc.Mounts, proc.Hostname = nil, ""
 	}
 	logPath := r.LogPath(pod.UID, c.Name, attempt)
 	offset, err := hostfs.PrepareLog(logPath) // where Output begins
