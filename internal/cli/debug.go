@@ -39,9 +39,10 @@ Its status is the pod's status.ephemeralContainerStatuses (podward get pod POD
 it is debugger-xxxxx.
 
 --target names a container of the pod whose namespaces the debug container
-shares: on the process runtime its mounts (its volumes at its paths; not
-what it mounted itself, which an exec in it sees) and its host name; on a
-CRI runtime its process namespace, as the kubelet asks for it.
+shares: on the process runtime its running instance's mount and UTS
+namespaces, as an exec in it has (its volumes, what it mounted itself, the
+host name it set); on a CRI runtime its process namespace, as the kubelet
+asks for it. The target must be running.
 
 -i gives the debug container a stdin and attaches to it once it runs, -t a
 terminal as well, as kubectl debug -it does (see podward attach).`,

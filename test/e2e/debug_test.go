@@ -74,6 +74,51 @@ func TestDebug(t *testing.T) {
 	}
 }
 
+// targetedPod's container mounts a tmpfs of its own over a directory of
+// its emptyDir and sets its host name; it is ready once both are done.
+const targetedPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: targeted
+spec:
+  terminationGracePeriodSeconds: 3
+  volumes:
+  - name: data
+    emptyDir: {}
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c"]
+    args: ["trap 'exit 0' TERM; mkdir -p /data/own && mount -t tmpfs none /data/own && echo in-the-tmpfs > /data/own/f && hostname set-by-app; while true; do sleep 100 & wait; done"]
+    volumeMounts:
+    - name: data
+      mountPath: /data
+    readinessProbe:
+      exec:
+        command: ["{{.Bash}}", "-c", "cat /data/own/f && test \"$(cat /proc/sys/kernel/hostname)\" = set-by-app"]
+      periodSeconds: 1
+`
+
+// TestDebugTargetNamespaces: on the process runtime an ephemeral container
+// with --target runs in its target's mount and UTS namespaces, as an exec
+// in the target does: it sees the tmpfs the target mounted itself and the
+// host name the target set. (On a CRI runtime --target shares the target's
+// process namespace, the kubelet's NamespaceMode_TARGET; with no image
+// root of its own the process runtime's debug container shares its
+// target's view of the file system instead.)
+func TestDebugTargetNamespaces(t *testing.T) {
+	needRoot(t)
+	a := startAgent(t)
+	a.apply("targeted", writeManifest(t, t.TempDir(), targetedPod, map[string]string{"Bash": "/bin/bash"}))
+	a.waitPod("targeted", "condition=Ready", lineTimeout)
+	a.mustCLI("debug", "targeted", "--image=busybox", "--target=app", "-c", "seen", "--", "/bin/sh", "-c", "cat /data/own/f /proc/sys/kernel/hostname")
+	a.waitPod("targeted", `jsonpath={.status.ephemeralContainerStatuses[?(@.name=="seen")].state.terminated.exitCode}=0`, lineTimeout)
+	if got, want := a.mustCLI("logs", "targeted", "-c", "seen"), "in-the-tmpfs\nset-by-app\n"; got != want {
+		t.Errorf("log of the ephemeral container targeting app = %q, want the target's own tmpfs and host name: %q", got, want)
+	}
+}
+
 // ephemeralSummary is "NAME STATE RESTARTS, ..." of a pod's ephemeral
 // container statuses, from its JSON or YAML.
 func ephemeralSummary(t *testing.T, doc string) string {

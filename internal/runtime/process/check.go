@@ -50,6 +50,9 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	if len(c.VolumeMounts) > 0 && r.euid() != 0 {
 		return runtime.Unsupported("%s.volumeMounts: Forbidden: the process runtime needs root to give the container a private mount namespace for its volumes, and podward is not running as root", p)
 	}
+	if len(c.VolumeMounts) > 0 && targetName(pod, ref) != "" {
+		return runtime.Unsupported("%s.volumeMounts: Forbidden: with targetContainerName the process runtime runs the container in its target's mount namespace, where mounts of its own would change the target's", p)
+	}
 	for i, m := range c.VolumeMounts {
 		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
 			return runtime.Unsupported("%s.volumeMounts[%d].mountPropagation: Unsupported value: %q: the process runtime supports only None", p, i, *m.MountPropagation)

@@ -2,7 +2,6 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -106,29 +105,10 @@ func (r *Runtime) execSpec(pod *model.Pod, ref model.ContainerRef, argv []string
 // containerNamespaces opens the mount and UTS namespaces of in's
 // container: those of its main process, which its shim started and
 // recorded (container.json, which a Runtime that attached to the instance
-// read again), leaving out those it shares with the agent (a container
-// without mounts or host name of its own is in the host's). nil when that
-// process is gone: the container is exiting.
+// read again), as shim.Namespaces says. nil when that process is gone:
+// the container is exiting.
 func containerNamespaces(in *instance) (*launch.Namespaces, error) {
-	if in.proc.Pid == 0 {
-		return nil, nil
-	}
-	p, err := shim.OpenProc(in.proc)
-	if errors.Is(err, shim.ErrGone) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	ns, err := launch.OpenNamespaces(in.proc.Pid)
-	if p.Exited() {
-		// It may have been reaped, and its PID reused, before they
-		// were opened.
-		ns.Close()
-		return nil, nil
-	}
-	return ns, err
+	return shim.Namespaces(in.proc)
 }
 
 // output is one read end of a command's output and where it is copied.

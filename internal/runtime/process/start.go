@@ -44,9 +44,6 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
-	if mounts, created, err = r.shareTarget(pod, ref, mounts, created); err != nil {
-		return launch.Spec{}, nil, err
-	}
 	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts, Helper: r.shimBinary}
 	if r.uts && !pod.Spec.HostNetwork {
 		// The pod's host name, as its sandbox's UTS namespace has it on a
@@ -103,7 +100,17 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		return runtime.Container{}, err
 	}
 	dir := r.instanceDir(pod.UID, id)
-	term := podspec.NewTerminationMessage(pod, c, r.terminationFile(c, dir))
+	join, err := r.targetOf(pod, ref)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	termFile := ""
+	if join == nil {
+		// Mounted in the target's namespace, it would be the target's: a
+		// container that joins one has its message from its log alone.
+		termFile = r.terminationFile(c, dir)
+	}
+	term := podspec.NewTerminationMessage(pod, c, termFile)
 	proc, created, err := r.prepare(pod, ref, c, nil, term.File)
 	if err != nil {
 		return runtime.Container{}, err
@@ -131,6 +138,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		LogPath:      logPath,
 		LogRotation:  r.logRotation,
 		Mountpoints:  created,
+		Join:         join,
 
 		TerminationMessage: term,
 		Order:              order,

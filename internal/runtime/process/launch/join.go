@@ -10,9 +10,10 @@ import (
 
 // Namespaces are the mount and UTS namespaces of a running process that a
 // process joins instead of making namespaces of its own (Spec.Join): an
-// exec in a running container, which so sees the mounts the container made
-// itself and the host name it set, as runc's exec joins its container's
-// namespaces.
+// exec in a running container, or an ephemeral container started by its
+// shim in its target's (kubectl debug --target), which so sees the mounts
+// the container made itself and the host name it set, as runc's exec joins
+// its container's namespaces.
 type Namespaces struct {
 	// Mnt and UTS are the process's open /proc/PID/ns/mnt and ns/uts; nil
 	// is a namespace this process shares with it (a container without

@@ -151,7 +151,13 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	defer s.order.leave()
 	proc := spec.Process
 	proc.Stdin, proc.Terminal = io.childIn, spec.TTY
+	if proc.Join, err = joined(spec.Join); err != nil {
+		io.closeAll()
+		logFile.Close()
+		return s.startFailed(err)
+	}
 	cmd, err := launch.Start(context.Background(), proc, io.childOut, io.childErr)
+	proc.Join.Close()
 	// The child has its copies; ours would keep the pipes open for ever.
 	io.closeChild()
 	if err != nil {

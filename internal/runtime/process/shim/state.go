@@ -49,6 +49,13 @@ type Spec struct {
 	// Process is the container's command, environment, directory and
 	// mounts.
 	Process launch.Spec `json:"process"`
+	// Join, when set, is the main process of the running container whose
+	// mount and UTS namespaces the container joins instead of making its
+	// own (an ephemeral container's target, kubectl debug --target): the
+	// shim opens them (Namespaces) just before the start, and a process
+	// that is gone by then fails the start. Process's Mounts and Hostname
+	// are then not used.
+	Join *Ident `json:"join,omitempty"`
 	// LogPath is the CRI log the shim appends to.
 	LogPath string `json:"logPath"`
 	// LogRotation is how the shim rotates it (crilog.LogFile); zero: never.
