@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,19 +32,9 @@ func (s *Server) getEphemeral(w http.ResponseWriter, r *http.Request) error {
 // body is ignored, as the API server's ephemeralcontainers strategy takes
 // that field only. 200 with the pod.
 func (s *Server) putEphemeral(w http.ResponseWriter, r *http.Request) error {
-	if err := checkContentType(r, "application/json"); err != nil {
-		return err
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	pod, err := subresourcePod(w, r)
 	if err != nil {
 		return err
-	}
-	var pod v1.Pod
-	if err := json.Unmarshal(body, &pod); err != nil {
-		return badRequest("invalid Pod: %v", err)
-	}
-	if pod.Name != "" && pod.Name != r.PathValue("name") {
-		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, r.PathValue("name"))
 	}
 	return s.setEphemeral(w, r, pod.Spec.EphemeralContainers)
 }

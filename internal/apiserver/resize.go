@@ -24,6 +24,27 @@ type Resizer interface {
 	ResizePod(ns, name string, patched *v1.Pod) (*v1.Pod, error)
 }
 
+// subresourcePod decodes the body of a subresource's PUT: a Pod (JSON),
+// whose name, when it has one, is the path's. The subresource takes from
+// it what it owns.
+func subresourcePod(w http.ResponseWriter, r *http.Request) (*v1.Pod, error) {
+	if err := checkContentType(r, "application/json"); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return nil, err
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(body, &pod); err != nil {
+		return nil, badRequest("invalid Pod: %v", err)
+	}
+	if pod.Name != "" && pod.Name != r.PathValue("name") {
+		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, r.PathValue("name"))
+	}
+	return &pod, nil
+}
+
 // getResize serves GET of the subresource: the pod.
 func (s *Server) getResize(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := s.b.(Resizer); !ok {
@@ -35,21 +56,11 @@ func (s *Server) getResize(w http.ResponseWriter, r *http.Request) error {
 // putResize serves PUT of the subresource: the Pod as it is to be. 200
 // with the pod.
 func (s *Server) putResize(w http.ResponseWriter, r *http.Request) error {
-	if err := checkContentType(r, "application/json"); err != nil {
-		return err
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	pod, err := subresourcePod(w, r)
 	if err != nil {
 		return err
 	}
-	var pod v1.Pod
-	if err := json.Unmarshal(body, &pod); err != nil {
-		return badRequest("invalid Pod: %v", err)
-	}
-	if pod.Name != "" && pod.Name != r.PathValue("name") {
-		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, r.PathValue("name"))
-	}
-	return s.resize(w, r, &pod)
+	return s.resize(w, r, pod)
 }
 
 // patchResize serves PATCH of the subresource, what kubectl patch
