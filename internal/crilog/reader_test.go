@@ -29,8 +29,8 @@ type refLine struct {
 // computed the simple way from its records: the lines of stream ("" for
 // both) from record index from on, the last tail of them by where their
 // last record is (all for a negative tail), complete ones in the order
-// they end and then the unfinished ones, oldest first, as ReadLog ends
-// them.
+// they end and then the unfinished ones, oldest first (stdout first when
+// they started at the same time), as ReadLog ends them.
 func tailByReassembling(recs []Record, from int, stream string, tail int) []string {
 	var lines []*refLine
 	var open [2]*refLine
@@ -67,9 +67,12 @@ func tailByReassembling(recs []Record, from int, stream string, tail int) []stri
 		case b.ended:
 			return 1
 		}
-		return a.time.Compare(b.time)
+		if c := a.time.Compare(b.time); c != 0 {
+			return c
+		}
+		return streamIndex(a.stream) - streamIndex(b.stream)
 	})
-	var out []string
+	out := []string{}
 	for _, l := range lines {
 		out = append(out, l.stream+":"+l.content)
 	}
@@ -124,9 +127,6 @@ func TestReadLogTailMatchesReassembling(t *testing.T) {
 					got = append(got, l.Stream+":"+string(l.Content))
 				}
 				want := tailByReassembling(recs, skipped, stream, tail)
-				if want == nil {
-					want = []string{}
-				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("round %d, log %q, %+v:\nlines %q\nwant  %q", round, data, opts, got, want)
 				}
