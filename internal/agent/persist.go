@@ -458,11 +458,15 @@ func remaining(deadline, now time.Time) *int64 {
 	return &s
 }
 
-// killOrphans kills, in the background, the containers of pods the runtime
-// still has but the store no longer knows (deleted while the agent was
-// down, or whose removal the agent did not finish), then drops their state
-// once every one of them has exited, and then their logs as those of a pod
-// just removed. It returns the orphans.
+// killOrphans deals with the pods the runtime still has but the store no
+// longer knows (deleted while the agent was down, or whose removal the
+// agent did not finish). One with nothing left running (a removal cut
+// short after its containers exited) has its state dropped now, before the
+// agent serves, so that the logs sweep finds its logs unclaimed; a stop
+// right after the start leaves nothing of it. The others' containers are
+// killed in the background, then their state is dropped once every one of
+// them has exited, and then their logs as those of a pod just removed. It
+// returns the pods left to the background.
 func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) map[types.UID]bool {
 	orphans := map[types.UID]bool{}
 	pl, ok := a.cfg.Runtime.(runtime.PodLister)
@@ -475,10 +479,16 @@ func (a *Agent) killOrphans(ctx context.Context, known map[types.UID]bool) map[t
 		return orphans
 	}
 	for _, uid := range uids {
-		if !known[uid] {
-			orphans[uid] = true
-			a.spawn(func() { a.killOrphan(ctx, uid) })
+		if known[uid] {
+			continue
 		}
+		if ids, err := runtime.KillRunning(ctx, a.cfg.Runtime, uid); err == nil && len(ids) == 0 {
+			if a.cleanupOrphan(ctx, uid) == nil {
+				continue
+			}
+		}
+		orphans[uid] = true
+		a.spawn(func() { a.killOrphan(ctx, uid) })
 	}
 	return orphans
 }
@@ -505,12 +515,21 @@ func (a *Agent) killOrphan(ctx context.Context, uid types.UID) {
 			return
 		}
 	}
+	if a.cleanupOrphan(ctx, uid) == nil {
+		a.logs.removed(uid)
+	}
+}
+
+// cleanupOrphan drops what the runtime has of the orphan uid, nothing of
+// which runs any more.
+func (a *Agent) cleanupOrphan(ctx context.Context, uid types.UID) error {
 	orphan := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}}
 	if err := a.cfg.Runtime.CleanupPod(ctx, orphan); err != nil {
-		log.Error("remove orphaned pod state", "err", err)
-		return
+		a.log.Error("remove orphaned pod state", "podUID", uid, "err", err)
+		return err
 	}
-	a.logs.removed(uid)
+	a.log.Info("removed the state of a pod the agent no longer knows", "podUID", uid)
+	return nil
 }
 
 // watchOrphan returns a channel that receives a value (without blocking

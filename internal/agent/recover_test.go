@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,6 +204,66 @@ func TestRecoverKillsOrphans(t *testing.T) {
 	if _, err := n.a.GetPod("default", "web"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("orphan served as a pod: %v", err)
 	}
+}
+
+// An orphan whose containers all exited (its removal was cut short after
+// they had) is dropped by the start itself, before the agent serves: its
+// state and its logs are gone when Recover returns, so that an agent
+// stopped right after it started leaves nothing of it; nothing is killed
+// in the background.
+func TestRecoverDropsAnExitedOrphanBeforeServing(t *testing.T) {
+	var logs syncBuffer
+	n := newNodeWith(t, func(cfg *Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	pod, err := n.a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
+	n.crash()
+	n.rt.ExitQuietly(pod.UID, "app", 0)
+	st, err := store.Open(filepath.Join(n.dir, "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeletePod(pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+
+	n.start()
+	calls := n.rt.Calls()
+	if !slices.Contains(calls, "cleanup") || !slices.Contains(calls, "remove logs "+string(pod.UID)) {
+		t.Fatalf("when Recover returned, the exited orphan was not dropped; calls %q", calls)
+	}
+	if ids, _ := n.rt.ListPods(); len(ids) != 0 {
+		t.Fatalf("the runtime still has state of pods %v", ids)
+	}
+	if l, _ := n.rt.PodLogs(); len(l) != 0 {
+		t.Fatalf("the runtime still has logs of pods %v", l)
+	}
+	n.crash() // every goroutine of the agent has ended
+	if strings.Contains(logs.String(), "killing the containers") || slices.Contains(n.rt.Calls(), "signal app killed") {
+		t.Fatalf("an orphan with nothing running was killed in the background; log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the agent's goroutines may log to
+// while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestRecoverAfterRebootStartsPodsAgain(t *testing.T) {
