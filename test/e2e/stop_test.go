@@ -109,6 +109,11 @@ func TestSidecarsSignalledAfterATermIgnoringMain(t *testing.T) {
 	p.waitLine(t, output("s1", "s1 up"), lineTimeout)
 	p.waitLine(t, output("s2", "s2 up"), lineTimeout)
 	p.waitLine(t, output("app", "app up"), lineTimeout)
+	// Its worker has seen it start, so the SIGINT's termination signals it
+	// at once: it gets no more than the grace period. (A termination that
+	// comes while its start is still being reported signals it once the
+	// start is, with the 2 s minimum from then, past the deadline.)
+	p.waitLine(t, re(`Normal Started spec\.containers\{app\} Started container app$`), lineTimeout)
 	r, elapsed := p.signalAndWait(t, syscall.SIGINT)
 	sent := r.exited.Add(-elapsed)
 	t.Logf("terminated %v after SIGINT (grace period 2s); stdout:\n%s", elapsed.Round(time.Millisecond), r.stdout)
