@@ -11,30 +11,6 @@ import (
 	"github.com/podward/podward/test/internal/ptytest"
 )
 
-// attachPod has a bash on a terminal (stdin, tty) and a cat whose stdin is
-// closed after its first attach (stdinOnce).
-const attachPod = `
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {{.Name}}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: sh
-    image: bash
-    command: ["{{.Bash}}", "--norc", "--noprofile"]
-    env: [{name: TERM, value: dumb}]
-    stdin: true
-    tty: true
-  - name: once
-    image: bash
-    command: ["{{.Bash}}", "-c", "cat; echo cat-done"]
-    stdin: true
-    stdinOnce: true
-`
-
 // TestKubectlAttach: kubectl attach against a podward node, through the
 // real API server and the node's /attach, on both runtimes: -it in a real
 // terminal types into the container's shell and sees its output; a second
@@ -47,7 +23,7 @@ func TestKubectlAttach(t *testing.T) {
 	bintest.EachRuntime(t, func(t *testing.T, rt bintest.Runtime) {
 		n := startNode(t, c, nodeName(t, "a"), rt.Args...)
 		pod := "attach-" + rt.Name
-		n.apply(t, strings.NewReplacer("{{.Name}}", pod, "{{.Bash}}", rt.Bash).Replace(attachPod))
+		n.apply(t, strings.NewReplacer("{{.Name}}", pod, "{{.Bash}}", rt.Bash).Replace(bintest.AttachPod))
 		c.waitPod(t, "default", pod, "both running", waitTimeout, func(p *v1.Pod) bool {
 			return p != nil && len(p.Status.ContainerStatuses) == 2 &&
 				p.Status.ContainerStatuses[0].State.Running != nil && p.Status.ContainerStatuses[1].State.Running != nil

@@ -1,18 +1,15 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -150,67 +147,14 @@ func TestKubectlStreams(t *testing.T) {
 func kubectlPortForward(t *testing.T, c *controlPlane, pod string, port int) {
 	t.Helper()
 	cmd := exec.Command(c.env["KUBECTL"], "--kubeconfig", c.env["KUBECONFIG"], "port-forward", pod, fmt.Sprintf(":%d", port))
-	cmd.WaitDelay = 5 * time.Second
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+	f := bintest.StartForward(t, cmd, waitTimeout)
+	if f.Remote != port {
+		t.Errorf("kubectl forwards to port %d, want %d", f.Remote, port)
 	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if body := bintest.GetPage(t, fmt.Sprintf("http://127.0.0.1:%d/", f.Local), waitTimeout); body != "hello-from-pod\n" {
+		t.Errorf("GET through kubectl port-forward: %q", body)
 	}
-	pw.Close()
-	defer pr.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-done:
-		case <-time.After(waitTimeout):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	local := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			t.Logf("kubectl port-forward %s :%d: %s", pod, port, sc.Text())
-			var lp int
-			if _, err := fmt.Sscanf(sc.Text(), "Forwarding from 127.0.0.1:%d ->", &lp); err == nil {
-				select {
-				case local <- fmt.Sprint(lp):
-				default:
-				}
-			}
-		}
-	}()
-	var lp string
-	select {
-	case lp = <-local:
-	case <-time.After(waitTimeout):
-		t.Fatalf("kubectl port-forward printed no Forwarding line within %v", waitTimeout)
-	}
-	url := "http://127.0.0.1:" + lp + "/"
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				if string(b) != "hello-from-pod\n" {
-					t.Errorf("GET through kubectl port-forward: %q", b)
-				}
-				return
-			}
-		}
-		// The server may come up a little after the container runs.
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s through kubectl port-forward: %v", url, err)
-		}
-	}
+	_ = f.Stop(waitTimeout)
 }
 
 // kubeletStreamsAuthorized: the node's streaming paths are authorized as

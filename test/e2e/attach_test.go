@@ -9,28 +9,6 @@ import (
 	"github.com/podward/podward/test/internal/ptytest"
 )
 
-const attachPod = `
-apiVersion: v1
-kind: Pod
-metadata:
-  name: term
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: sh
-    image: bash
-    command: ["{{.Bash}}", "--norc", "--noprofile"]
-    env: [{name: TERM, value: dumb}]
-    stdin: true
-    tty: true
-  - name: once
-    image: bash
-    command: ["{{.Bash}}", "-c", "cat; echo cat-done"]
-    stdin: true
-    stdinOnce: true
-`
-
 // startAttach runs `podward attach ARGS...` in a 30x90 terminal.
 func startAttach(t *testing.T, a *agent, args ...string) *ptytest.Terminal {
 	t.Helper()
@@ -55,7 +33,7 @@ func TestAttach(t *testing.T) {
 		needRoot(t)
 		dir := t.TempDir()
 		a := startAgentIn(t, dir, rt.Args...)
-		a.apply("term", rt.manifest(t, t.TempDir(), attachPod, nil))
+		a.apply("term", rt.manifest(t, t.TempDir(), bintest.AttachPod, map[string]string{"Name": "term"}))
 		a.waitPod("term", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
 
 		s := startAttach(t, a, "-it", "term", "-c", "sh")

@@ -1,20 +1,17 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podward/podward/test/internal/bintest"
 	"github.com/podward/podward/test/internal/ptytest"
 )
 
@@ -184,73 +181,15 @@ func TestPortForward(t *testing.T) {
 		remote := freePort(t)
 		a, _ := startExecPod(t, rt, true, remote)
 		local := freePort(t)
-		cmd := a.podwardCmd("port-forward", "shell", fmt.Sprintf("%d:web", local))
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
+		f := bintest.StartForward(t, a.podwardCmd("port-forward", "shell", fmt.Sprintf("%d:web", local)), lineTimeout)
+		if f.Local != local || f.Remote != remote {
+			t.Errorf("Forwarding from 127.0.0.1:%d -> %d, want %d -> %d", f.Local, f.Remote, local, remote)
 		}
-		cmd.Stdout, cmd.Stderr = pw, pw
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pw.Close()
-		defer pr.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		lines := make(chan string, 16)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(pr)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-		want := fmt.Sprintf("Forwarding from 127.0.0.1:%d -> %d", local, remote)
-		timer := time.NewTimer(lineTimeout)
-		defer timer.Stop()
-	wait:
-		for {
-			select {
-			case l := <-lines:
-				if l == want {
-					break wait
-				}
-				t.Logf("port-forward: %s", l)
-			case <-timer.C:
-				_ = cmd.Process.Kill()
-				t.Fatalf("no %q within %v", want, lineTimeout)
-			}
-		}
-		// The server may come up a little after the pod is Running.
-		url := fmt.Sprintf("http://127.0.0.1:%d/", local)
-		var body string
-		deadline := time.Now().Add(lineTimeout)
-		for {
-			resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				body = string(b)
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s: %v %q", url, err, body)
-			}
-		}
-		if body != "hello-from-pod\n" {
+		if body := bintest.GetPage(t, fmt.Sprintf("http://127.0.0.1:%d/", local), lineTimeout); body != "hello-from-pod\n" {
 			t.Errorf("GET through the forward: %q", body)
 		}
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("port-forward after SIGINT: %v, want exit code 0", err)
-			}
-		case <-time.After(cliTimeout):
-			_ = cmd.Process.Kill()
-			t.Fatalf("port-forward did not end on SIGINT")
+		if err := f.Stop(cliTimeout); err != nil {
+			t.Errorf("port-forward after SIGINT: %v, want exit code 0", err)
 		}
 	})
 }
