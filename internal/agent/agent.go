@@ -121,7 +121,8 @@ type Agent struct {
 	// pod API at once while their workers still stop their containers;
 	// each is reaped like a deleted pod once terminated.
 	forced  map[types.UID]*entry
-	rv      uint64        // the last resource version handed out
+	rv      uint64        // the last resource version handed out (bumpLocked)
+	changes *changeLog    // the pods of the last changes, for the watches
 	changed chan struct{} // closed and replaced on every change
 	// final keeps the last status of removed pods, newest last, so that
 	// whoever waited for a pod can still read how it ended.
@@ -188,6 +189,7 @@ func New(ctx context.Context, cfg Config) *Agent {
 		ctx:      ctx,
 		pods:     map[types.UID]*entry{},
 		forced:   map[types.UID]*entry{},
+		changes:  newChangeLog(maxChanges),
 		changed:  make(chan struct{}),
 		final:    map[types.UID]*v1.Pod{},
 		orphans:  map[types.UID]chan struct{}{},
@@ -369,8 +371,15 @@ func (a *Agent) addLocked(pod *model.Pod) {
 
 // recordLocked records a pod that has its identity; a.mu must be held.
 func (a *Agent) recordLocked(pod *model.Pod) {
+	a.pods[pod.UID] = &entry{pod: pod, rv: a.bumpLocked(pod.UID)}
+}
+
+// bumpLocked hands out the next resource version, to a change of the pod
+// uid, and logs the change for the watches; a.mu must be held.
+func (a *Agent) bumpLocked(uid types.UID) uint64 {
 	a.rv++
-	a.pods[pod.UID] = &entry{pod: pod, rv: a.rv}
+	a.changes.add(a.rv, uid)
+	return a.rv
 }
 
 // Sync hands the agent a pod that another source owns — in cluster mode
@@ -435,6 +444,7 @@ func (a *Agent) launch(pod *model.Pod) error {
 	if err := a.persistPod(pod); err != nil {
 		a.mu.Lock()
 		delete(a.pods, pod.UID)
+		a.bumpLocked(pod.UID) // a watch that sent it sends it DELETED
 		a.mu.Unlock()
 		a.notify()
 		return err
@@ -468,8 +478,7 @@ func (a *Agent) podChanged(uid types.UID) {
 	e := a.entryLocked(uid)
 	ok := e != nil
 	if ok {
-		a.rv++
-		e.rv = a.rv
+		e.rv = a.bumpLocked(uid)
 	}
 	terminated := ok && a.workers.IsPodKnownTerminated(uid)
 	reap := terminated && e.deletion != nil && !e.reaping
@@ -541,7 +550,7 @@ func (a *Agent) remove(uid types.UID, last *v1.Pod) {
 			a.finalOrder = a.finalOrder[1:]
 		}
 	}
-	a.rv++
+	a.bumpLocked(uid)
 	next := a.takeReplacementLocked(e)
 	a.mu.Unlock()
 	a.notify()
@@ -643,7 +652,7 @@ func (a *Agent) forceRemoveLocked(uid types.UID) *model.Pod {
 	}
 	delete(a.pods, uid)
 	a.forced[uid] = e
-	a.rv++
+	a.bumpLocked(uid)
 	return a.takeReplacementLocked(e)
 }
 

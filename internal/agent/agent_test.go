@@ -34,7 +34,7 @@ spec:
     command: ["sleep", "100"]
 `
 
-func decode(t *testing.T, doc string) *model.Pod {
+func decode(t testing.TB, doc string) *model.Pod {
 	t.Helper()
 	pods, err := model.Decode([]byte(doc))
 	if err != nil {

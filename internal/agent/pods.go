@@ -327,14 +327,35 @@ type watchItem struct {
 }
 
 // watchLook returns, under a.mu, the pods of ns ("" for all) whose
-// resource version is above since and, only when some pod of sent was
-// removed, those gone; with them the agent's resource version and the
-// channel its next change closes. With many pods, a change costs a watch
-// one pass over them, without a copy. sent (a pod's UID: the resource
-// version sent of it) is the calling watch's.
+// resource version is above since and those of sent that are gone, with
+// the agent's resource version and the channel its next change closes.
+// It looks at the pods the change log says changed after since; a watch
+// behind by more than the log holds looks at every pod once, and at
+// sent's only when some of them were removed. sent (a pod's UID: the
+// resource version sent of it) is the calling watch's.
 func (a *Agent) watchLook(ns string, since uint64, sent map[types.UID]uint64) (changed []watchItem, gone []types.UID, rv uint64, ch <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	looked := map[types.UID]bool{}
+	logged := a.changes.since(since, a.rv, func(uid types.UID) {
+		if looked[uid] {
+			return
+		}
+		looked[uid] = true
+		e, ok := a.pods[uid]
+		switch {
+		case ok && (ns == "" || e.pod.Namespace == ns) && e.rv > since:
+			changed = append(changed, watchItem{uid, e.rv})
+		case !ok:
+			if _, was := sent[uid]; was {
+				gone = append(gone, uid)
+			}
+		}
+	})
+	if logged {
+		return changed, gone, a.rv, a.changed
+	}
+	changed, gone = nil, nil
 	n, added := 0, 0
 	for uid, e := range a.pods {
 		if ns != "" && e.pod.Namespace != ns {

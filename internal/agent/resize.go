@@ -114,8 +114,7 @@ func (a *Agent) updateSpec(uid types.UID, next *model.Pod) (*model.Pod, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
 	}
 	e.pod = next
-	a.rv++
-	e.rv = a.rv
+	e.rv = a.bumpLocked(uid)
 	a.mu.Unlock()
 
 	if err := a.persistPod(next); err != nil {

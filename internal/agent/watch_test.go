@@ -14,8 +14,20 @@ import (
 // DELETED carries the object's last state: a client that waits for a
 // name to go (podward bench's delete of 1,000 pods, `delete --wait`)
 // would otherwise wait forever.
+//
+// It runs with the agent's change log, and with one too short for the
+// watch's lag, which then looks at every pod to catch up.
 func TestWatchNamesPodsForgottenBeforeItsDeleted(t *testing.T) {
+	for _, size := range []int{maxChanges, 8} {
+		t.Run(fmt.Sprintf("log-%d", size), func(t *testing.T) { testWatchNamesPodsForgotten(t, size) })
+	}
+}
+
+func testWatchNamesPodsForgotten(t *testing.T, logSize int) {
 	a, _ := newAgent(t)
+	a.mu.Lock()
+	a.changes = newChangeLog(logSize)
+	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = maxFinal + 20
