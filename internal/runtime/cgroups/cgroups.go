@@ -428,8 +428,9 @@ func limit(n int64, none string) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// Exists says whether the cgroup p exists (in the memory hierarchy, on
-// v1).
+// Exists says whether the cgroup p exists: on v1, in the first of its
+// hierarchies' directories in sorted order (Create makes p in all of them
+// together, and Remove removes it from all).
 func (h *Hierarchy) Exists(p string) bool {
 	_, err := os.Stat(h.dirs(p)[0])
 	return err == nil
