@@ -15,6 +15,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime/fake"
 	"github.com/podward/podward/internal/store"
@@ -177,23 +178,34 @@ func TestRecoverCarriesOutDeletionAskedBeforeCrash(t *testing.T) {
 	}
 }
 
-func TestRecoverKillsOrphans(t *testing.T) {
-	n := newNode(t)
-	pod, err := n.a.Create(decode(t, manifest))
+// orphan runs the test manifest's pod, crashes the agent and deletes the
+// pod from the store while no agent runs, after exited(pod) (nil: its
+// container still runs): the next start finds an orphan.
+func (n *node) orphan(exited func(*model.Pod)) *model.Pod {
+	n.t.Helper()
+	pod, err := n.a.Create(decode(n.t, manifest))
 	if err != nil {
-		t.Fatal(err)
+		n.t.Fatal(err)
 	}
 	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
 	n.crash()
-	// The pod vanishes from the store while the agent is down.
+	if exited != nil {
+		exited(pod)
+	}
 	st, err := store.Open(filepath.Join(n.dir, "state.db"), store.Options{})
 	if err != nil {
-		t.Fatal(err)
+		n.t.Fatal(err)
 	}
 	if err := st.DeletePod(pod.UID); err != nil {
-		t.Fatal(err)
+		n.t.Fatal(err)
 	}
 	_ = st.Close()
+	return pod
+}
+
+func TestRecoverKillsOrphans(t *testing.T) {
+	n := newNode(t)
+	n.orphan(nil)
 	n.start()
 	n.waitCalls("orphan killed and removed", func(c []string) bool {
 		return slices.Contains(c, "signal app killed") && slices.Contains(c, "cleanup")
@@ -214,22 +226,7 @@ func TestRecoverKillsOrphans(t *testing.T) {
 func TestRecoverDropsAnExitedOrphanBeforeServing(t *testing.T) {
 	var logs syncBuffer
 	n := newNodeWith(t, func(cfg *Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	pod, err := n.a.Create(decode(t, manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.waitCalls("start", func(c []string) bool { return slices.Contains(c, "start app") })
-	n.crash()
-	n.rt.ExitQuietly(pod.UID, "app", 0)
-	st, err := store.Open(filepath.Join(n.dir, "state.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.DeletePod(pod.UID); err != nil {
-		t.Fatal(err)
-	}
-	_ = st.Close()
-
+	pod := n.orphan(func(p *model.Pod) { n.rt.ExitQuietly(p.UID, "app", 0) })
 	n.start()
 	calls := n.rt.Calls()
 	if !slices.Contains(calls, "cleanup") || !slices.Contains(calls, "remove logs "+string(pod.UID)) {
