@@ -190,9 +190,11 @@ func kubectlExecTTY(t *testing.T, c *controlPlane, pod, bash string) {
 	defer term.Leave()
 	// The markers are split so that the echo of the typed line does not
 	// match them.
-	term.Type("tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
+	term.Type("tty >/dev/null && echo IS''TTY\r")
 	term.Expect("ISTTY")
-	term.Expect("SIZE 40 100END")
+	// kubectl sends the first size on the resize stream too, which may
+	// reach the container after the shell started: ask until it shows.
+	term.TypeUntil("echo SIZE $(stty size 2>/dev/null)E''ND\r", "END", "SIZE 40 100END")
 	term.Resize(50, 120)
 	// The new size reaches the container's terminal asynchronously: ask
 	// until it shows.

@@ -157,9 +157,13 @@ func TestExecTTY(t *testing.T) {
 		term := ptytest.Start(t, cmd, 40, 100, lineTimeout)
 		// The markers are split so that the echo of what is typed does not
 		// match them.
-		term.Type("tty >/dev/null && echo IS''TTY; echo SIZE $(stty size)''END\r")
+		term.Type("tty >/dev/null && echo IS''TTY\r")
 		term.Expect("ISTTY")
-		term.Expect("SIZE 40 100END")
+		// The first size, like every change of it, reaches the container's
+		// pty through the exec's resize stream (kubectl sends it there
+		// too), which on CRI may come after the command started: until it
+		// does, the pty has no size (stty says so with an error).
+		term.TypeUntil("echo SIZE $(stty size 2>/dev/null)E''ND\r", "END", "SIZE 40 100END")
 		term.Resize(50, 120)
 		// The new size reaches the container's pty asynchronously: ask
 		// until it shows.
