@@ -12,11 +12,12 @@
 #   PODWARD_CRI_KEEP_CACHE=1            keep $BASE/cache (registry storage with the pushed images,
 #                                       image tars, crictl) so the next cri-up.sh pushes and builds
 #                                       nothing. 0 = remove the whole base dir.
-#   PODWARD_CRI_CGROUP_ROOT=podward     top cgroup of podward's pods (cgroup_parent /podward/<uid>):
-#                                       every EMPTY cgroup under /sys/fs/cgroup/*/podward is removed,
-#                                       cgroups that still hold processes (another instance's pods)
-#                                       are left alone. The parents of this containerd's containers
-#                                       (wherever they are) are removed too when empty.
+#   PODWARD_CRI_CGROUP_ROOT=podward     top cgroup of podward's pods (/podward/<qos>/pod<uid>): the
+#                                       cgroups of this containerd's containers are removed, and
+#                                       their parents while empty (a pod's cgroup), but never that
+#                                       root or its QoS levels (besteffort, burstable), nor any other
+#                                       pod's cgroup: an agent running beside this instance may
+#                                       have just made one, still empty, to start a pod in.
 set -uo pipefail
 export LC_ALL=C
 PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
@@ -222,14 +223,16 @@ rm_empty_cgroups() { # cgroup path: absolute, or relative to containerd's cgroup
   return 0
 }
 # A container's cgroup, then each ancestor runc created for it (its pod parent, ...) while empty,
-# up to the hierarchy root (absolute paths) or containerd's own cgroup (relative paths).
+# up to the hierarchy root (absolute paths) or containerd's own cgroup (relative paths), short of
+# podward's root and its QoS levels: those are the agents', shared by every pod (an empty pod
+# cgroup under them may be one an agent beside us just made, not yet entered: it is not ours).
 for c in "${cgroups[@]}"; do
   while [ -n "${c#/}" ]; do
+    case $c in "/$CG_ROOT" | "/$CG_ROOT/besteffort" | "/$CG_ROOT/burstable") break ;; esac
     rm_empty_cgroups "$c"
     case $c in */*) c=${c%/*} ;; *) c= ;; esac
   done
 done
-rm_empty_cgroups "/$CG_ROOT"
 
 # ----------------------------------------------------------------------------- 8. state
 had_bridge=
@@ -248,8 +251,11 @@ bad=0
 procs=$(pids_of "containerd --config $BASE/config.toml"; pids_of "docker-registry serve $BASE/registry/config.yml"; shim_pids)
 [ -n "$procs" ] && { say "LEFT: processes ${procs//$'\n'/ }"; bad=1; }
 grep -q " $BASE/" /proc/self/mounts && { say "LEFT: mounts under $BASE"; bad=1; }
-busy=$(for h in "${hier[@]}"; do [ -d "${h%%:*}/$CG_ROOT" ] && echo "${h%%:*}/$CG_ROOT"; done)
-[ -n "$busy" ] && say "note: cgroups with processes under /$CG_ROOT left alone (another instance?): ${busy//$'\n'/ }"
+left=$(for h in "${hier[@]}"; do for c in "${cgroups[@]}"; do
+  case $c in /*) d=${h%%:*}$c ;; *) d=${h%%:*}${h#*:}; d=${d%/}/$c ;; esac
+  [ -d "$d" ] && echo "$d"
+done; done)
+[ -n "$left" ] && say "note: container cgroups still in use, left alone: ${left//$'\n'/ }"
 [ -n "$had_bridge" ] && ip link show "$BRIDGE" >/dev/null 2>&1 && { say "LEFT: bridge $BRIDGE"; bad=1; }
 [ "$bad" = 0 ] || die "teardown incomplete"
 say "done"

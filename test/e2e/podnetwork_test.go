@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
@@ -36,6 +38,11 @@ spec:
 // gets its own network namespace from the runtime's CNI: its status has
 // its own IP, and its readiness probe reaches it there. The test runs its
 // own containerd with a CNI bridge.
+//
+// Its teardown (hack/cri-down.sh) leaves alone an empty pod cgroup under
+// podward's default root that is not its containerd's: an agent beside it
+// may have just made one to start a pod in (a teardown that removed every
+// empty cgroup there made the churn test's pods fail to start).
 func TestPodNetworkOnCRI(t *testing.T) {
 	needRoot(t)
 	bintest.CRI().Need(t)
@@ -50,10 +57,17 @@ func TestPodNetworkOnCRI(t *testing.T) {
 	up.Stderr = &stderr
 	out, err := up.Output()
 	t.Cleanup(func() {
+		foreign := foreignPodCgroup(t)
 		down := exec.Command("../../hack/cri-down.sh")
 		down.Env = append(env, "PODWARD_CRI_KEEP_CACHE=0")
 		if out, err := down.CombinedOutput(); err != nil {
 			t.Errorf("cri-down.sh: %v\n%s", err, out)
+		}
+		for _, d := range foreign {
+			if !fileExists(d) {
+				t.Errorf("cri-down.sh removed %s, the cgroup of a pod not its containerd's", d)
+			}
+			removeCgroupTree(t, d)
 		}
 	})
 	if err != nil {
@@ -81,4 +95,31 @@ func TestPodNetworkOnCRI(t *testing.T) {
 	}
 	t.Logf("pod IP %s; readiness probe passed there", ip)
 	a.mustCLI("delete", "pod", "own-network", "--wait", "--timeout", "30s")
+}
+
+// foreignPodCgroup makes an empty pod cgroup under podward's default root
+// (/podward/besteffort/pod<random>), in every hierarchy podward uses, as
+// an agent does before it starts a pod's first container, and returns its
+// directories; the caller removes them.
+func foreignPodCgroup(t *testing.T) []string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	rel := filepath.Join("podward", "besteffort", "pod-e2e-"+hex.EncodeToString(b[:]))
+	var dirs []string
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dirs = []string{filepath.Join("/sys/fs/cgroup", rel)}
+	} else {
+		for _, c := range []string{"memory", "cpu", "cpuacct", "pids"} {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c)); err == nil {
+				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", c, rel))
+			}
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatalf("make the cgroup %s: %v", d, err)
+		}
+	}
+	return dirs
 }
