@@ -39,11 +39,25 @@ var proxyableAddresses atomic.Int32
 // is in 198.18.0.0/15 (RFC 2544, for tests), on this machine: nothing
 // leaves it. Without root or ip(8) the test is skipped (it fails under
 // PODWARD_REQUIRE_CLUSTER=1).
+//
+// Each call of a test process gets its own address (the process's ID and a
+// count, over the 2^17 addresses of the block); one already on lo (a test
+// process killed before its cleanup, another's at the same place) is
+// passed over.
 func proxyableAddress(t *testing.T) string {
 	t.Helper()
-	n := os.Getpid()*8 + int(proxyableAddresses.Add(1))
-	addr := fmt.Sprintf("198.18.%d.%d", (n>>8)&0xff, n&0xff|1)
-	out, err := execCommand("ip", "addr", "add", addr+"/32", "dev", "lo").CombinedOutput()
+	const block = 1 << 17 // 198.18.0.0/15
+	var addr string
+	var out []byte
+	var err error
+	for range 16 {
+		off := (os.Getpid()*64 + int(proxyableAddresses.Add(1))) % block
+		addr = fmt.Sprintf("198.%d.%d.%d", 18+off>>16, (off>>8)&0xff, off&0xff)
+		out, err = execCommand("ip", "addr", "add", addr+"/32", "dev", "lo").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "already assigned") {
+			break
+		}
+	}
 	if err != nil {
 		msg := fmt.Sprintf("cannot add %s to lo for the node proxy (root and ip(8) needed): %v: %s", addr, err, out)
 		if os.Getenv(requireEnvName) == "1" {
