@@ -33,9 +33,7 @@ func TestEphemeralJoinsTheTargetsNamespaces(t *testing.T) {
 	own := filepath.Join(data, "own")
 	c := shell("app", `mkdir `+own+` && mount -t tmpfs none `+own+` && echo in-the-tmpfs > `+own+`/f &&
 hostname set-by-app && echo ready; exec sleep 100`)
-	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: data}}
-	pod := newPod(t, c)
-	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod := dataPod(t, c, data)
 	debug := func(name string) {
 		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, v1.EphemeralContainer{
 			EphemeralContainerCommon: v1.EphemeralContainerCommon{

@@ -35,11 +35,9 @@ func TestExecJoinsTheContainersNamespaces(t *testing.T) {
 	c := shell("app", `mount -t tmpfs none `+own+` &&
 printf '#!/bin/sh\necho tool-in-the-container-mount\n' > `+own+`/tool && chmod +x `+own+`/tool &&
 echo seen-through-the-mount > `+own+`/f && hostname renamed-by-app && echo ready; exec sleep 100`)
-	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: data}}
 	c.Env = []v1.EnvVar{{Name: "PATH", Value: own + ":/usr/bin:/bin"}}
 	c.WorkingDir = own
-	pod := newPod(t, c)
-	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod := dataPod(t, c, data)
 	h.prepare(pod)
 	// The working directory exists before the container mounts over it.
 	if err := os.Mkdir(filepath.Join(h.r.volumeDir(pod.UID, "data"), "own"), 0o755); err != nil {
@@ -174,4 +172,14 @@ func BenchmarkExec(b *testing.B) {
 	}
 	b.ReportMetric(cpu(self0, self1), "agent-ms/op")
 	b.ReportMetric(cpu(kids0, kids1), "children-ms/op")
+}
+
+// dataPod is the pod of c with an emptyDir "data" mounted at dir, where
+// the namespace tests' container mounts a tmpfs of its own.
+func dataPod(t *testing.T, c v1.Container, dir string) *model.Pod {
+	t.Helper()
+	c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: "data", MountPath: dir})
+	pod := newPod(t, c)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	return pod
 }
