@@ -10,7 +10,7 @@ RACE_PKGS := ./internal/...
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 
-.PHONY: help build kubectl-plugin test test-unit test-integration fuzz fuzz-smoke bench bench-go vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture
+.PHONY: help build kubectl-plugin test test-unit test-integration fuzz fuzz-smoke bench bench-go vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture node-conformance node-conformance-smoke
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -44,7 +44,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s; hack/fuzz.sh)
 fuzz-smoke: ## every fuzz target for 3 s each, as CI does
 	GO=$(GO) FUZZTIME=3s hack/fuzz.sh
 
-test: fmt-check vet test-unit fuzz-smoke test-integration ## everything CI runs
+test: fmt-check vet test-unit fuzz-smoke test-integration node-conformance-smoke ## everything CI runs
 
 # Flags of `podward bench` (e.g. BENCH_ARGS='--only start,stop --start-pods 200').
 BENCH_ARGS ?=
@@ -58,6 +58,19 @@ bench-go: ## Go benchmarks (go test -bench)
 
 timeline-picture: build ## run the defer-containers demo pod for real (root) and draw docs/timeline.svg from its timeline
 	PODWARD=$(BIN) hack/timeline-picture.sh docs/timeline.svg
+
+# `make node-conformance`: which specs (ginkgo regexps on the spec's text), how many processes at
+# once, and whether the API server's ServiceAccount admission is on (as in every real cluster; with
+# it on, every pod has the kube-api-access-* projected volume, which podward refuses until issue 21).
+FOCUS ?= \[NodeConformance\]
+SHARDS ?= 1
+SA_ADMISSION ?= 1
+
+node-conformance: ## Kubernetes' [NodeConformance] e2e specs against a podward node on a full control plane (root; hack/node-conformance.sh): FOCUS=, SKIP=, ALL=1, SHARDS=N, SA_ADMISSION=0|1; writes _output/node-conformance/results.md (~2 h serially, ~45 min with SHARDS=3; cold builds ~45 min more)
+	FOCUS='$(FOCUS)' SHARDS=$(SHARDS) SA_ADMISSION=$(SA_ADMISSION) hack/node-conformance.sh
+
+node-conformance-smoke: ## the CI subset of node-conformance (test/nodeconformance/smoke.txt), each of which must pass (root)
+	FOCUS_FILE=test/nodeconformance/smoke.txt SA_ADMISSION=0 STRICT=1 OUT=_output/node-conformance-smoke hack/node-conformance.sh
 
 cri-up: ## start the CRI test environment by hand (containerd + docker.io mirror); prints CRI_ENDPOINT
 	hack/cri-up.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # control-plane-down.sh — stop the control plane hack/control-plane-up.sh started for the same
-# PODWARD_CP_BASE (metrics-server if any, kube-apiserver, then etcd), remove metrics-server's
-# address from lo and remove that base dir. The built binaries in the cache dir
-# (PODWARD_CP_CACHE) are kept, so the next control-plane-up.sh starts in seconds.
+# PODWARD_CP_BASE (metrics-server if any, kube-scheduler, kube-controller-manager, kube-apiserver,
+# then etcd), remove metrics-server's address from lo and remove that base dir. The built
+# binaries in the cache dir (PODWARD_CP_CACHE) are kept, so the next control-plane-up.sh starts in
+# seconds.
 #
 # Usage: hack/control-plane-down.sh     idempotent; exit 1 if a daemon of ours is left behind
 #
@@ -10,7 +11,7 @@
 #   PODWARD_CP_BASE=/tmp/podward-cp     the base dir given to control-plane-up.sh
 #
 # Only processes that have this base dir's own paths in their command line are stopped
-# (--cert-dir=$BASE/metrics-server, --cert-dir=$BASE/apiserver-certs, --data-dir=$BASE/etcd),
+# (--cert-dir=$BASE/{metrics-server,kcm-certs,scheduler-certs,apiserver-certs}, --data-dir=$BASE/etcd),
 # found through /proc and the pid files; never by program name. SIGTERM, SIGKILL after 10 s, and
 # then the wait lasts until every thread is gone (a stopped daemon lingers as a zombie for 1-2 s
 # here, `kill -0` is not enough) and its ports are free, so a control-plane-up.sh right after this
@@ -32,6 +33,8 @@ esac
 ETCDMARK=--data-dir=$BASE/etcd
 API_MARK=--cert-dir=$BASE/apiserver-certs
 MS_MARK=--cert-dir=$BASE/metrics-server
+KCM_MARK=--cert-dir=$BASE/kcm-certs
+SCHED_MARK=--cert-dir=$BASE/scheduler-certs
 
 # alive PID: some thread is not a zombie (see above)
 alive() {
@@ -90,6 +93,8 @@ fi
 # Also without the base dir: a daemon whose state was deleted under it is still found by its args.
 rc=0
 stop metrics-server "$MS_MARK" "$BASE/run/metrics-server.pid" || rc=1
+stop kube-scheduler "$SCHED_MARK" "$BASE/run/kube-scheduler.pid" || rc=1
+stop kube-controller-manager "$KCM_MARK" "$BASE/run/kube-controller-manager.pid" || rc=1
 stop kube-apiserver "$API_MARK" "$BASE/run/kube-apiserver.pid" || rc=1 # first: no retries on a dead etcd
 stop etcd "$ETCDMARK" "$BASE/run/etcd.pid" || rc=1
 [ "$rc" = 0 ] || die "daemons of $BASE are left behind; state kept in $BASE"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# control-plane-up.sh — start a throw-away Kubernetes control plane (etcd + kube-apiserver, no
-# scheduler, no controller-manager) on 127.0.0.1 for podward's cluster-mode tests.
+# control-plane-up.sh — start a throw-away Kubernetes control plane on 127.0.0.1 for podward's
+# cluster-mode tests and the node-conformance run: etcd, kube-apiserver with the ServiceAccount
+# admission plugin on (as in every real cluster), kube-controller-manager and kube-scheduler.
 #
 # Usage:   hack/control-plane-up.sh            progress on stderr; the LAST line of stdout is
 #                                              KUBECONFIG=$PODWARD_CP_BASE/kubeconfig
@@ -42,6 +43,23 @@
 #                                       reused, else its APIService and address are removed.
 #                                       hack/with-control-plane.sh sets 1 as root.
 #   PODWARD_CP_METRICS_SERVER_VERSION=0.8.0   sigs.k8s.io/metrics-server v$X
+#   PODWARD_CP_CONTROLLERS=1            1: also run kube-controller-manager and kube-scheduler v$K8S_VERSION
+#                                       (built into the cache with kube-apiserver, in one go build),
+#                                       each with an identity of its own (system:kube-controller-manager,
+#                                       system:kube-scheduler) and a secure port on 127.0.0.1: the
+#                                       default ServiceAccount of each namespace, kube-root-ca.crt, the
+#                                       service-account tokens (--service-account-private-key-file),
+#                                       namespace deletion, garbage collection, node lifecycle (the
+#                                       not-ready taints and evictions), Deployments, Jobs..., and pods
+#                                       placed by the scheduler. 0: neither runs (the older, smaller
+#                                       control plane: set spec.nodeName, no default ServiceAccount).
+#   PODWARD_CP_SA_ADMISSION=1           1: the ServiceAccount admission plugin is on, as in every real
+#                                       cluster: each pod gets its namespace's `default` ServiceAccount
+#                                       and, unless automountServiceAccountToken is false, the projected
+#                                       volume kube-api-access-* (token, kube-root-ca.crt, namespace).
+#                                       Needs PODWARD_CP_CONTROLLERS=1 (the ServiceAccount must exist).
+#                                       0: --disable-admission-plugins=ServiceAccount.
+#   PODWARD_CP_KCM_PORT, PODWARD_CP_SCHEDULER_PORT   their secure ports (picked like the others)
 #   PODWARD_CP_METRICS_PORT             its port (as the ports above; picked like them)
 #
 # Aggregation layer (always on: the flags cost nothing): the apiserver has a front-proxy CA of its
@@ -114,14 +132,20 @@
 # 127.0.0.1 works for logs/exec/port-forward; only the nodes/NAME/proxy subresource refuses loopback
 # addresses ("address not allowed").
 #
-# No scheduler: tests set spec.nodeName. No controller-manager: no `default` ServiceAccount
-# (ServiceAccount admission is disabled), no node lifecycle (taints stay, pods are never evicted),
-# no garbage collection, no endpoints. A pod bound to a node and deleted with a grace period stays
-# Terminating until someone deletes it with grace 0 (the node agent's job). Delete test nodes in
-# teardown. Keys are ECDSA P-256 (the service-account tokens are ES256).
+# Controllers (PODWARD_CP_CONTROLLERS=1, the default): the scheduler places pods without
+# spec.nodeName on a Ready, untainted node (the node lifecycle controller keeps the not-ready taint
+# on a node until it reports Ready); the controller-manager makes each namespace's `default`
+# ServiceAccount and kube-root-ca.crt, deletes namespaces, collects garbage, evicts pods from a node
+# whose lease is not renewed (after the not-ready taint's 300 s toleration) and deletes pods bound
+# to a node that no longer exists. With PODWARD_CP_SA_ADMISSION=1 (the default) every pod of a
+# namespace waits for that namespace's ServiceAccount and gets the kube-api-access-* projected
+# volume unless it says automountServiceAccountToken: false. A pod bound to a node and deleted with
+# a grace period stays Terminating until someone deletes it with grace 0 (the node agent's job).
+# Delete test nodes in teardown. Keys are ECDSA P-256 (the service-account tokens are ES256).
 #
 # Layout: $BASE/{env,kubeconfig,nodes/,pki/,etcd/,apiserver-certs/,metrics-server/,logs/,run/} and
-# $CACHE/bin/{etcd-vX,kube-apiserver-vX,kubectl-vX,metrics-server-vX}, $CACHE/src/ (scratch build
+# $CACHE/bin/{etcd-vX,kube-apiserver-vX,kube-controller-manager-vX,kube-scheduler-vX,kubectl-vX,
+# metrics-server-vX}, $CACHE/src/ (scratch build
 # modules).
 set -euo pipefail
 umask 022
@@ -138,6 +162,8 @@ READY_TIMEOUT=${PODWARD_CP_READY_TIMEOUT:-120}
 KUBECTL_WANT=${PODWARD_CP_KUBECTL:-}
 NODE_NAMES=${PODWARD_CP_NODE_NAMES:-}
 METRICS_WANT=${PODWARD_CP_METRICS_SERVER:-0}
+CONTROLLERS=${PODWARD_CP_CONTROLLERS:-1}
+SA_ADMISSION=${PODWARD_CP_SA_ADMISSION:-$CONTROLLERS}
 MS_VERSION=${PODWARD_CP_METRICS_SERVER_VERSION:-0.8.0}
 KUBELET_CLIENT_CN=kube-apiserver-kubelet-client
 # metrics-server's identity, the label it scrapes nodes by, its resolution (the minimum it takes)
@@ -171,6 +197,10 @@ esac
 [[ $SERVICE_CIDR =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || die "bad PODWARD_CP_SERVICE_CIDR '$SERVICE_CIDR'"
 [[ $READY_TIMEOUT =~ ^[0-9]+$ ]] || die "bad PODWARD_CP_READY_TIMEOUT '$READY_TIMEOUT'"
 [[ $METRICS_WANT =~ ^[01]$ ]] || die "bad PODWARD_CP_METRICS_SERVER '$METRICS_WANT' (want 0 or 1)"
+[[ $CONTROLLERS =~ ^[01]$ ]] || die "bad PODWARD_CP_CONTROLLERS '$CONTROLLERS' (want 0 or 1)"
+[[ $SA_ADMISSION =~ ^[01]$ ]] || die "bad PODWARD_CP_SA_ADMISSION '$SA_ADMISSION' (want 0 or 1)"
+[ "$SA_ADMISSION" = 0 ] || [ "$CONTROLLERS" = 1 ] ||
+  die "PODWARD_CP_SA_ADMISSION=1 needs PODWARD_CP_CONTROLLERS=1: without the controller-manager no namespace has its default ServiceAccount, and admission refuses every pod"
 [[ $MS_VERSION =~ ^0\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_METRICS_SERVER_VERSION '$MS_VERSION' (want 0.MINOR.PATCH)"
 NODE_NAMES=${NODE_NAMES//,/ }
 for n in $NODE_NAMES; do
@@ -197,6 +227,8 @@ case $CACHE in /?*) ;; *) die "PODWARD_CP_CACHE must be an absolute path: '$CACH
 mkdir -p "$CACHE/bin" "$CACHE/src" || die "cannot create cache dir $CACHE (set PODWARD_CP_CACHE)"
 ETCDBIN=$CACHE/bin/etcd-v$ETCDVERSION
 APISERVER_BIN=$CACHE/bin/kube-apiserver-v$K8S_VERSION
+KCM_BIN=$CACHE/bin/kube-controller-manager-v$K8S_VERSION
+SCHED_BIN=$CACHE/bin/kube-scheduler-v$K8S_VERSION
 MSBIN=$CACHE/bin/metrics-server-v$MS_VERSION
 
 if [ -d "$BASE" ] && [ ! -e "$BASE/.podward-cp" ] && [ -n "$(ls -A "$BASE")" ]; then
@@ -262,6 +294,8 @@ api_ok() { [ "$(curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz" 2>/dev/nul
 
 ETCDMARK=--data-dir=$BASE/etcd
 API_MARK=--cert-dir=$BASE/apiserver-certs
+KCM_MARK=--cert-dir=$BASE/kcm-certs
+SCHED_MARK=--cert-dir=$BASE/scheduler-certs
 
 # ----------------------------------------------------------------------------- 1. certificates
 # One CA signs everything; kept across restarts so kubeconfigs and CA files stay valid.
@@ -315,12 +349,19 @@ if [ "$METRICS_WANT" = 1 ] && [ ! -s "$PKI/metrics-server.crt" ]; then
   sign metrics-server-client "/CN=$MS_USER" "$CLIENT_EXT" || die "openssl: metrics-server client cert"
   chmod 600 "$PKI"/metrics-server*.key
 fi
+if [ "$CONTROLLERS" = 1 ] && [ ! -s "$PKI/kube-scheduler.crt" ]; then
+  say "generating the controller-manager's and the scheduler's client certificates in $PKI"
+  # the names RBAC's bootstrap policy binds (system:kube-controller-manager, system:kube-scheduler)
+  sign kube-controller-manager /CN=system:kube-controller-manager "$CLIENT_EXT" || die "openssl: controller-manager cert"
+  sign kube-scheduler /CN=system:kube-scheduler "$CLIENT_EXT" || die "openssl: scheduler cert"
+  chmod 600 "$PKI"/kube-controller-manager.key "$PKI"/kube-scheduler.key
+fi
 TOKEN=$(cut -d, -f1 "$PKI/tokens.csv")
 
 # ----------------------------------------------------------------------------- 2. ports, argv
 saved() { sed -n "s/^$1=//p" "$BASE/run/ports" 2>/dev/null || true; }
 pick_port() { # VAR OVERRIDE: override, else the saved port when free, else a random free one
-  local var=$1 want=$2 p taken=" ${ETCDPORT:-} ${ETCDPEERPORT:-} ${APISERVER_PORT:-} ${METRICS_PORT:-} "
+  local var=$1 want=$2 p taken=" ${ETCDPORT:-} ${ETCDPEERPORT:-} ${APISERVER_PORT:-} ${METRICS_PORT:-} ${KCM_PORT:-} ${SCHEDULER_PORT:-} "
   if [ -n "$want" ]; then
     valid_port "$want" || die "bad port '$want' for $var"
     printf -v "$var" %s "$want"
@@ -345,6 +386,9 @@ write_argv() { # FILE ARGS...: the exact argv, NUL-separated, as /proc/PID/cmdli
   shift
   printf '%s\0' "$@" >"$f"
 }
+# ServiceAccount admission on (the default, as in any real cluster) or off
+SA_ADMISSION_ARGS=()
+[ "$SA_ADMISSION" = 1 ] || SA_ADMISSION_ARGS=(--disable-admission-plugins=ServiceAccount)
 make_argvs() {
   ETCDARGV=("$ETCDBIN" --name=podward-cp "$ETCDMARK"
     "--listen-client-urls=http://127.0.0.1:$ETCDPORT" "--advertise-client-urls=http://127.0.0.1:$ETCDPORT"
@@ -361,7 +405,7 @@ make_argvs() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local
     "--service-account-key-file=$PKI/sa.pub" "--service-account-signing-key-file=$PKI/sa.key"
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
-    --disable-admission-plugins=ServiceAccount --allow-privileged=true
+    "${SA_ADMISSION_ARGS[@]}" --allow-privileged=true
     "--kubelet-client-certificate=$PKI/kubelet-client.crt" "--kubelet-client-key=$PKI/kubelet-client.key"
     --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP
     "--requestheader-client-ca-file=$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client
@@ -425,13 +469,8 @@ esac
 # ----------------------------------------------------------------------------- 4. build
 # Everything comes from the Go module proxy. Same flags every time (-trimpath, CGO_ENABLED=0), so
 # Go's default build cache makes a rebuild fast. Binaries are named by version.
-export CGO_ENABLED=0 GOWORK=off
-STAGING_VERSION=v0.${K8S_VERSION#1.}
-K8S_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION"
-K8S_LDFLAGS+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION")"
-K8S_LDFLAGS+=" -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.gitCommit=unknown"
-K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION"
-K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION")"
+# shellcheck source=hack/lib/k8s-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/k8s-build.sh"
 
 build_etcd() {
   [ -x "$ETCDBIN" ] && return 0
@@ -448,33 +487,23 @@ build_etcd() {
   mv -f "$ETCDBIN.tmp.$$" "$ETCDBIN"
   say "etcd built in $((SECONDS - t)) s: $ETCDBIN"
 }
-k8s_module() { # scratch module requiring k8s.io/kubernetes, each staging module replaced by its release
-  local d=$CACHE/src/kubernetes-v$K8S_VERSION gomod
-  [ -s "$d/.ready" ] && return 0
-  rm -rf "$d" && mkdir -p "$d"
-  gomod=$(cd "$d" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
-  [ -s "$gomod" ] || return 1
-  {
-    printf 'module podward.local/cpbuild/kubernetes\n\ngo 1.25\n\nrequire k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_VERSION"
-    # k8s.io/kubernetes requires its staging modules as v0.0.0 with ./staging replaces, which a
-    # dependency's go.mod cannot use: replace each with its published release.
-    sed -n '/^require (/,/^)/p' "$gomod" | awk -v v="$STAGING_VERSION" '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print "\t" $1 " => " $1 " " v}'
-    printf ')\n'
-  } >"$d/go.mod"
-  grep -q '=> k8s.io/apiserver ' "$d/go.mod" || return 1
-  touch "$d/.ready"
-}
-build_k8s() { # CMD BIN
-  [ -x "$2" ] && return 0
-  local d=$CACHE/src/kubernetes-v$K8S_VERSION t=$SECONDS log=$CACHE/src/$1-v$K8S_VERSION.log
-  say "building $1 v$K8S_VERSION from the Go module proxy (cold: ~5 min and ~2.5 GB RAM on 2 cores)"
+build_k8s() { # CMD...: build k8s.io/kubernetes/cmd/CMD into $CACHE/bin/CMD-v$K8S_VERSION, for each
+  # CMD not there yet, in ONE go build: the packages they share (most of them) are compiled once,
+  # and the compiles of two binaries fill both cores.
+  local c want=() pkgs=() t=$SECONDS log out=$CACHE/src/out.$$
+  for c in "$@"; do [ -x "$CACHE/bin/$c-v$K8S_VERSION" ] || want+=("$c"); done
+  [ ${#want[@]} -gt 0 ] || return 0
+  for c in "${want[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  log=$CACHE/src/$(IFS=+ && echo "${want[*]}")-v$K8S_VERSION.log
+  say "building ${want[*]} v$K8S_VERSION from the Go module proxy (cold: kube-apiserver alone ~5 min and ~2.5 GB RAM on 2 cores, with the controller-manager and the scheduler ~10 min)"
+  rm -rf "$out"
   (
-    k8s_module && cd "$d" &&
-      go get "k8s.io/kubernetes/cmd/$1@v$K8S_VERSION" &&
-      go build -mod=mod -trimpath -ldflags "$K8S_LDFLAGS" -o "$2.tmp.$$" "k8s.io/kubernetes/cmd/$1"
-  ) >"$log" 2>&1 || { tail -n 20 "$log" >&2; die "building $1 (log: $log)"; }
-  mv -f "$2.tmp.$$" "$2"
-  say "$1 built in $((SECONDS - t)) s: $2"
+    k8s_module && (cd "$K8S_SRC" && go get "${pkgs[@]/%/@v$K8S_VERSION}") &&
+      mkdir -p "$out" && k8s_go build -ldflags "$K8S_LDFLAGS" -o "$out/" "${pkgs[@]}"
+  ) >"$log" 2>&1 || { rm -rf "$out"; tail -n 20 "$log" >&2; die "building ${want[*]} (log: $log)"; }
+  for c in "${want[@]}"; do mv -f "$out/$c" "$CACHE/bin/$c-v$K8S_VERSION"; done
+  rm -rf "$out"
+  say "${want[*]} built in $((SECONDS - t)) s: $CACHE/bin"
 }
 build_metrics_server() {
   [ -x "$MSBIN" ] && return 0
@@ -492,17 +521,20 @@ build_metrics_server() {
   mv -f "$MSBIN.tmp.$$" "$MSBIN"
   say "metrics-server built in $((SECONDS - t)) s: $MSBIN"
 }
-if [ "$REUSED" = 0 ] || [ ! -x "$KUBECTL" ]; then
-  if [ ! -x "$ETCDBIN" ] || [ ! -x "$APISERVER_BIN" ] || [ ! -x "$KUBECTL" ]; then
-    command -v go >/dev/null || die "go not found (needed to build the binaries into $CACHE/bin)"
-    # one build at a time per cache dir (concurrent ups with other base dirs)
-    exec 8>"$CACHE/.lock"
-    flock -w 1800 8 || die "another control-plane-up holds $CACHE/.lock"
-    build_etcd
-    build_k8s kube-apiserver "$APISERVER_BIN"
-    [ "$KUBECTL" != "$KUBECTL_BIN" ] || build_k8s kubectl "$KUBECTL_BIN"
-    exec 8>&-
-  fi
+K8S_CMDS=(kube-apiserver)
+[ "$CONTROLLERS" = 0 ] || K8S_CMDS+=(kube-controller-manager kube-scheduler)
+[ "$KUBECTL" != "$KUBECTL_BIN" ] || K8S_CMDS+=(kubectl)
+missing=0
+[ -x "$ETCDBIN" ] || missing=1
+for c in "${K8S_CMDS[@]}"; do [ -x "$CACHE/bin/$c-v$K8S_VERSION" ] || missing=1; done
+if [ "$missing" = 1 ]; then
+  command -v go >/dev/null || die "go not found (needed to build the binaries into $CACHE/bin)"
+  # one build at a time per cache dir (concurrent ups with other base dirs, hack/e2e-build.sh)
+  exec 8>"$CACHE/.lock"
+  flock -w 3600 8 || die "another build holds $CACHE/.lock"
+  build_etcd
+  build_k8s "${K8S_CMDS[@]}"
+  exec 8>&-
 fi
 if [ "$METRICS_WANT" = 1 ] && [ ! -x "$MSBIN" ]; then
   command -v go >/dev/null || die "go not found (needed to build metrics-server into $CACHE/bin)"
@@ -555,6 +587,10 @@ if [ "$REUSED" = 0 ]; then
   done
   # stop whatever of ours still runs (pid files, then any process with our base-dir arguments)
   mp=$(pids_with_arg "$MS_MARK")
+  # shellcheck disable=SC2046 # word splitting of the pid lists is intended
+  stop_pids kube-scheduler $(pids_with_arg "$SCHED_MARK")
+  # shellcheck disable=SC2046
+  stop_pids kube-controller-manager $(pids_with_arg "$KCM_MARK")
   ap=$(pids_with_arg "$API_MARK")
   ep=$(pids_with_arg "$ETCDMARK")
   # shellcheck disable=SC2086 # word splitting of pid lists is intended
@@ -683,6 +719,87 @@ case $code in
   409) ;;
   *) die "creating the ClusterRoleBinding kubeadm:apiserver-kubelet-client: HTTP $code" ;;
 esac
+
+# ----------------------------------------------------------------------------- 6b. controller-manager, scheduler
+# Reused when they run with the same command lines against a reused apiserver and are healthy;
+# else (re)started. Ports KCM_PORT and SCHEDULER_PORT in $BASE/run/ports.
+KCM_KC=$BASE/kcm.kubeconfig
+SCHED_KC=$BASE/scheduler.kubeconfig
+make_controller_argvs() {
+  # shellcheck disable=SC2054 # the commas are inside flag values
+  KCM_ARGV=("$KCM_BIN" "$KCM_MARK" --bind-address=127.0.0.1 "--secure-port=$KCM_PORT"
+    "--kubeconfig=$KCM_KC" "--authentication-kubeconfig=$KCM_KC" "--authorization-kubeconfig=$KCM_KC"
+    --leader-elect=false --use-service-account-credentials=true
+    "--service-account-private-key-file=$PKI/sa.key" "--root-ca-file=$PKI/ca.crt"
+    "--service-cluster-ip-range=$SERVICE_CIDR" --allocate-node-cidrs=false
+    "--cluster-signing-cert-file=$PKI/ca.crt" "--cluster-signing-key-file=$PKI/ca.key"
+    --profiling=false --v=1)
+  SCHED_ARGV=("$SCHED_BIN" "$SCHED_MARK" --bind-address=127.0.0.1 "--secure-port=$SCHEDULER_PORT"
+    "--kubeconfig=$SCHED_KC" "--authentication-kubeconfig=$SCHED_KC" "--authorization-kubeconfig=$SCHED_KC"
+    --leader-elect=false --profiling=false --v=1)
+}
+healthy() { curl -fsS --max-time 2 -k "https://127.0.0.1:$1/healthz" 2>/dev/null | grep -qx ok; }
+CONTROLLERS_RUNNING=0
+KCM_PORT=$(saved KCM_PORT)
+SCHEDULER_PORT=$(saved SCHEDULER_PORT)
+if [ "$CONTROLLERS" = 1 ] && [ "$REUSED" = 1 ] && [ -n "$KCM_PORT" ] && [ -n "$SCHEDULER_PORT" ]; then
+  make_controller_argvs
+  write_argv "$BASE/run/kube-controller-manager.argv.want" "${KCM_ARGV[@]}"
+  write_argv "$BASE/run/kube-scheduler.argv.want" "${SCHED_ARGV[@]}"
+  kp=$(cat "$BASE/run/kube-controller-manager.pid" 2>/dev/null) || kp=
+  sp=$(cat "$BASE/run/kube-scheduler.pid" 2>/dev/null) || sp=
+  if [ -n "$kp" ] && [ -n "$sp" ] && alive "$kp" && alive "$sp" &&
+    same_argv "$kp" "$BASE/run/kube-controller-manager.argv.want" && same_argv "$sp" "$BASE/run/kube-scheduler.argv.want" &&
+    healthy "$KCM_PORT" && healthy "$SCHEDULER_PORT"; then
+    CONTROLLERS_RUNNING=1
+    say "reusing kube-controller-manager (pid $kp) and kube-scheduler (pid $sp)"
+  fi
+fi
+if [ "$CONTROLLERS_RUNNING" = 0 ]; then
+  # shellcheck disable=SC2046 # word splitting of the pid lists is intended
+  stop_pids kube-scheduler $(pids_with_arg "$SCHED_MARK")
+  # shellcheck disable=SC2046
+  stop_pids kube-controller-manager $(pids_with_arg "$KCM_MARK")
+  rm -f "$BASE/run/kube-controller-manager.pid" "$BASE/run/kube-scheduler.pid"
+  sed -i '/^KCM_PORT=/d; /^SCHEDULER_PORT=/d' "$BASE/run/ports"
+fi
+if [ "$CONTROLLERS" = 1 ] && [ "$CONTROLLERS_RUNNING" = 0 ]; then
+  KCM_PORT='' SCHEDULER_PORT=''
+  pick_port KCM_PORT "${PODWARD_CP_KCM_PORT:-}"
+  pick_port SCHEDULER_PORT "${PODWARD_CP_SCHEDULER_PORT:-}"
+  printf 'KCM_PORT=%s\nSCHEDULER_PORT=%s\n' "$KCM_PORT" "$SCHEDULER_PORT" >>"$BASE/run/ports"
+  make_controller_argvs
+  kubeconfig "$KCM_KC" system:kube-controller-manager "$PKI/kube-controller-manager.crt" "$PKI/kube-controller-manager.key"
+  kubeconfig "$SCHED_KC" system:kube-scheduler "$PKI/kube-scheduler.crt" "$PKI/kube-scheduler.key"
+  mkdir -p "$BASE/kcm-certs" "$BASE/scheduler-certs"
+  say "starting kube-controller-manager (127.0.0.1:$KCM_PORT) and kube-scheduler (127.0.0.1:$SCHEDULER_PORT)"
+  start_daemon kube-controller-manager "${KCM_ARGV[@]}"
+  start_daemon kube-scheduler "${SCHED_ARGV[@]}"
+  ok=0
+  deadline=$((SECONDS + READY_TIMEOUT))
+  while [ "$SECONDS" -le "$deadline" ]; do
+    healthy "$KCM_PORT" && healthy "$SCHEDULER_PORT" && { ok=1; break; }
+    alive "$(cat "$BASE/run/kube-controller-manager.pid")" && alive "$(cat "$BASE/run/kube-scheduler.pid")" || break
+    sleep 0.2
+  done
+  if [ "$ok" = 0 ]; then
+    tail -n 20 "$BASE/logs/kube-controller-manager.log" "$BASE/logs/kube-scheduler.log" >&2
+    die "kube-controller-manager or kube-scheduler not healthy within $READY_TIMEOUT s"
+  fi
+  CONTROLLERS_RUNNING=1
+  say "kube-controller-manager (pid $(cat "$BASE/run/kube-controller-manager.pid")) and kube-scheduler (pid $(cat "$BASE/run/kube-scheduler.pid")) healthy"
+fi
+if [ "$CONTROLLERS_RUNNING" = 1 ]; then
+  # Pods of the default namespace are admitted once its ServiceAccount exists, and the
+  # controller-manager works once it does (made within a second or two of its start).
+  ok=0
+  for _ in $(seq 1 "$((READY_TIMEOUT * 5))"); do
+    curl_admin -o /dev/null "$API_URL/api/v1/namespaces/default/serviceaccounts/default" 2>/dev/null &&
+      curl_admin -o /dev/null "$API_URL/api/v1/namespaces/default/configmaps/kube-root-ca.crt" 2>/dev/null && { ok=1; break; }
+    sleep 0.2
+  done
+  [ "$ok" = 1 ] || die "the controller-manager made no default ServiceAccount and kube-root-ca.crt in namespace default within $READY_TIMEOUT s (log: $BASE/logs/kube-controller-manager.log)"
+fi
 
 # ----------------------------------------------------------------------------- 7. metrics-server
 # ms_live: it serves, with its certificate for the Service's name; ms_served: the apiserver's
@@ -840,9 +957,19 @@ CP_K8S_VERSION=v$K8S_VERSION
 CP_ETCD_VERSION=v$ETCDVERSION
 CP_ETCD_LOG=$BASE/logs/etcd.log
 CP_APISERVER_LOG=$BASE/logs/kube-apiserver.log
+CP_SA_ADMISSION=$SA_ADMISSION
+CP_CONTROLLERS=$CONTROLLERS_RUNNING
 KUBECTL=$KUBECTL
 PODWARD_CP_BASE=$BASE
 EOF
+if [ "$CONTROLLERS_RUNNING" = 1 ]; then
+  cat >>"$BASE/env.tmp" <<EOF
+CP_KCM_PORT=$KCM_PORT
+CP_SCHEDULER_PORT=$SCHEDULER_PORT
+CP_KCM_LOG=$BASE/logs/kube-controller-manager.log
+CP_SCHEDULER_LOG=$BASE/logs/kube-scheduler.log
+EOF
+fi
 if [ "$MS_RUNNING" = 1 ]; then
   cat >>"$BASE/env.tmp" <<EOF
 CP_METRICS_SERVER_URL=https://$MS_ADDR:$METRICS_PORT

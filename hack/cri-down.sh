@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cri-down.sh — tear down what hack/cri-up.sh started for the same PODWARD_CRI_BASE: every pod
 # sandbox and container of THIS containerd, containerd itself, its shims, the registry, all mounts
-# under the base dir, this instance's shim sockets in /run/containerd/s, the CNI bridge pwcni0 (when
-# PODWARD_CRI_CNI=1 made one), the pod cgroups, and the state. Works also when containerd is
+# under the base dir, this instance's shim sockets in /run/containerd/s, the CNI bridge (pwcni0 or
+# PODWARD_CRI_CNI_BRIDGE, when PODWARD_CRI_CNI=1 made one), the pod cgroups, and the state. Works also when containerd is
 # already dead (it then kills runc containers and shims itself). Debian packages stay installed.
 #
 # Usage: hack/cri-down.sh        (as root; idempotent; exit 1 if anything of ours is left behind)
@@ -26,7 +26,11 @@ BASE=${PODWARD_CRI_BASE:-/tmp/podward-cri}
 SOCK=$BASE/containerd.sock
 KEEP_CACHE=${PODWARD_CRI_KEEP_CACHE:-1}
 CG_ROOT=${PODWARD_CRI_CGROUP_ROOT:-podward}
-BRIDGE=pwcni0
+# the bridge cri-up.sh configured (PODWARD_CRI_CNI_BRIDGE), as it recorded it
+BRIDGE=$(cat "$BASE/cni/bridge" 2>/dev/null) || BRIDGE=
+[ -n "$BRIDGE" ] || BRIDGE=pwcni0
+NETWORK=podward-bridge # as cri-up.sh names it
+[ "$BRIDGE" = pwcni0 ] || NETWORK=podward-$BRIDGE
 T0=$(date +%s%N)
 say() { local ms=$((($(date +%s%N) - T0) / 1000000)); printf '[cri-down %3d.%02ds] %s\n' $((ms / 1000)) $((ms % 1000 / 10)) "$*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
@@ -204,7 +208,7 @@ if [ -e "$BASE/cni/bridge" ] && ip link show "$BRIDGE" >/dev/null 2>&1; then
 fi
 # libcni's result cache (not configurable in containerd 1.6): our network's entries and the
 # loopback entries of our sandboxes (CRI removes them itself when a pod is removed through it)
-rm -f /var/lib/cni/results/podward-bridge-* 2>/dev/null
+rm -f /var/lib/cni/results/"$NETWORK"-* 2>/dev/null
 for id in "${sandboxes[@]}"; do rm -f /var/lib/cni/results/*-"$id"-* 2>/dev/null; done
 
 # ----------------------------------------------------------------------------- 7. cgroups

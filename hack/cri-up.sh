@@ -16,11 +16,17 @@
 #   PODWARD_CRI_REGISTRY_PORT=5000     registry port on 127.0.0.1. When set, it must be free or be
 #                                      ours. When unset: the port of our running registry, else 5000,
 #                                      else the first free port of 5001-5099.
-#   PODWARD_CRI_CNI=0                  1 = configure a CNI bridge (pwcni0, host-local IPAM) so
+#   PODWARD_CRI_CNI=0                  1 = configure a CNI bridge (host-local IPAM) so
 #                                      pods may use their own network namespace. 0 = no CNI
 #                                      config: only host-network pods (namespace_options.network=2)
 #                                      can run, and the CRI status reports NetworkReady=false.
 #   PODWARD_CRI_CNI_SUBNET=10.88.0.0/16  pod subnet of the bridge
+#   PODWARD_CRI_CNI_BRIDGE=pwcni0      the bridge's name: one per CRI environment that runs at the
+#                                      same time as another (cri-down.sh reads it from $BASE/cni/bridge)
+#   PODWARD_CRI_MIRRORS=""             more registries (space separated, e.g. "registry.k8s.io") that
+#                                      containerd pulls through the local registry, as docker.io:
+#                                      registry.k8s.io/e2e-test-images/agnhost:2.66.1 is then
+#                                      http://$REG/v2/e2e-test-images/agnhost/manifests/2.66.1
 #   PODWARD_CRI_CRICTL=0               1 = also build crictl v1.37.0 into $BASE/cache/bin (go
 #                                      install, ~2 min cold). Once cached, every run checks
 #                                      `crictl info` (RuntimeReady) and cri-down.sh removes pods
@@ -59,7 +65,12 @@ BASE=${PODWARD_CRI_BASE:-/tmp/podward-cri}
 SOCK=$BASE/containerd.sock
 CNI=${PODWARD_CRI_CNI:-0}
 SUBNET=${PODWARD_CRI_CNI_SUBNET:-10.88.0.0/16}
-BRIDGE=pwcni0
+BRIDGE=${PODWARD_CRI_CNI_BRIDGE:-pwcni0}
+MIRRORS=${PODWARD_CRI_MIRRORS:-}
+# the CNI network's name: libcni keeps results under /var/lib/cni/results/NAME-*, which
+# cri-down.sh removes, so each bridge has a network of its own
+NETWORK=podward-bridge
+[ "$BRIDGE" = pwcni0 ] || NETWORK=podward-$BRIDGE
 CRICTL=${PODWARD_CRI_CRICTL:-0}
 CRICTL_VERSION=v1.37.0
 APT_TIMEOUT=${PODWARD_CRI_APT_LOCK_TIMEOUT:-300}
@@ -90,6 +101,10 @@ case $BASE in
 esac
 [ ${#SOCK} -lt 100 ] || die "PODWARD_CRI_BASE is too long for a unix socket path: $SOCK"
 case $CNI in 0 | 1) ;; *) die "PODWARD_CRI_CNI must be 0 or 1" ;; esac
+[[ $BRIDGE =~ ^[a-z][a-z0-9]{0,14}$ ]] || die "bad PODWARD_CRI_CNI_BRIDGE '$BRIDGE' (a link name: lower-case letters and digits, at most 15)"
+for m in $MIRRORS; do
+  [[ $m =~ ^[a-z0-9.-]+(:[0-9]+)?$ ]] || die "bad registry '$m' in PODWARD_CRI_MIRRORS"
+done
 if [ -d "$BASE" ] && [ ! -e "$BASE/.podward-cri" ] && [ -n "$(ls -A "$BASE")" ]; then
   die "$BASE exists, is not empty and was not made by this script (no .podward-cri marker)"
 fi
@@ -275,13 +290,16 @@ oom_score = 0
         [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
           endpoint = ["http://$REG"]
 EOF
+  for m in $MIRRORS; do
+    printf '        [plugins."io.containerd.grpc.v1.cri".registry.mirrors."%s"]\n          endpoint = ["http://%s"]\n' "$m" "$REG"
+  done
 } >"$BASE/config.toml.new"
 CNI_CONF=$BASE/cni/net.d/10-podward-bridge.conflist
 if [ "$CNI" = 1 ]; then
   if [ ! -x /usr/lib/cni/bridge ] || [ ! -x /usr/lib/cni/host-local ]; then die "CNI plugins missing in /usr/lib/cni"; fi
-  touch "$BASE/cni/bridge" # tells cri-down.sh to delete the bridge the plugin creates
+  echo "$BRIDGE" >"$BASE/cni/bridge" # tells cri-down.sh which bridge the plugin creates, to delete it
   cat >"$CNI_CONF" <<EOF
-{"cniVersion": "1.0.0", "name": "podward-bridge", "plugins": [
+{"cniVersion": "1.0.0", "name": "$NETWORK", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}],
             "dataDir": "$BASE/cni/ipam"}}]}
