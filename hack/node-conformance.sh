@@ -195,13 +195,13 @@ for i in $(seq 0 $((SHARDS - 1))); do
     focus=$FOCUS
     suffix=''
   else
-    focus=$(awk -v n="$SHARDS" -v i="$i" '(NR - 1) % n == i' "$OUT/specs.txt" | "$BASE/bin/specs" -focus)
+    focus=$(awk -v n="$SHARDS" -v i="$i" '(NR - 1) % n == i' "$OUT/specs.txt" | "$BASE/bin/specs" -focus "$BASE/dry-run.json")
     suffix=-$((i + 1))
   fi
   "$E2E_BIN" "${E2E_ARGS[@]}" "--ginkgo.focus=$focus" --report-dir="$OUT/report$suffix" \
     --ginkgo.junit-report="$OUT/junit$suffix.xml" >"$OUT/e2e$suffix.log" 2>&1 &
   pids+=($!)
-  say "shard ${suffix#-}: pid $!, log $OUT/e2e$suffix.log"
+  say "shard $((i + 1)) of $SHARDS: pid $!, log $OUT/e2e$suffix.log"
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 say "specs done in $((SECONDS - T0)) s"

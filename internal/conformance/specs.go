@@ -10,11 +10,12 @@ import (
 )
 
 // ReadDryRun reads ginkgo's JSON report of a dry run (--ginkgo.dry-run
-// --ginkgo.json-report) and returns the full texts of the specs it
-// selected, sorted: the texts --ginkgo.focus matches.
-func ReadDryRun(r io.Reader) ([]string, error) {
+// --ginkgo.json-report) and returns the suite's description and the full
+// texts of the specs it selected, sorted.
+func ReadDryRun(r io.Reader) (suite string, names []string, err error) {
 	var suites []struct {
-		SpecReports []struct {
+		SuiteDescription string
+		SpecReports      []struct {
 			ContainerHierarchyTexts []string
 			LeafNodeText            string
 			LeafNodeType            string
@@ -22,10 +23,10 @@ func ReadDryRun(r io.Reader) ([]string, error) {
 		}
 	}
 	if err := json.NewDecoder(r).Decode(&suites); err != nil {
-		return nil, fmt.Errorf("read ginkgo's JSON report: %w", err)
+		return "", nil, fmt.Errorf("read ginkgo's JSON report: %w", err)
 	}
-	var names []string
 	for _, s := range suites {
+		suite = s.SuiteDescription
 		for _, sp := range s.SpecReports {
 			// a dry run reports each selected spec as passed, the others as skipped
 			if sp.LeafNodeType != "It" || sp.State != "passed" {
@@ -35,15 +36,16 @@ func ReadDryRun(r io.Reader) ([]string, error) {
 		}
 	}
 	sort.Strings(names)
-	return names, nil
+	return suite, names, nil
 }
 
-// FocusRegexp is a --ginkgo.focus that selects exactly the specs with these
-// full texts.
-func FocusRegexp(names []string) string {
+// FocusRegexp is a --ginkgo.focus that selects exactly the specs of the
+// suite with these full texts: ginkgo matches the focus against the suite's
+// description, a space, and the spec's full text.
+func FocusRegexp(suite string, names []string) string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
-	return "^(?:" + strings.Join(quoted, "|") + ")$"
+	return "^" + regexp.QuoteMeta(suite) + " (?:" + strings.Join(quoted, "|") + ")$"
 }

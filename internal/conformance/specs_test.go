@@ -16,9 +16,12 @@ const dryRun = `[{"SuiteDescription":"Kubernetes e2e suite","SpecReports":[
 ]}]`
 
 func TestReadDryRunAndFocus(t *testing.T) {
-	names, err := ReadDryRun(strings.NewReader(dryRun))
+	suite, names, err := ReadDryRun(strings.NewReader(dryRun))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if suite != "Kubernetes e2e suite" {
+		t.Errorf("suite %q", suite)
 	}
 	want := []string{
 		"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]",
@@ -28,13 +31,15 @@ func TestReadDryRunAndFocus(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("names %q, want %q", names, want)
 	}
-	// a focus of one spec selects it alone, not another whose text it begins
-	re := regexp.MustCompile(FocusRegexp(names[:1]))
-	if !re.MatchString(names[0]) || re.MatchString(names[1]) {
+	// ginkgo matches "SUITE DESCRIPTION SPEC TEXT": a focus of one spec
+	// selects it alone, not another whose text it begins
+	text := func(i int) string { return suite + " " + names[i] }
+	re := regexp.MustCompile(FocusRegexp(suite, names[:1]))
+	if !re.MatchString(text(0)) || re.MatchString(text(1)) {
 		t.Errorf("focus %s: want %q only", re, names[0])
 	}
-	re = regexp.MustCompile(FocusRegexp(names[1:]))
-	if re.MatchString(names[0]) || !re.MatchString(names[1]) || !re.MatchString(names[2]) {
+	re = regexp.MustCompile(FocusRegexp(suite, names[1:]))
+	if re.MatchString(text(0)) || !re.MatchString(text(1)) || !re.MatchString(text(2)) {
 		t.Errorf("focus %s: want the last two only", re)
 	}
 }

@@ -1,9 +1,11 @@
 // Command specs lists the specs of a ginkgo dry run, or turns such a list
 // into a focus, for hack/node-conformance.sh (internal/conformance):
 //
-//	specs DRY_RUN.json    the full texts of the selected specs, one a line, sorted
-//	specs -focus          reads such lines on stdin, prints a --ginkgo.focus
-//	                      that selects exactly those specs
+//	specs DRY_RUN.json               the full texts of the selected specs, one a
+//	                                 line, sorted
+//	specs -focus DRY_RUN.json        reads such lines on stdin, prints a
+//	                                 --ginkgo.focus selecting exactly those
+//	                                 specs of that dry run's suite
 package main
 
 import (
@@ -25,6 +27,18 @@ func main() {
 func run() error {
 	focus := flag.Bool("focus", false, "read spec texts on stdin and print a focus selecting exactly them")
 	flag.Parse()
+	if flag.NArg() != 1 {
+		return fmt.Errorf("usage: specs [-focus] DRY_RUN.json")
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	suite, all, err := conformance.ReadDryRun(f)
+	if err != nil {
+		return err
+	}
 	if *focus {
 		var names []string
 		sc := bufio.NewScanner(os.Stdin)
@@ -40,23 +54,11 @@ func run() error {
 		if len(names) == 0 {
 			return fmt.Errorf("no spec on stdin")
 		}
-		fmt.Println(conformance.FocusRegexp(names))
+		fmt.Println(conformance.FocusRegexp(suite, names))
 		return nil
 	}
-	if flag.NArg() != 1 {
-		return fmt.Errorf("usage: specs DRY_RUN.json | specs -focus")
-	}
-	f, err := os.Open(flag.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	names, err := conformance.ReadDryRun(f)
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriter(os.Stdout)
-	for _, n := range names {
+	for _, n := range all {
 		fmt.Fprintln(w, n)
 	}
 	return w.Flush()
