@@ -18,6 +18,14 @@ const (
 	// new one (a warning; the pod is Failed with this reason). The
 	// kubelet's admission reason (pkg/kubelet/lifecycle/predicate.go).
 	OutOfPods Reason = "OutOfpods"
+	// PodOSNotSupported: the node rejected a pod whose spec.os.name is
+	// not its OS (a warning; the pod is Failed with this reason). The
+	// kubelet's (pkg/kubelet/lifecycle/predicate.go).
+	PodOSNotSupported Reason = "PodOSNotSupported"
+	// PodOSSelectorNodeLabelDoesNotMatch: the node rejected a pod whose
+	// kubernetes.io/os label is not its OS, as PodOSNotSupported. The
+	// kubelet's (pkg/kubelet/lifecycle/predicate.go).
+	PodOSSelectorNodeLabelDoesNotMatch Reason = "PodOSSelectorNodeLabelDoesNotMatch"
 	// FailedCheckpoint: a pod worker's checkpoint (or a pod's deletion)
 	// could not be saved, a full state disk say: stopping its containers
 	// goes on without it, starting them waits until it is saved. Once per

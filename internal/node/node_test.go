@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/model"
@@ -120,6 +121,14 @@ func TestForeground(t *testing.T) {
 	var invalid *InvalidError
 	if err := f.Admit(pods[0]); !errors.As(err, &invalid) || invalid.Problems() != "spec.containers[0].image: Required value" {
 		t.Fatalf("admit of a pod without an image: %v", err)
+	}
+	// A pod for another OS is refused as the node's admission would
+	// reject it, whatever the runtime could run.
+	pods[0].Spec.Containers[0].Image = "busybox"
+	pods[0].Spec.OS = &v1.PodOS{Name: v1.Windows}
+	var rejected *RejectedError
+	if err := f.Admit(pods[0]); !errors.As(err, &rejected) || rejected.Reason != "PodOSNotSupported" {
+		t.Fatalf("admit of a windows pod: %v, want PodOSNotSupported", err)
 	}
 	f.Close()
 	f.Close() // idempotent

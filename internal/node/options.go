@@ -323,8 +323,9 @@ func (o *RuntimeOptions) cgroups(log *slog.Logger) (*cgroups.Hierarchy, error) {
 // through this package.
 type InvalidError = agent.InvalidError
 
-// RejectedError is a valid pod the node has no room for (Options.MaxPods),
-// with the kubelet's reason and message.
+// RejectedError is a valid pod the node does not admit: it has no room
+// for it (Options.MaxPods), or the pod is for another OS; with the
+// kubelet's reason and message.
 type RejectedError = agent.RejectedError
 
 // TerminationReason says why `podward run` ends a pod (the pod worker's

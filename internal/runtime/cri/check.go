@@ -33,13 +33,12 @@ func (r *Runtime) Check(pod *model.Pod) error {
 	return errors.Join(errs...)
 }
 
-// checkPod checks the pod-level fields.
+// checkPod checks the pod-level fields. A pod for another OS (spec.os.name)
+// never gets here: the agent rejects it at admission, as the kubelet does
+// (reason PodOSNotSupported).
 func (r *Runtime) checkPod(pod *model.Pod) []error {
 	var errs []error
 	spec := &pod.Spec
-	if spec.OS != nil && spec.OS.Name != v1.Linux {
-		errs = append(errs, runtime.Unsupported("spec.os.name: Unsupported value: %q: the CRI runtime runs Linux containers", spec.OS.Name))
-	}
 	if spec.HostUsers != nil && !*spec.HostUsers {
 		errs = append(errs, notSupported("spec.hostUsers"))
 	}
