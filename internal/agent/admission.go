@@ -21,12 +21,12 @@ const DefaultMaxPods = 110
 var ErrRejected = errors.New("pod rejected")
 
 // RejectedError is a valid pod the node does not admit: it has no room for
-// it (OutOfPods), it shuts down (NodeShutdownRejection), or the pod is for
-// another OS (podRejection). Reason and Message are the kubelet's for the
-// same admission failure, which it reports as it reports every one
-// (kubelet.go, rejectPod): the pod Failed, with that reason. In the pod API of serve the pod is recorded so (see
-// Status); Sync returns the error, for its source to report. It matches
-// ErrRejected.
+// it (OutOfPods), it shuts down (NodeShutdownRejection), or the pod sets a
+// sysctl it does not allow or is for another OS (podRejection). Reason and
+// Message are the kubelet's for the same admission failure, which it reports
+// as it reports every one (kubelet.go, rejectPod): the pod Failed, with that
+// reason. In the pod API of serve the pod is recorded so (see Status); Sync
+// returns the error, for its source to report. It matches ErrRejected.
 type RejectedError struct {
 	Reason  events.Reason
 	Message string
@@ -83,8 +83,11 @@ const nodeOS = goruntime.GOOS
 
 // podRejection is the rejection of the node's admission checks that
 // depend on the pod alone, nil when they admit it. They are the kubelet's
-// predicate handler's first checks (predicate.go, Admit), in its order:
+// sysctl admit handler and its predicate handler's first checks
+// (kubelet.go, NewMainKubelet; predicate.go, Admit), in its order:
 //
+//   - a sysctl the node does not allow (Config.Sysctls): reason
+//     SysctlForbidden;
 //   - a kubernetes.io/os label that is not the node's OS (the kubelet
 //     reads the pod's label, not its nodeSelector, whatever the name of
 //     its rejectPodAdmissionBasedOnOSSelector says): reason
@@ -95,6 +98,9 @@ const nodeOS = goruntime.GOOS
 // the runtime is asked whether it could run it: nothing of it ever runs.
 // It is pure and may be called without a.mu.
 func (a *Agent) podRejection(pod *model.Pod) *RejectedError {
+	if why := a.cfg.Sysctls.admit(pod); why != nil {
+		return why
+	}
 	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != nodeOS {
 		return &RejectedError{Reason: events.PodOSSelectorNodeLabelDoesNotMatch, Message: osLabelMessage}
 	}
@@ -105,9 +111,10 @@ func (a *Agent) podRejection(pod *model.Pod) *RejectedError {
 }
 
 // PodRejection is the rejection of pod by the node's admission checks
-// that depend on the pod alone (see podRejection: its OS), nil when they
-// admit it. Create records such a pod rejected; `podward run`, which
-// starts nothing of a manifest it does not admit whole, asks first.
+// that depend on the pod alone (see podRejection: its sysctls, its OS),
+// nil when they admit it. Create records such a pod rejected; `podward
+// run`, which starts nothing of a manifest it does not admit whole, asks
+// first.
 func (a *Agent) PodRejection(pod *model.Pod) error {
 	if why := a.podRejection(pod); why != nil {
 		return why
@@ -172,7 +179,7 @@ func isRejected(p *model.Pod) bool {
 		return false
 	}
 	switch events.Reason(p.Status.Reason) {
-	case events.OutOfPods, events.NodeShutdown, events.PodOSNotSupported, events.PodOSSelectorNodeLabelDoesNotMatch:
+	case events.OutOfPods, events.NodeShutdown, events.PodOSNotSupported, events.PodOSSelectorNodeLabelDoesNotMatch, events.SysctlForbidden:
 		return true
 	}
 	return false

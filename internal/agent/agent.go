@@ -85,6 +85,11 @@ type Config struct {
 	// Metrics, when set, receives what the agent and its pod workers
 	// measure.
 	Metrics Metrics
+	// Sysctls are the sysctls a pod may set (NewSysctlAllowlist: the safe
+	// ones of the node's kernel and the kubelet's
+	// --allowed-unsafe-sysctls); a pod that sets another is rejected,
+	// reason SysctlForbidden. Nil: the safe ones.
+	Sysctls *SysctlAllowlist
 }
 
 // Metrics receives what the agent measures, and its pod workers'
@@ -179,6 +184,9 @@ func New(ctx context.Context, cfg Config) *Agent {
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = "localhost"
+	}
+	if cfg.Sysctls == nil {
+		cfg.Sysctls = allSafeSysctls()
 	}
 	a := &Agent{
 		cfg:      cfg,
@@ -320,10 +328,11 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 func (e *InvalidError) Unwrap() error { return e.Err }
 
 // Admit validates a pod for this agent without creating it: Kubernetes
-// validation and the runtime's own check. The error is an *InvalidError.
-// A valid pod the node's own admission rejects for what it is (its OS, see
-// PodRejection) is admitted here without the runtime's check: it will be
-// created rejected, as the kubelet rejects it, and nothing of it will run.
+// validation and the runtime's own check. The error is an *InvalidError. A
+// valid pod the node's own admission rejects for what it is (its sysctls,
+// its OS, see PodRejection) is admitted here without the runtime's check: it
+// will be created rejected, as the kubelet rejects it, and nothing of it
+// will run.
 func (a *Agent) Admit(pod *model.Pod) error {
 	if errs := model.Validate(pod); len(errs) > 0 {
 		return &InvalidError{Errs: errs}
@@ -357,12 +366,12 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	return pod, nil
 }
 
-// addLocked gives pod its identity and records it; a.mu must be held. As
-// the API server does on create, the status written in the manifest is
-// dropped and metadata.generation is 1 (registry/core/pod/strategy.go,
-// PrepareForCreate). A pod the node does not admit now (admitLocked: for
-// another OS, no room, or the node shuts down) is recorded rejected (see
-// isRejected); launch then starts nothing of it.
+// addLocked gives pod its identity and records it; a.mu must be held. As the
+// API server does on create, the status written in the manifest is dropped
+// and metadata.generation is 1 (registry/core/pod/strategy.go,
+// PrepareForCreate). A pod the node does not admit now (admitLocked: a
+// forbidden sysctl, another OS, no room, or the node shuts down) is recorded
+// rejected (see isRejected); launch then starts nothing of it.
 func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
 	pod.Generation = 1
@@ -388,14 +397,14 @@ func (a *Agent) bumpLocked(uid types.UID) uint64 {
 	return a.rv
 }
 
-// Sync hands the agent a pod that another source owns — in cluster mode
-// the API server, which gave it its UID and node. A pod it does not know is
+// Sync hands the agent a pod that another source owns — in cluster mode the
+// API server, which gave it its UID and node. A pod it does not know is
 // admitted and started (InvalidError when it cannot run here, RejectedError
-// when the node does not admit it now — for another OS, no room, or it
-// shuts down: nothing is recorded then, the source reports the
+// when the node does not admit it now — a forbidden sysctl, another OS, no
+// room, or it shuts down: nothing is recorded then, the source reports the
 // rejection); one it knows is left as it is: a pod's spec does not change,
-// and its deletion comes through Delete. Pods are told apart by UID only: a pod deleted and
-// created again under the same name is another pod.
+// and its deletion comes through Delete. Pods are told apart by UID only: a
+// pod deleted and created again under the same name is another pod.
 func (a *Agent) Sync(pod *model.Pod) error {
 	model.Default(pod)
 	a.mu.Lock()

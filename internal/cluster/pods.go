@@ -461,13 +461,13 @@ func restoreLegacyInitContainers(pod *v1.Pod) {
 	}
 }
 
-// reject marks a pod this node cannot run, or does not admit now, as
-// Failed, as the kubelet does for pods it rejects at admission (kubelet.go,
+// reject marks a pod this node cannot run, or does not admit now, as Failed,
+// as the kubelet does for pods it rejects at admission (kubelet.go,
 // rejectPod: the status message "Pod was rejected: " and the admission's
-// message): a pod the node does not admit (agent.RejectedError: for another
-// OS, no room, or the node shuts down) with the kubelet's reason and message, which the
-// event has without the status's "Pod was rejected: ", any other with
-// ReasonUnsupported.
+// message): a pod the node does not admit (agent.RejectedError: a forbidden
+// sysctl, another OS, no room, or the node shuts down) with the kubelet's
+// reason and message, which the event has without the status's "Pod was
+// rejected: ", any other with ReasonUnsupported.
 func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
 	p.log.Info("rejecting a pod this node cannot run", "pod", pod.Namespace+"/"+pod.Name, "err", cause)
 	msg := fmt.Sprintf("Pod was rejected: %v", cause)

@@ -26,6 +26,11 @@ const (
 	// kubernetes.io/os label is not its OS, as PodOSNotSupported. The
 	// kubelet's (pkg/kubelet/lifecycle/predicate.go).
 	PodOSSelectorNodeLabelDoesNotMatch Reason = "PodOSSelectorNodeLabelDoesNotMatch"
+	// SysctlForbidden: the node rejected a pod that sets a sysctl it does
+	// not allow (not safe, nor in --allowed-unsafe-sysctls, or of a
+	// namespace the pod shares with the host), as PodOSNotSupported. The
+	// kubelet's (pkg/kubelet/sysctl/allowlist.go).
+	SysctlForbidden Reason = "SysctlForbidden"
 	// FailedCheckpoint: a pod worker's checkpoint (or a pod's deletion)
 	// could not be saved, a full state disk say: stopping its containers
 	// goes on without it, starting them waits until it is saved. Once per

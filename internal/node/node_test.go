@@ -105,6 +105,25 @@ func TestErrorClasses(t *testing.T) {
 	if _, err := NewClusterNode(ctx, ClusterOptions{Options: noPods, Kubeconfig: filepath.Join(t.TempDir(), "absent")}); !errors.Is(err, ErrBadOptions) || err.Error() != maxPods {
 		t.Errorf("cluster node with --max-pods 0: %v", err)
 	}
+	// --allowed-unsafe-sysctls: as the kubelet, a sysctl not known to be
+	// namespaced, or no sysctl at all, keeps every daemon from starting.
+	for _, tc := range []struct{ sysctl, msg string }{
+		{"kernel.panic", `--allowed-unsafe-sysctls: the sysctls "kernel.panic" are not known to be namespaced`},
+		{"vm.*", `--allowed-unsafe-sysctls: the sysctls "vm." are not known to be namespaced`},
+		{"Net.core", `--allowed-unsafe-sysctls: sysctl "Net.core" must have at most 253 characters and match regex`},
+	} {
+		bad := options(t.TempDir())
+		bad.AllowedUnsafeSysctls = []string{"net.core.somaxconn", tc.sysctl}
+		if _, err := NewForeground(ctx, bad, nil); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), tc.msg) {
+			t.Errorf("foreground with --allowed-unsafe-sysctls %s: %v", tc.sysctl, err)
+		}
+		if _, err := NewAgent(ctx, AgentOptions{Options: bad, Socket: filepath.Join(shortDir(t), "pw.sock")}); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), tc.msg) {
+			t.Errorf("agent with --allowed-unsafe-sysctls %s: %v", tc.sysctl, err)
+		}
+		if _, err := NewClusterNode(ctx, ClusterOptions{Options: bad, Kubeconfig: filepath.Join(t.TempDir(), "absent")}); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), tc.msg) {
+			t.Errorf("cluster node with --allowed-unsafe-sysctls %s: %v", tc.sysctl, err)
+		}
+	}
 }
 
 func TestForeground(t *testing.T) {

@@ -302,6 +302,32 @@ func TestPreparePodSandbox(t *testing.T) {
 	}
 }
 
+// The pod's sysctls go to its sandbox with dots as separators, as the
+// kubelet passes them (it normalizes the names first); which ones a pod may
+// set is the agent's admission.
+func TestPreparePodSandboxSysctls(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PodNetwork = true })
+	pod := testPod("uid-1")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+		{Name: "kernel.shm_rmid_forced", Value: "1"},
+		{Name: "net/ipv4/ip_local_port_range", Value: "1024 65000"},
+		{Name: "net/ipv4/conf/eth0.100/rp_filter", Value: "0"},
+	}}
+	h.prepare(pod)
+	sbs := h.f.sandboxList()
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes, want 1", len(sbs))
+	}
+	want := map[string]string{
+		"kernel.shm_rmid_forced":           "1",
+		"net.ipv4.ip_local_port_range":     "1024 65000",
+		"net.ipv4.conf.eth0/100.rp_filter": "0",
+	}
+	if got := sbs[0].config.Linux.Sysctls; !mapsEqual(got, want) {
+		t.Fatalf("sysctls = %v, want %v", got, want)
+	}
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

@@ -195,9 +195,11 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodS
 		sc.SupplementalGroups = supplementalGroups(psc)
 		sc.Seccomp = seccompProfile(psc.SeccompProfile)
 		if len(psc.Sysctls) > 0 {
+			// With dots as separators, as the kubelet passes them
+			// (kuberuntime_manager.go, SyncPod).
 			sysctls = make(map[string]string, len(psc.Sysctls))
 			for _, s := range psc.Sysctls {
-				sysctls[s.Name] = s.Value
+				sysctls[model.NormalizeSysctlName(s.Name)] = s.Value
 			}
 		}
 	}
