@@ -115,9 +115,9 @@ type Agent struct {
 
 	ctx context.Context
 
-	// ephemeralMu serialises the updates of ephemeral containers
-	// (setEphemeral), each a read, check and write of one pod; never held
-	// with mu.
+	// ephemeralMu serialises the changes of a running pod (updateSpec's
+	// callers: setEphemeral, setResources, SyncConditions), each a read,
+	// check and write of one pod; never held with mu.
 	ephemeralMu sync.Mutex
 
 	mu   sync.Mutex

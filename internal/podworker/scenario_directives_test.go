@@ -67,6 +67,16 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		return true, s.agent(d)
 	case "allocatable":
 		return false, s.setAllocatable(d)
+	case "readiness-gate":
+		// spec.readinessGates gets a gate of condition type TYPE; the
+		// next update hands the pod over.
+		if len(d.Args) != 1 || d.Args[0].HasVal {
+			return false, d.Errorf("want readiness-gate TYPE")
+		}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		next.Spec.ReadinessGates = append(next.Spec.ReadinessGates, v1.PodReadinessGate{ConditionType: v1.PodConditionType(d.Args[0].Key)})
+		s.pod = next
+		return false, nil
 	}
 	return true, s.act(d)
 }
@@ -148,6 +158,22 @@ func (s *scenario) act(d plannertest.Directive) error {
 			opts.Kill = k
 		}
 		s.w.UpdatePod(opts)
+	case "condition":
+		// The pod's source has condition TYPE with STATUS: another
+		// controller set it through the status subresource (a readiness
+		// gate's), and the agent hands over the pod with it.
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) != 2 || d.Args[0].HasVal || d.Args[1].HasVal {
+			return d.Errorf("want condition TYPE True|False|Unknown")
+		}
+		c := v1.PodCondition{Type: v1.PodConditionType(d.Args[0].Key), Status: v1.ConditionStatus(d.Args[1].Key), LastTransitionTime: metav1.NewTime(plannertest.T0)}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		conds := slices.DeleteFunc(next.Status.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type })
+		next.Status.Conditions = append(conds, c)
+		s.pod = next
+		s.w.UpdatePod(UpdateOptions{Pod: next})
 	case "debug":
 		// An ephemeral container added to the running pod, as
 		// agent.AddEphemeralContainers hands it over: a new pod with the
