@@ -402,8 +402,9 @@ func (a *Agent) bumpLocked(uid types.UID) uint64 {
 // admitted and started (InvalidError when it cannot run here, RejectedError
 // when the node does not admit it now — a forbidden sysctl, another OS, no
 // room, or it shuts down: nothing is recorded then, the source reports the
-// rejection); one it knows is left as it is: a pod's spec does not change,
-// and its deletion comes through Delete. Pods are told apart by UID only: a
+// rejection); one it knows is left as it is: the changes of a running
+// pod's spec come through their own calls (SyncEphemeralContainers,
+// SyncResources, SetActiveDeadline), its deletion through Delete. Pods are told apart by UID only: a
 // pod deleted and created again under the same name is another pod.
 func (a *Agent) Sync(pod *model.Pod) error {
 	model.Default(pod)

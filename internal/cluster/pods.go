@@ -35,6 +35,7 @@ type PodAgent interface {
 	SyncEphemeralContainers(uid types.UID, generation int64, ecs []v1.EphemeralContainer) error
 	SyncResources(uid types.UID, pod *v1.Pod) error
 	SyncConditions(uid types.UID, conds []v1.PodCondition) error
+	SetActiveDeadline(uid types.UID, seconds *int64, generation int64) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
 	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
@@ -266,6 +267,9 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		if err := p.syncConditions(pod); err != nil {
 			return err
 		}
+		if err := p.syncActiveDeadline(pod); err != nil {
+			return err
+		}
 		if err := p.syncEphemeral(pod); err != nil {
 			return err
 		}
@@ -292,6 +296,18 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 // (kubelet.go, HandlePodReconcile).
 func (p *Pods) syncConditions(pod *v1.Pod) error {
 	err := p.cfg.Agent.SyncConditions(pod.UID, pod.Status.Conditions)
+	if errors.Is(err, agent.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// syncActiveDeadline hands the agent the spec.activeDeadlineSeconds of a
+// pod it runs: an update may set or lower it (the API server checked
+// that), and the node enforces the new value, as the kubelet's active
+// deadline handler reads the spec it has at each sync.
+func (p *Pods) syncActiveDeadline(pod *v1.Pod) error {
+	err := p.cfg.Agent.SetActiveDeadline(pod.UID, pod.Spec.ActiveDeadlineSeconds, pod.Generation)
 	if errors.Is(err, agent.ErrNotFound) {
 		return nil
 	}

@@ -444,3 +444,36 @@ func TestStatusPatchLeavesOthersConditions(t *testing.T) {
 		t.Fatalf("conditions after the patch %+v, want %+v (patch %s)", got.Status.Conditions, want, body)
 	}
 }
+
+// The e2e "Pods should allow activeDeadlineSeconds to be updated": an
+// update lowers spec.activeDeadlineSeconds of a running pod, and the node
+// enforces the new value (the kubelet's active deadline handler reads the
+// spec at each sync): the pod ends Failed, DeadlineExceeded.
+func TestPodsActiveDeadlineLowered(t *testing.T) {
+	h := newPodsHarness(t)
+	ctx := context.Background()
+	pod := apiPod("deadline", "uid-8", nil)
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](3600)
+	pod, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("a Running status", func() bool {
+		p, err := h.get("deadline")
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	pod, err = h.get("deadline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](1)
+	pod.Generation = 2 // what the API server does on a spec update
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("a Failed status, DeadlineExceeded", func() bool {
+		p, err := h.get("deadline")
+		return err == nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded" &&
+			p.Status.Message == "Pod was active on the node longer than the specified deadline" && p.Status.ObservedGeneration == 2
+	})
+}

@@ -158,6 +158,24 @@ func (s *scenario) act(d plannertest.Directive) error {
 			opts.Kill = k
 		}
 		s.w.UpdatePod(opts)
+	case "activedeadline":
+		// An update of the running pod that sets or lowers its
+		// spec.activeDeadlineSeconds, as the agent hands it over: a new
+		// pod with the new value.
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) != 1 || d.Args[0].Key != "seconds" || !d.Args[0].HasVal {
+			return d.Errorf("want activedeadline seconds=N")
+		}
+		n, err := strconv.ParseInt(d.Args[0].Val, 10, 64)
+		if err != nil {
+			return d.Errorf("seconds: %v", err)
+		}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		next.Spec.ActiveDeadlineSeconds = &n
+		s.pod = next
+		s.w.UpdatePod(UpdateOptions{Pod: next})
 	case "condition":
 		// The pod's source has condition TYPE with STATUS: another
 		// controller set it through the status subresource (a readiness
