@@ -81,6 +81,10 @@ const (
 	// Unhealthy: one attempt of a startup, readiness or liveness probe
 	// failed.
 	Unhealthy Reason = "Unhealthy"
+	// ProbeWarning: one attempt of a probe succeeded with a warning (an
+	// httpGet probe's redirect to another host, not followed), a warning
+	// event as the kubelet's (pkg/kubelet/prober/prober.go).
+	ProbeWarning Reason = "ProbeWarning"
 	// FailedPostStartHook: a postStart hook failed; the container is killed
 	// and its restart policy applies.
 	FailedPostStartHook Reason = "FailedPostStartHook"

@@ -401,24 +401,29 @@ func (s *scenario) probe(d plannertest.Directive) error {
 		return d.Errorf("the pod has no probes")
 	}
 	if len(d.Args) < 3 || len(d.Args) > 4 {
-		return d.Errorf("want probe NAME KIND healthy|unhealthy [changed]")
+		return d.Errorf("want probe NAME KIND healthy|unhealthy|warned [changed]")
 	}
 	kinds := map[string]prober.Kind{"startup": prober.Startup, "readiness": prober.Readiness, "liveness": prober.Liveness}
 	kind, ok := kinds[d.Args[1].Key]
 	if !ok {
 		return d.Errorf("kind %q is not startup, readiness or liveness", d.Args[1].Key)
 	}
-	healthy := d.Args[2].Key == "healthy"
+	warned := d.Args[2].Key == "warned"
+	healthy := d.Args[2].Key == "healthy" || warned
 	if !healthy && d.Args[2].Key != "unhealthy" {
-		return d.Errorf("%q is not healthy or unhealthy", d.Args[2].Key)
+		return d.Errorf("%q is not healthy, unhealthy or warned", d.Args[2].Key)
 	}
 	changed := len(d.Args) == 4 && d.Args[3].Key == "changed"
 	if len(d.Args) == 4 && !changed {
 		return d.Errorf("%q is not changed", d.Args[3].Key)
 	}
 	name := d.Args[0].Key
-	s.w.HandleProbe(prober.Result{PodUID: scenarioUID, Container: name, ID: s.prober.id(name), Kind: kind,
-		Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"})
+	r := prober.Result{PodUID: scenarioUID, Container: name, ID: s.prober.id(name), Kind: kind,
+		Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"}
+	if warned {
+		r.Output, r.Warning = "", `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+	}
+	s.w.HandleProbe(r)
 	return nil
 }
 
