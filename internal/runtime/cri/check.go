@@ -54,9 +54,6 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		p := "spec.securityContext"
-		if sc.SELinuxOptions != nil {
-			errs = append(errs, notSupported(p+".seLinuxOptions"))
-		}
 		if err := checkProfiles(sc.SeccompProfile, sc.AppArmorProfile, p); err != nil {
 			errs = append(errs, err)
 		}
@@ -114,10 +111,7 @@ func checkSecurity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) 
 	}
 	if c != nil {
 		p := p + ".securityContext"
-		switch {
-		case c.SELinuxOptions != nil:
-			return notSupported(p + ".seLinuxOptions")
-		case c.ProcMount != nil && *c.ProcMount != v1.DefaultProcMount:
+		if c.ProcMount != nil && *c.ProcMount != v1.DefaultProcMount {
 			return runtime.Unsupported("%s.procMount: Unsupported value: %q: not supported by the CRI runtime", p, *c.ProcMount)
 		}
 		if err := checkProfiles(c.SeccompProfile, c.AppArmorProfile, p); err != nil {
