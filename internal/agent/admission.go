@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,12 +21,12 @@ const DefaultMaxPods = 110
 var ErrRejected = errors.New("pod rejected")
 
 // RejectedError is a valid pod the node does not admit: it has no room for
-// it (OutOfPods), or it shuts down (NodeShutdownRejection). Reason and
-// Message are the kubelet's for the same admission failure, which it
-// reports as it reports every one (kubelet.go, rejectPod): the pod Failed,
-// with that reason. In the pod API of serve the pod is recorded so (see
-// Status); Sync returns the error, for its source to report. It matches
-// ErrRejected.
+// it (OutOfPods), it shuts down (NodeShutdownRejection), or the pod sets a
+// sysctl it does not allow or is for another OS (podRejection). Reason and
+// Message are the kubelet's for the same admission failure, which it reports
+// as it reports every one (kubelet.go, rejectPod): the pod Failed, with that
+// reason. In the pod API of serve the pod is recorded so (see Status); Sync
+// returns the error, for its source to report. It matches ErrRejected.
 type RejectedError struct {
 	Reason  events.Reason
 	Message string
@@ -69,12 +70,68 @@ func NodeShutdownRejection() *RejectedError {
 	return &RejectedError{Reason: events.NodeShutdown, Message: "Pod was rejected as the node is shutting down."}
 }
 
-// admitLocked is nil when the node admits one more pod now, else the
-// rejection. The room comes first, then the shutdown, in the order of the
-// kubelet's admit handlers (kubelet.go, NewMainKubelet: the predicate
-// handler before the shutdown manager's); the first that fails is the
-// pod's rejection. a.mu must be held.
-func (a *Agent) admitLocked() *RejectedError {
+// The kubelet's messages of its OS checks (pkg/kubelet/lifecycle/
+// predicate.go, predicateAdmitHandler.Admit).
+const (
+	osLabelMessage = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+	osFieldMessage = "Failed to admit pod as the OS field doesn't match node OS"
+)
+
+// nodeOS is the node's OS, as the kubelet takes it (runtime.GOOS): the
+// value of its kubernetes.io/os label, and the only spec.os.name it runs.
+const nodeOS = goruntime.GOOS
+
+// podRejection is the rejection of the node's admission checks that
+// depend on the pod alone, nil when they admit it. They are the kubelet's
+// sysctl admit handler and its predicate handler's first checks
+// (kubelet.go, NewMainKubelet; predicate.go, Admit), in its order:
+//
+//   - a sysctl the node does not allow (Config.Sysctls): reason
+//     SysctlForbidden;
+//   - a kubernetes.io/os label that is not the node's OS (the kubelet
+//     reads the pod's label, not its nodeSelector, whatever the name of
+//     its rejectPodAdmissionBasedOnOSSelector says): reason
+//     PodOSSelectorNodeLabelDoesNotMatch;
+//   - a spec.os.name that is not the node's OS: PodOSNotSupported.
+//
+// A pod they reject is recorded rejected as one beyond --max-pods, before
+// the runtime is asked whether it could run it: nothing of it ever runs.
+// It is pure and may be called without a.mu.
+func (a *Agent) podRejection(pod *model.Pod) *RejectedError {
+	if why := a.cfg.Sysctls.admit(pod); why != nil {
+		return why
+	}
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != nodeOS {
+		return &RejectedError{Reason: events.PodOSSelectorNodeLabelDoesNotMatch, Message: osLabelMessage}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return &RejectedError{Reason: events.PodOSNotSupported, Message: osFieldMessage}
+	}
+	return nil
+}
+
+// PodRejection is the rejection of pod by the node's admission checks
+// that depend on the pod alone (see podRejection: its sysctls, its OS),
+// nil when they admit it. Create records such a pod rejected; `podward
+// run`, which starts nothing of a manifest it does not admit whole, asks
+// first.
+func (a *Agent) PodRejection(pod *model.Pod) error {
+	if why := a.podRejection(pod); why != nil {
+		return why
+	}
+	return nil
+}
+
+// admitLocked is nil when the node admits pod now, else the rejection.
+// The checks of the pod alone come first (podRejection), then the room,
+// then the shutdown, in the order of the kubelet's admit handlers
+// (kubelet.go, NewMainKubelet: the predicate handler — the OS, then the
+// resources — before the shutdown manager's); the first that fails is
+// the pod's rejection. a.mu must be held.
+func (a *Agent) admitLocked(pod *model.Pod) *RejectedError {
+	if why := a.podRejection(pod); why != nil {
+		return why
+	}
 	if why := a.roomLocked(); why != nil {
 		return why
 	}
@@ -122,7 +179,7 @@ func isRejected(p *model.Pod) bool {
 		return false
 	}
 	switch events.Reason(p.Status.Reason) {
-	case events.OutOfPods, events.NodeShutdown:
+	case events.OutOfPods, events.NodeShutdown, events.PodOSNotSupported, events.PodOSSelectorNodeLabelDoesNotMatch, events.SysctlForbidden:
 		return true
 	}
 	return false

@@ -238,3 +238,67 @@ func TestRecoverKeepsRejectedPod(t *testing.T) {
 		t.Fatalf("a deleted rejected pod came back: %v", err)
 	}
 }
+
+// A pod for another OS is rejected as the kubelet's predicate handler
+// rejects it (pkg/kubelet/lifecycle/predicate.go): its kubernetes.io/os
+// label first, then spec.os.name. It is created Failed with the kubelet's
+// reason and message, before the runtime is asked whether it could run it
+// (the e2e PodOSRejection pod runs the pause image, without a command);
+// Sync returns the rejection. A pod for this OS goes on to the runtime's
+// check.
+func TestPodForAnotherOSIsRejected(t *testing.T) {
+	for name, tc := range map[string]struct {
+		labels  map[string]string
+		os      v1.OSName
+		reason  string
+		message string
+	}{
+		"spec.os.name windows": {os: v1.Windows, reason: "PodOSNotSupported",
+			message: "Failed to admit pod as the OS field doesn't match node OS"},
+		"kubernetes.io/os label windows": {labels: map[string]string{"kubernetes.io/os": "windows"}, reason: "PodOSSelectorNodeLabelDoesNotMatch",
+			message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		"label before the field": {labels: map[string]string{"kubernetes.io/os": "windows"}, os: v1.Windows, reason: "PodOSSelectorNodeLabelDoesNotMatch",
+			message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		"linux": {labels: map[string]string{"kubernetes.io/os": "linux"}, os: v1.Linux},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, rt := newAgentWithMaxPods(t, 5)
+			refusal := errors.New("spec.containers[0].command: Required value")
+			rt.CheckErr = refusal
+			pod := named(t, "os")
+			pod.Labels = tc.labels
+			if tc.os != "" {
+				pod.Spec.OS = &v1.PodOS{Name: tc.os}
+			}
+			synced := pod.DeepCopy()
+			created, err := a.Create(pod)
+			if tc.reason == "" {
+				if !errors.Is(err, refusal) {
+					t.Fatalf("create: %v, want the runtime's refusal", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("create: %v, want the pod created Failed", err)
+			}
+			got, _, _ := a.Get(created.UID)
+			if got.Status.Phase != v1.PodFailed || got.Status.Reason != tc.reason || got.Status.Message != "Pod was rejected: "+tc.message {
+				t.Fatalf("status %+v, want Failed, %s, %q", got.Status, tc.reason, tc.message)
+			}
+			evs := a.Recorder().List(created.UID)
+			if i := slices.IndexFunc(evs, func(e events.Event) bool { return e.Reason == tc.reason }); i < 0 || evs[i].Type != v1.EventTypeWarning || evs[i].Message != tc.message {
+				t.Fatalf("events %+v, want a warning %s %q", evs, tc.reason, tc.message)
+			}
+			if slices.Contains(rt.Calls(), "prepare") {
+				t.Fatalf("the rejected pod was prepared: %q", rt.Calls())
+			}
+
+			sp := &model.Pod{Pod: synced}
+			sp.UID = "api-uid"
+			var rejected *RejectedError
+			if err := a.Sync(sp); !errors.As(err, &rejected) || string(rejected.Reason) != tc.reason || rejected.Message != tc.message {
+				t.Fatalf("sync: %v, want %s %q", err, tc.reason, tc.message)
+			}
+		})
+	}
+}

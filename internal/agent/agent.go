@@ -85,6 +85,11 @@ type Config struct {
 	// Metrics, when set, receives what the agent and its pod workers
 	// measure.
 	Metrics Metrics
+	// Sysctls are the sysctls a pod may set (NewSysctlAllowlist: the safe
+	// ones of the node's kernel and the kubelet's
+	// --allowed-unsafe-sysctls); a pod that sets another is rejected,
+	// reason SysctlForbidden. Nil: the safe ones.
+	Sysctls *SysctlAllowlist
 }
 
 // Metrics receives what the agent measures, and its pod workers'
@@ -110,9 +115,9 @@ type Agent struct {
 
 	ctx context.Context
 
-	// ephemeralMu serialises the updates of ephemeral containers
-	// (setEphemeral), each a read, check and write of one pod; never held
-	// with mu.
+	// ephemeralMu serialises the changes of a running pod (updateSpec's
+	// callers: setEphemeral, setResources, SyncConditions), each a read,
+	// check and write of one pod; never held with mu.
 	ephemeralMu sync.Mutex
 
 	mu   sync.Mutex
@@ -179,6 +184,9 @@ func New(ctx context.Context, cfg Config) *Agent {
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = "localhost"
+	}
+	if cfg.Sysctls == nil {
+		cfg.Sysctls = allSafeSysctls()
 	}
 	a := &Agent{
 		cfg:      cfg,
@@ -320,10 +328,17 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 func (e *InvalidError) Unwrap() error { return e.Err }
 
 // Admit validates a pod for this agent without creating it: Kubernetes
-// validation and the runtime's own check. The error is an *InvalidError.
+// validation and the runtime's own check. The error is an *InvalidError. A
+// valid pod the node's own admission rejects for what it is (its sysctls,
+// its OS, see PodRejection) is admitted here without the runtime's check: it
+// will be created rejected, as the kubelet rejects it, and nothing of it
+// will run.
 func (a *Agent) Admit(pod *model.Pod) error {
 	if errs := model.Validate(pod); len(errs) > 0 {
 		return &InvalidError{Errs: errs}
+	}
+	if a.podRejection(pod) != nil {
+		return nil
 	}
 	if err := a.cfg.Runtime.Check(pod); err != nil {
 		return &InvalidError{Err: err}
@@ -351,19 +366,19 @@ func (a *Agent) Create(pod *model.Pod) (*model.Pod, error) {
 	return pod, nil
 }
 
-// addLocked gives pod its identity and records it; a.mu must be held. As
-// the API server does on create, the status written in the manifest is
-// dropped and metadata.generation is 1 (registry/core/pod/strategy.go,
-// PrepareForCreate). A pod the node does not admit now (admitLocked: no
-// room, or the node shuts down) is recorded rejected (see isRejected);
-// launch then starts nothing of it.
+// addLocked gives pod its identity and records it; a.mu must be held. As the
+// API server does on create, the status written in the manifest is dropped
+// and metadata.generation is 1 (registry/core/pod/strategy.go,
+// PrepareForCreate). A pod the node does not admit now (admitLocked: a
+// forbidden sysctl, another OS, no room, or the node shuts down) is recorded
+// rejected (see isRejected); launch then starts nothing of it.
 func (a *Agent) addLocked(pod *model.Pod) {
 	pod.UID = types.UID(uuid.NewString())
 	pod.Generation = 1
 	pod.CreationTimestamp = metav1.NewTime(a.cfg.Clock.Now())
 	pod.Spec.NodeName = a.cfg.NodeName
 	pod.Status = v1.PodStatus{}
-	if why := a.admitLocked(); why != nil {
+	if why := a.admitLocked(pod); why != nil {
 		reject(pod, why)
 	}
 	a.recordLocked(pod)
@@ -382,13 +397,15 @@ func (a *Agent) bumpLocked(uid types.UID) uint64 {
 	return a.rv
 }
 
-// Sync hands the agent a pod that another source owns — in cluster mode
-// the API server, which gave it its UID and node. A pod it does not know is
+// Sync hands the agent a pod that another source owns — in cluster mode the
+// API server, which gave it its UID and node. A pod it does not know is
 // admitted and started (InvalidError when it cannot run here, RejectedError
-// when the node does not admit it now — no room, or it shuts down: nothing
-// is recorded then, the source reports the rejection); one it knows is left as it is: a pod's spec does not change, and its deletion
-// comes through Delete. Pods are told apart by UID only: a pod deleted and
-// created again under the same name is another pod.
+// when the node does not admit it now — a forbidden sysctl, another OS, no
+// room, or it shuts down: nothing is recorded then, the source reports the
+// rejection); one it knows is left as it is: the changes of a running
+// pod's spec come through their own calls (SyncEphemeralContainers,
+// SyncResources, SetActiveDeadline), its deletion through Delete. Pods are told apart by UID only: a
+// pod deleted and created again under the same name is another pod.
 func (a *Agent) Sync(pod *model.Pod) error {
 	model.Default(pod)
 	a.mu.Lock()
@@ -405,7 +422,7 @@ func (a *Agent) Sync(pod *model.Pod) error {
 		a.mu.Unlock()
 		return nil
 	}
-	if why := a.admitLocked(); why != nil {
+	if why := a.admitLocked(pod); why != nil {
 		a.mu.Unlock()
 		return why
 	}

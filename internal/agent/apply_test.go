@@ -222,3 +222,88 @@ func TestApplyWhileTheReplacementIsCreated(t *testing.T) {
 	}
 	x.waitCalls("the replacement started", func(c string) bool { return strings.Count(c, "start app") == 2 })
 }
+
+// An apply that only sets or lowers spec.activeDeadlineSeconds — the one
+// change of a running pod's spec the API server lets an update make that
+// the node acts on — updates the running pod, as kubectl apply does: same
+// UID, the next generation, and the deadline counted from the pod's start
+// with the new value (pkg/kubelet/active_deadline.go reads the spec at
+// each sync). A raise is another pod, as before; so is any change of a
+// static pod's manifest (ApplyStatic).
+func TestApplyLowersActiveDeadlineInPlace(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := fake.New(clk)
+	a := New(ctx, Config{Runtime: rt, Clock: clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { cancel(); a.Wait() })
+	withDeadline := func(name string, seconds int64) *model.Pod {
+		p := named(t, name)
+		p.Spec.ActiveDeadlineSeconds = &seconds
+		return p
+	}
+
+	if _, res, err := a.Apply(withDeadline("web", 600)); err != nil || res != Created {
+		t.Fatalf("apply: %v %v", res, err)
+	}
+	waitRunning(t, a, "web")
+	running, _ := a.GetPod("default", "web")
+	clk.Step(10 * time.Second)
+
+	// A static pod's manifest changed: another pod, as the kubelet's.
+	if _, res, err := a.ApplyStatic(withDeadline("static", 600)); err != nil || res != Created {
+		t.Fatalf("static apply: %v %v", res, err)
+	}
+	if _, res, err := a.ApplyStatic(withDeadline("static", 300)); err != nil || res != Replaced {
+		t.Fatalf("static apply of a lower deadline: %v %v, want replaced", res, err)
+	}
+
+	updated, res, err := a.Apply(withDeadline("web", 5))
+	if err != nil || res != Updated {
+		t.Fatalf("apply of a lower deadline: %v %v, want updated", res, err)
+	}
+	if updated.UID != running.UID || updated.Generation != 2 || *updated.Spec.ActiveDeadlineSeconds != 5 {
+		t.Fatalf("updated pod %s generation %d deadline %d, want %s, 2, 5", updated.UID, updated.Generation, *updated.Spec.ActiveDeadlineSeconds, running.UID)
+	}
+	// Active 10 s already: past the new deadline at once.
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := a.WaitTerminated(wctx, running.UID); err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := a.Get(running.UID)
+	if p.Status.Phase != v1.PodFailed || p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Fatalf("status %+v, want Failed, DeadlineExceeded", p.Status)
+	}
+	if *p.Spec.ActiveDeadlineSeconds != 5 || p.Status.ObservedGeneration != 2 {
+		t.Fatalf("spec deadline %d, observed generation %d, want 5 and 2", *p.Spec.ActiveDeadlineSeconds, p.Status.ObservedGeneration)
+	}
+}
+
+// The changes of activeDeadlineSeconds an update of a running pod may
+// make (ValidatePodUpdate): set where there was none, or lowered; never
+// raised nor unset, and with nothing else changed.
+func TestDeadlineUpdate(t *testing.T) {
+	pod := func(seconds *int64, image string) *model.Pod {
+		p := named(t, "web")
+		p.Spec.ActiveDeadlineSeconds = seconds
+		p.Spec.Containers[0].Image = image
+		return p
+	}
+	n := func(v int64) *int64 { return &v }
+	for name, tc := range map[string]struct {
+		old, next *model.Pod
+		want      bool
+	}{
+		"set":                  {pod(nil, "busybox"), pod(n(30), "busybox"), true},
+		"lowered":              {pod(n(600), "busybox"), pod(n(30), "busybox"), true},
+		"same":                 {pod(n(30), "busybox"), pod(n(30), "busybox"), false},
+		"raised":               {pod(n(30), "busybox"), pod(n(600), "busybox"), false},
+		"unset":                {pod(n(30), "busybox"), pod(nil, "busybox"), false},
+		"lowered, image too":   {pod(n(600), "busybox"), pod(n(30), "nginx"), false},
+		"nothing but an image": {pod(nil, "busybox"), pod(nil, "nginx"), false},
+	} {
+		if got := deadlineUpdate(tc.old, tc.next); got != tc.want {
+			t.Errorf("%s: deadlineUpdate = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -92,6 +92,9 @@ func (a *Agent) admitSynced(pod *model.Pod) error {
 	if errs := model.ValidateEphemeralUpdate(base, pod.Spec.EphemeralContainers); len(errs) > 0 {
 		return &InvalidError{Errs: errs}
 	}
+	if a.podRejection(pod) != nil {
+		return nil // Sync rejects it (admitLocked), as Admit lets it
+	}
 	if err := a.cfg.Runtime.Check(pod); err != nil {
 		return &InvalidError{Err: err}
 	}

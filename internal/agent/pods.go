@@ -31,6 +31,10 @@ const (
 	// immutable, so the old pod is deleted gracefully and the new one is
 	// created, with a new UID, once the old one is gone.
 	Replaced
+	// Updated: the spec changed only as the API server lets an update of
+	// a running pod change it (a lower spec.activeDeadlineSeconds): the
+	// running pod took the change.
+	Updated
 )
 
 func (r ApplyResult) String() string {
@@ -41,6 +45,8 @@ func (r ApplyResult) String() string {
 		return "unchanged"
 	case Replaced:
 		return "replaced"
+	case Updated:
+		return "updated"
 	default:
 		return fmt.Sprintf("ApplyResult(%d)", int(r))
 	}
@@ -85,10 +91,28 @@ func (a *Agent) ListPods(ns string) []*v1.Pod {
 }
 
 // Apply creates the pod, or replaces the pod of the same namespace/name
-// when its spec changed, or does nothing when it did not. A pod it creates
-// — the replacement too, once the old pod is gone — that the node does not
-// admit then is recorded rejected, as by Create.
+// when its spec changed, or does nothing when it did not. A change the API
+// server lets an update of a running pod make, and the only one — its
+// spec.activeDeadlineSeconds set or lowered (ValidatePodUpdate) — is made
+// to the pod instead while it runs (not deleted, rejected nor terminated),
+// as kubectl apply makes it (Updated; see SetActiveDeadline). A pod it creates — the replacement too, once the old
+// pod is gone — that the node does not admit then is recorded rejected, as
+// by Create.
 func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
+	return a.apply(pod, true)
+}
+
+// ApplyStatic is Apply for a static pod (a manifest file's): any change of
+// its spec replaces it, as the kubelet makes a static pod whose manifest
+// changed another pod (its file source derives the pod's UID from the
+// manifest's content).
+func (a *Agent) ApplyStatic(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
+	return a.apply(pod, false)
+}
+
+// apply is Apply; inPlace says whether a change a running pod may take is
+// made to it rather than replacing it.
+func (a *Agent) apply(pod *model.Pod, inPlace bool) (*v1.Pod, ApplyResult, error) {
 	model.Default(pod)
 	if err := a.Admit(pod); err != nil {
 		return nil, 0, err
@@ -114,6 +138,24 @@ func (a *Agent) Apply(pod *model.Pod) (*v1.Pod, ApplyResult, error) {
 		a.mu.Unlock()
 		p, _, err := a.Get(e.pod.UID)
 		return p, Unchanged, err
+	}
+	if inPlace && e.replacement == nil && e.deletion == nil && !isRejected(e.pod) &&
+		!a.workers.IsPodKnownTerminated(e.pod.UID) && deadlineUpdate(e.pod, pod) {
+		uid := e.pod.UID
+		a.mu.Unlock()
+		next, err := a.setActiveDeadline(uid, pod.Spec.ActiveDeadlineSeconds, 0, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		p, _, err := a.Get(uid)
+		if err != nil {
+			return nil, 0, err
+		}
+		// The worker publishes the new spec at its next step; the
+		// answer has it already.
+		p.Spec = *next.Spec.DeepCopy()
+		p.Generation = next.Generation
+		return p, Updated, nil
 	}
 	e.replacement = pod
 	old := e.pod.UID
@@ -149,6 +191,63 @@ func (a *Agent) replace(old types.UID, next *model.Pod) (*v1.Pod, ApplyResult, e
 	// A removed pod's last status is kept (Get), so the old pod is found.
 	p, _, err := a.Get(old)
 	return p, Replaced, err
+}
+
+// deadlineUpdate reports whether next asks for what old does but for its
+// spec.activeDeadlineSeconds, which it sets or lowers: the one change of a
+// running pod's spec the API server allows (ValidatePodUpdate: never
+// raised, never unset; besides images, tolerations added and scheduling
+// gates removed, which podward does not take in place) that the node acts
+// on.
+func deadlineUpdate(old, next *model.Pod) bool {
+	was, now := old.Spec.ActiveDeadlineSeconds, next.Spec.ActiveDeadlineSeconds
+	if now == nil || was != nil && *now >= *was {
+		return false
+	}
+	cp := &model.Pod{Pod: next.Pod.DeepCopy(), Defer: next.Defer}
+	cp.Spec.ActiveDeadlineSeconds = was
+	return sameSpec(old, cp)
+}
+
+// SetActiveDeadline is an update of the running pod uid that sets its
+// spec.activeDeadlineSeconds to seconds (cluster mode: the API server's
+// pod was updated so, having checked that it is set or lowered); the
+// generation is the API server's for that spec. The pod's worker counts
+// the new deadline from the pod's start time at once, as the kubelet's
+// active deadline handler reads the spec at each sync
+// (pkg/kubelet/active_deadline.go): a pod already active that long ends
+// Failed, DeadlineExceeded. The same value is nothing to do.
+func (a *Agent) SetActiveDeadline(uid types.UID, seconds *int64, generation int64) error {
+	_, err := a.setActiveDeadline(uid, seconds, generation, false)
+	return err
+}
+
+// setActiveDeadline makes seconds the spec.activeDeadlineSeconds of the
+// pod uid: stored, then handed to its worker (updateSpec). Its generation
+// is nextGeneration's. It returns the pod it recorded.
+func (a *Agent) setActiveDeadline(uid types.UID, seconds *int64, generation int64, ownAPI bool) (*model.Pod, error) {
+	a.ephemeralMu.Lock()
+	defer a.ephemeralMu.Unlock()
+	a.mu.Lock()
+	e := a.pods[uid]
+	if e == nil {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	cur := e.pod
+	a.mu.Unlock()
+	if equality.Semantic.DeepEqual(cur.Spec.ActiveDeadlineSeconds, seconds) {
+		return cur, nil
+	}
+	next := &model.Pod{Pod: cur.Pod.DeepCopy(), Defer: cur.Defer}
+	if seconds != nil {
+		s := *seconds
+		next.Spec.ActiveDeadlineSeconds = &s
+	} else {
+		next.Spec.ActiveDeadlineSeconds = nil
+	}
+	next.Generation = nextGeneration(cur, generation, ownAPI)
+	return a.updateSpec(uid, next)
 }
 
 // sameSpec reports whether two pods ask for the same thing: the spec, the

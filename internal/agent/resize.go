@@ -102,10 +102,11 @@ func nextGeneration(cur *model.Pod, api int64, ownAPI bool) int64 {
 }
 
 // updateSpec makes next, already validated and checked by the runtime, the
-// spec of the running pod uid (a subresource's change: ephemeral
-// containers, a resize): stored first (write-ahead), then handed to its
+// pod uid (a change of a running pod: ephemeral containers, a resize, the
+// conditions others set): stored first (write-ahead), then handed to its
 // worker unless the pod has ended or was rejected. ErrNotFound when the
-// pod went meanwhile.
+// pod went meanwhile. The caller holds ephemeralMu, which serialises these
+// changes, each a read, check and write of one pod.
 func (a *Agent) updateSpec(uid types.UID, next *model.Pod) (*model.Pod, error) {
 	a.mu.Lock()
 	e := a.pods[uid]

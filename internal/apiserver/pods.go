@@ -27,7 +27,8 @@ const ApplyPatchContentType = "application/apply-patch+yaml"
 
 // ApplyResultHeader is the response header of an apply that says what it
 // did, in kubectl's words: "created", "unchanged" or "configured" (the pod
-// is being replaced by one with the new spec).
+// is being replaced by one with the new spec, or took the change itself: a
+// lower activeDeadlineSeconds).
 const ApplyResultHeader = "Podward-Apply-Result"
 
 // applyWords are kubectl's words for the apply outcomes.
@@ -35,6 +36,7 @@ var applyWords = map[agent.ApplyResult]string{
 	agent.Created:   "created",
 	agent.Unchanged: "unchanged",
 	agent.Replaced:  "configured",
+	agent.Updated:   "configured",
 }
 
 // listPods serves GET .../pods: a PodList, or with watch=true a stream of

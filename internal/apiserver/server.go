@@ -24,7 +24,8 @@ type Pods interface {
 	// Create admits and starts a new pod; the backend owns pod afterwards.
 	Create(pod *model.Pod) (*model.Pod, error)
 	// Apply creates the pod, replaces the pod of the same name when its
-	// spec changed, or does nothing.
+	// spec changed (or updates it, for a change a running pod takes: see
+	// agent.Apply), or does nothing.
 	Apply(pod *model.Pod) (*v1.Pod, agent.ApplyResult, error)
 	GetPod(ns, name string) (*v1.Pod, error)
 	// ListPods returns the pods of ns ("" for all namespaces).

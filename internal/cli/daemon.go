@@ -20,6 +20,7 @@ func addDaemonFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
 	f.DurationVar(&o.BackoffBase, "backoff-base", def.BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
 	f.DurationVar(&o.PromptKill, "prompt-kill", def.PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
 	f.IntVar(&o.MaxPods, "max-pods", def.MaxPods, "most pods run at once, as the kubelet's --max-pods: a pod beyond it is rejected (Failed, reason OutOfpods)")
+	f.StringSliceVar(&o.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated sysctls, or patterns ending in *, that pods may set beyond the safe ones, as the kubelet's flag (e.g. 'kernel.msg*,net.ipv4.route.min_pmtu'); a pod that sets another is rejected (Failed, reason SysctlForbidden)")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log the agent's decisions to stderr")
 	o.ContainerLogMaxSize, o.ContainerLogMaxFiles = def.ContainerLogMaxSize, def.ContainerLogMaxFiles
 	f.Var(&quantityFlag{&o.ContainerLogMaxSize}, "container-log-max-size", "rotate a container's log once it is this big (a quantity: 10Mi, 500Ki; 0: never), as the kubelet's flag")

@@ -21,7 +21,7 @@ type ApplyResult string
 const (
 	Created    ApplyResult = "created"
 	Unchanged  ApplyResult = "unchanged"
-	Configured ApplyResult = "configured" // replaced by a pod with the new spec
+	Configured ApplyResult = "configured" // replaced by a pod with the new spec, or updated in place
 )
 
 const (

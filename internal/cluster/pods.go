@@ -34,6 +34,8 @@ type PodAgent interface {
 	Sync(pod *model.Pod) error
 	SyncEphemeralContainers(uid types.UID, generation int64, ecs []v1.EphemeralContainer) error
 	SyncResources(uid types.UID, pod *v1.Pod) error
+	SyncConditions(uid types.UID, conds []v1.PodCondition) error
+	SetActiveDeadline(uid types.UID, seconds *int64, generation int64) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
 	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
@@ -86,8 +88,9 @@ type Pods struct {
 	// api is the latest API object of each pod the informer gave, nil
 	// once the API server no longer has it.
 	api map[types.UID]*v1.Pod
-	// written is the last status written per pod, to skip no-op writes.
-	written map[types.UID]string
+	// written is the last status written per pod, to skip no-op writes
+	// and to remove the conditions the node no longer has.
+	written map[types.UID]writtenStatus
 	// deleted: the API object was deleted (or found gone).
 	deleted map[types.UID]bool
 	// refused are the ephemeral containers of each pod that the agent
@@ -122,7 +125,7 @@ func NewPods(cfg PodsConfig) *Pods {
 		syncQ:   workqueue.NewTypedDelayingQueue[types.UID](),
 		statusQ: workqueue.NewTypedDelayingQueue[types.UID](),
 		api:     map[types.UID]*v1.Pod{},
-		written: map[types.UID]string{},
+		written: map[types.UID]writtenStatus{},
 		deleted: map[types.UID]bool{},
 		refused: map[types.UID]map[string]refusedContainer{},
 	}
@@ -261,6 +264,12 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		p.statusQ.Add(uid) // it may be terminated already
 		return nil
 	case known:
+		if err := p.syncConditions(pod); err != nil {
+			return err
+		}
+		if err := p.syncActiveDeadline(pod); err != nil {
+			return err
+		}
 		if err := p.syncEphemeral(pod); err != nil {
 			return err
 		}
@@ -276,6 +285,31 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 	}
 	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRejected) {
 		return p.reject(ctx, pod, err)
+	}
+	return err
+}
+
+// syncConditions hands the agent the conditions of a pod it runs as the
+// API server has them: those others set through the status subresource
+// (a readiness gate's) are the agent's to keep and to compute Ready from,
+// at once, as the kubelet syncs a pod again whose readiness they changed
+// (kubelet.go, HandlePodReconcile).
+func (p *Pods) syncConditions(pod *v1.Pod) error {
+	err := p.cfg.Agent.SyncConditions(pod.UID, pod.Status.Conditions)
+	if errors.Is(err, agent.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// syncActiveDeadline hands the agent the spec.activeDeadlineSeconds of a
+// pod it runs: an update may set or lower it (the API server checked
+// that), and the node enforces the new value, as the kubelet's active
+// deadline handler reads the spec it has at each sync.
+func (p *Pods) syncActiveDeadline(pod *v1.Pod) error {
+	err := p.cfg.Agent.SetActiveDeadline(pod.UID, pod.Spec.ActiveDeadlineSeconds, pod.Generation)
+	if errors.Is(err, agent.ErrNotFound) {
+		return nil
 	}
 	return err
 }
@@ -461,13 +495,13 @@ func restoreLegacyInitContainers(pod *v1.Pod) {
 	}
 }
 
-// reject marks a pod this node cannot run, or does not admit now, as
-// Failed, as the kubelet does for pods it rejects at admission (kubelet.go,
+// reject marks a pod this node cannot run, or does not admit now, as Failed,
+// as the kubelet does for pods it rejects at admission (kubelet.go,
 // rejectPod: the status message "Pod was rejected: " and the admission's
-// message): a pod the node does not admit (agent.RejectedError: no room, or
-// the node shuts down) with the kubelet's reason and message, which the
-// event has without the status's "Pod was rejected: ", any other with
-// ReasonUnsupported.
+// message): a pod the node does not admit (agent.RejectedError: a forbidden
+// sysctl, another OS, no room, or the node shuts down) with the kubelet's
+// reason and message, which the event has without the status's "Pod was
+// rejected: ", any other with ReasonUnsupported.
 func (p *Pods) reject(ctx context.Context, pod *v1.Pod, cause error) error {
 	p.log.Info("rejecting a pod this node cannot run", "pod", pod.Namespace+"/"+pod.Name, "err", cause)
 	msg := fmt.Sprintf("Pod was rejected: %v", cause)
@@ -530,23 +564,46 @@ func (p *Pods) writeStatus(ctx context.Context, uid types.UID) error {
 	return p.writePodStatus(ctx, pod)
 }
 
+// writtenStatus is what writePodStatus last wrote of a pod.
+type writtenStatus struct {
+	// key is the status patch and the defer statuses, to skip a write
+	// that would change nothing.
+	key string
+	// conds are the types of the conditions the patch set.
+	conds []v1.PodConditionType
+}
+
 // writePodStatus writes pod's status and defer statuses when they changed.
 func (p *Pods) writePodStatus(ctx context.Context, pod *v1.Pod) error {
 	st := pod.Status
-	st.Conditions = append([]v1.PodCondition(nil), st.Conditions...)
 	p.mu.Lock()
 	st.EphemeralContainerStatuses = withRefused(st.EphemeralContainerStatuses, p.refused[pod.UID])
+	prev := p.written[pod.UID]
+	var inAPI []v1.PodCondition
+	if api := p.api[pod.UID]; api != nil {
+		inAPI = api.Status.Conditions
+	}
 	p.mu.Unlock()
-	data, err := json.Marshal(st)
+	// The node's conditions it had written, or that the API server has, and
+	// no longer has itself: removed.
+	var gone []v1.PodConditionType
+	had := slices.Clone(prev.conds)
+	for _, c := range inAPI {
+		had = append(had, c.Type)
+	}
+	for _, t := range had {
+		if model.PodConditionByKubelet(t) && !slices.Contains(gone, t) &&
+			!slices.ContainsFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == t }) {
+			gone = append(gone, t)
+		}
+	}
+	body, conds, err := statusPatch(st, gone)
 	if err != nil {
 		return err
 	}
 	deferSt := pod.Annotations[model.DeferContainerStatusesAnnotation]
-	key := string(data) + "\x00" + deferSt
-	p.mu.Lock()
-	same := p.written[pod.UID] == key
-	p.mu.Unlock()
-	if same {
+	key := string(body) + "\x00" + deferSt
+	if prev.key == key {
 		return nil
 	}
 	if deferSt != "" {
@@ -558,24 +615,104 @@ func (p *Pods) writePodStatus(ctx context.Context, pod *v1.Pod) error {
 			return fmt.Errorf("write defer container statuses of %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	if err := p.patchStatus(ctx, pod.Namespace, pod.Name, pod.UID, st); err != nil {
+	if err := p.sendStatus(ctx, pod.Namespace, pod.Name, pod.UID, body); err != nil {
 		return err
 	}
 	p.mu.Lock()
-	p.written[pod.UID] = key
+	p.written[pod.UID] = writtenStatus{key: key, conds: conds}
 	p.mu.Unlock()
 	return nil
 }
 
-// patchStatus replaces the pod's status through the status subresource. A
-// merge patch needs no resourceVersion, so it cannot conflict; the UID in
-// it is a precondition.
+// patchStatus writes st, the status of a pod the node does not run (a
+// rejection), through the status subresource; see statusPatch.
 func (p *Pods) patchStatus(ctx context.Context, ns, name string, uid types.UID, st v1.PodStatus) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": st})
+	body, _, err := statusPatch(st, nil)
 	if err != nil {
 		return err
 	}
-	_, err = p.cfg.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return p.sendStatus(ctx, ns, name, uid, body)
+}
+
+// statusPatch is the status part of a strategic merge patch of the status
+// subresource that writes st as the kubelet's status manager writes a
+// status (pkg/util/pod, PatchPodStatus): every field of the node's,
+// and of the conditions only those the node sets (model.PodConditionByKubelet,
+// and a DisruptionTarget of its own), each whole, merged by type, with
+// the types of gone removed. The conditions others set (a readiness
+// gate's) are never in it: the API server keeps them as they are now,
+// also when they changed since the node last saw them, where a patch of
+// the whole list would put back what the node saw. It returns the types
+// of the conditions it sets.
+func statusPatch(st v1.PodStatus, gone []v1.PodConditionType) ([]byte, []v1.PodConditionType, error) {
+	conds := st.Conditions
+	st.Conditions = nil
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, nil, err
+	}
+	var list []any
+	var set []v1.PodConditionType
+	for _, c := range conds {
+		own := model.PodConditionByKubelet(c.Type) ||
+			c.Type == v1.DisruptionTarget && c.Reason == v1.PodReasonTerminationByKubelet
+		if !own {
+			continue
+		}
+		list = append(list, wholeCondition(c))
+		set = append(set, c.Type)
+	}
+	for _, t := range gone {
+		list = append(list, map[string]any{"type": t, "$patch": "delete"})
+	}
+	if len(list) > 0 {
+		fields["conditions"] = list
+	}
+	body, err := json.Marshal(fields)
+	return body, set, err
+}
+
+// wholeCondition is c with every field, null when unset: a strategic merge
+// patch merges a condition's fields into the one of its type, and one
+// left out would be kept from before (a reason that no longer holds).
+func wholeCondition(c v1.PodCondition) map[string]any {
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	timeOrNull := func(t metav1.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t
+	}
+	m := map[string]any{
+		"type": c.Type, "status": c.Status,
+		"reason": orNull(c.Reason), "message": orNull(c.Message),
+		"lastTransitionTime": timeOrNull(c.LastTransitionTime), "lastProbeTime": timeOrNull(c.LastProbeTime),
+		"observedGeneration": nil,
+	}
+	if c.ObservedGeneration != 0 {
+		m["observedGeneration"] = c.ObservedGeneration
+	}
+	return m
+}
+
+// sendStatus sends the status part of a strategic merge patch (statusPatch)
+// of the pod's status subresource. A patch needs no resourceVersion, so it
+// cannot conflict; the UID in it is a precondition.
+func (p *Pods) sendStatus(ctx context.Context, ns, name string, uid types.UID, status []byte) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": json.RawMessage(status)})
+	if err != nil {
+		return err
+	}
+	_, err = p.cfg.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone, or another pod of that name now
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
@@ -341,3 +344,136 @@ func TestPodsRefusesOneEphemeralContainerAlone(t *testing.T) {
 
 // The agent tells the kubelet server when a followed log's instance ended.
 var _ LogEnds = (*agent.Agent)(nil)
+
+// Readiness gates, as the e2e "Pods should support pod readiness gates"
+// drives them: a controller patches the gates' conditions through the
+// status subresource, and Ready follows (pkg/kubelet/status/generate.go);
+// the node's own status writes keep those conditions as they are.
+func TestPodsReadinessGates(t *testing.T) {
+	h := newPodsHarness(t)
+	ctx := context.Background()
+	pod := apiPod("gated", "uid-7", nil)
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "k8s.io/test-condition1"}, {ConditionType: "k8s.io/test-condition2"}}
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func() (v1.PodCondition, []v1.PodCondition) {
+		p, err := h.get("gated")
+		if err != nil {
+			return v1.PodCondition{}, nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c, p.Status.Conditions
+			}
+		}
+		return v1.PodCondition{}, p.Status.Conditions
+	}
+	waitReady := func(what string, status v1.ConditionStatus, reason, message string) {
+		t.Helper()
+		h.waitFor(what, func() bool {
+			c, _ := ready()
+			return c.Status == status && c.Reason == reason && c.Message == message
+		})
+	}
+	waitReady("Ready False: no gate's condition", v1.ConditionFalse, "ReadinessGatesNotReady",
+		`corresponding condition of pod readiness gate "k8s.io/test-condition1" does not exist., corresponding condition of pod readiness gate "k8s.io/test-condition2" does not exist.`)
+	// What the e2e test does: a strategic merge patch of the status.
+	setGates := func(s1, s2 v1.ConditionStatus) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"k8s.io/test-condition1","status":%q},{"type":"k8s.io/test-condition2","status":%q}]}}`, s1, s2)
+		if _, err := h.client.CoreV1().Pods("default").Patch(ctx, "gated", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGates(v1.ConditionTrue, v1.ConditionFalse)
+	waitReady("Ready False: one gate False", v1.ConditionFalse, "ReadinessGatesNotReady",
+		`the status of pod readiness gate "k8s.io/test-condition2" is not "True", but False`)
+	setGates(v1.ConditionTrue, v1.ConditionTrue)
+	waitReady("Ready True", v1.ConditionTrue, "", "")
+	// The node wrote Ready after the gates were set: they are kept.
+	_, conds := ready()
+	for _, gate := range []v1.PodConditionType{"k8s.io/test-condition1", "k8s.io/test-condition2"} {
+		if !slices.ContainsFunc(conds, func(c v1.PodCondition) bool { return c.Type == gate && c.Status == v1.ConditionTrue }) {
+			t.Fatalf("conditions %+v: the gate's %s is gone", conds, gate)
+		}
+	}
+	setGates(v1.ConditionFalse, v1.ConditionTrue)
+	waitReady("Ready False again", v1.ConditionFalse, "ReadinessGatesNotReady",
+		`the status of pod readiness gate "k8s.io/test-condition1" is not "True", but False`)
+}
+
+// The node's status patch never names a condition it does not own, so
+// that one another controller set after the node last saw the pod stays as
+// it is; it sets its own whole (a field it no longer has is removed) and
+// removes the ones it no longer has.
+func TestStatusPatchLeavesOthersConditions(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	inAPI := &v1.Pod{Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionTrue, LastTransitionTime: t0},
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: "gate", LastTransitionTime: t0},
+		{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: "Infeasible"},
+	}}}
+	// What the node saw: the gate still False, when it was set True since.
+	st := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionFalse},
+		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t0},
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "EvictionByEvictionAPI"},
+	}}
+	body, set, err := statusPatch(st, []v1.PodConditionType{v1.PodResizePending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(set, []v1.PodConditionType{v1.PodReady}) {
+		t.Fatalf("sets %v, want only Ready", set)
+	}
+	old, _ := json.Marshal(inAPI)
+	merged, err := strategicpatch.StrategicMergePatch(old, []byte(`{"status":`+string(body)+`}`), &v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Pod
+	if err := json.Unmarshal(merged, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionTrue, LastTransitionTime: t0},
+		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t0},
+	}
+	if !equality.Semantic.DeepEqual(got.Status.Conditions, want) {
+		t.Fatalf("conditions after the patch %+v, want %+v (patch %s)", got.Status.Conditions, want, body)
+	}
+}
+
+// The e2e "Pods should allow activeDeadlineSeconds to be updated": an
+// update lowers spec.activeDeadlineSeconds of a running pod, and the node
+// enforces the new value (the kubelet's active deadline handler reads the
+// spec at each sync): the pod ends Failed, DeadlineExceeded.
+func TestPodsActiveDeadlineLowered(t *testing.T) {
+	h := newPodsHarness(t)
+	ctx := context.Background()
+	pod := apiPod("deadline", "uid-8", nil)
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](3600)
+	pod, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("a Running status", func() bool {
+		p, err := h.get("deadline")
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	pod, err = h.get("deadline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](1)
+	pod.Generation = 2 // what the API server does on a spec update
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("a Failed status, DeadlineExceeded", func() bool {
+		p, err := h.get("deadline")
+		return err == nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded" &&
+			p.Status.Message == "Pod was active on the node longer than the specified deadline" && p.Status.ObservedGeneration == 2
+	})
+}

@@ -18,6 +18,19 @@ const (
 	// new one (a warning; the pod is Failed with this reason). The
 	// kubelet's admission reason (pkg/kubelet/lifecycle/predicate.go).
 	OutOfPods Reason = "OutOfpods"
+	// PodOSNotSupported: the node rejected a pod whose spec.os.name is
+	// not its OS (a warning; the pod is Failed with this reason). The
+	// kubelet's (pkg/kubelet/lifecycle/predicate.go).
+	PodOSNotSupported Reason = "PodOSNotSupported"
+	// PodOSSelectorNodeLabelDoesNotMatch: the node rejected a pod whose
+	// kubernetes.io/os label is not its OS, as PodOSNotSupported. The
+	// kubelet's (pkg/kubelet/lifecycle/predicate.go).
+	PodOSSelectorNodeLabelDoesNotMatch Reason = "PodOSSelectorNodeLabelDoesNotMatch"
+	// SysctlForbidden: the node rejected a pod that sets a sysctl it does
+	// not allow (not safe, nor in --allowed-unsafe-sysctls, or of a
+	// namespace the pod shares with the host), as PodOSNotSupported. The
+	// kubelet's (pkg/kubelet/sysctl/allowlist.go).
+	SysctlForbidden Reason = "SysctlForbidden"
 	// FailedCheckpoint: a pod worker's checkpoint (or a pod's deletion)
 	// could not be saved, a full state disk say: stopping its containers
 	// goes on without it, starting them waits until it is saved. Once per
@@ -68,6 +81,10 @@ const (
 	// Unhealthy: one attempt of a startup, readiness or liveness probe
 	// failed.
 	Unhealthy Reason = "Unhealthy"
+	// ProbeWarning: one attempt of a probe succeeded with a warning (an
+	// httpGet probe's redirect to another host, not followed), a warning
+	// event as the kubelet's (pkg/kubelet/prober/prober.go).
+	ProbeWarning Reason = "ProbeWarning"
 	// FailedPostStartHook: a postStart hook failed; the container is killed
 	// and its restart policy applies.
 	FailedPostStartHook Reason = "FailedPostStartHook"

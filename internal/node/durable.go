@@ -79,6 +79,10 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	if err != nil {
 		return nil, err
 	}
+	sysctls, err := o.sysctls()
+	if err != nil {
+		return nil, err
+	}
 	rt, err := o.Runtime.open(ctx, root, clk, log, nil, false, rotation)
 	if err != nil {
 		return nil, err
@@ -87,7 +91,7 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	m := metrics.New()
 	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store = rt, clk, o.plannerConfig(), log, st
 	cfg.EventsPerPod, cfg.MaxEvents, cfg.KeepTerminatedPodLogs = o.EventsPerPod, o.MaxEvents, o.KeepTerminatedPodLogs
-	cfg.MaxPods, cfg.Metrics = o.MaxPods, m
+	cfg.MaxPods, cfg.Metrics, cfg.Sysctls = o.MaxPods, m, sysctls
 	// The Node's allocatable is what resizes are admitted against, in
 	// standalone mode too.
 	var machine *cluster.Machine

@@ -51,6 +51,10 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 	if err != nil {
 		return nil, err
 	}
+	sysctls, err := o.sysctls()
+	if err != nil {
+		return nil, err
+	}
 	root := o.Root
 	tempRoot := ""
 	if root == "" {
@@ -95,7 +99,7 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 		}
 	}
 	agentCtx, stop := context.WithCancel(ctx)
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1, MaxPods: o.MaxPods})
+	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1, MaxPods: o.MaxPods, Sysctls: sysctls})
 	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, lock: lock, maxPods: o.MaxPods, leftovers: leftovers}, nil
 }
 
@@ -108,9 +112,17 @@ func (f *Foreground) Leftovers() []string { return f.leftovers }
 func (f *Foreground) Watch() *events.Watcher { return f.agent.Recorder().Watch() }
 
 // Admit checks a pod as Create will, without creating it: Kubernetes
-// validation and the runtime's own check. The pod must be defaulted
-// (model.Default) as Create defaults it. The error is an *InvalidError.
-func (f *Foreground) Admit(pod *model.Pod) error { return f.agent.Admit(pod) }
+// validation and the runtime's own check (the error is an *InvalidError),
+// then the node's admission of the pod itself, its sysctls and its OS (a
+// *RejectedError: Create would record it rejected, and a run starts nothing
+// of a manifest it does not admit whole). The pod must be defaulted
+// (model.Default) as Create defaults it.
+func (f *Foreground) Admit(pod *model.Pod) error {
+	if err := f.agent.Admit(pod); err != nil {
+		return err
+	}
+	return f.agent.PodRejection(pod)
+}
 
 // Room is nil when the agent has room for one more pod once it runs
 // pending pods more than now, else the refusal (a *RejectedError, reason

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/model"
@@ -104,6 +105,25 @@ func TestErrorClasses(t *testing.T) {
 	if _, err := NewClusterNode(ctx, ClusterOptions{Options: noPods, Kubeconfig: filepath.Join(t.TempDir(), "absent")}); !errors.Is(err, ErrBadOptions) || err.Error() != maxPods {
 		t.Errorf("cluster node with --max-pods 0: %v", err)
 	}
+	// --allowed-unsafe-sysctls: as the kubelet, a sysctl not known to be
+	// namespaced, or no sysctl at all, keeps every daemon from starting.
+	for _, tc := range []struct{ sysctl, msg string }{
+		{"kernel.panic", `--allowed-unsafe-sysctls: the sysctls "kernel.panic" are not known to be namespaced`},
+		{"vm.*", `--allowed-unsafe-sysctls: the sysctls "vm." are not known to be namespaced`},
+		{"Net.core", `--allowed-unsafe-sysctls: sysctl "Net.core" must have at most 253 characters and match regex`},
+	} {
+		bad := options(t.TempDir())
+		bad.AllowedUnsafeSysctls = []string{"net.core.somaxconn", tc.sysctl}
+		if _, err := NewForeground(ctx, bad, nil); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), tc.msg) {
+			t.Errorf("foreground with --allowed-unsafe-sysctls %s: %v", tc.sysctl, err)
+		}
+		if _, err := NewAgent(ctx, AgentOptions{Options: bad, Socket: filepath.Join(shortDir(t), "pw.sock")}); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), tc.msg) {
+			t.Errorf("agent with --allowed-unsafe-sysctls %s: %v", tc.sysctl, err)
+		}
+		if _, err := NewClusterNode(ctx, ClusterOptions{Options: bad, Kubeconfig: filepath.Join(t.TempDir(), "absent")}); !errors.Is(err, ErrBadOptions) || !strings.HasPrefix(err.Error(), tc.msg) {
+			t.Errorf("cluster node with --allowed-unsafe-sysctls %s: %v", tc.sysctl, err)
+		}
+	}
 }
 
 func TestForeground(t *testing.T) {
@@ -120,6 +140,14 @@ func TestForeground(t *testing.T) {
 	var invalid *InvalidError
 	if err := f.Admit(pods[0]); !errors.As(err, &invalid) || invalid.Problems() != "spec.containers[0].image: Required value" {
 		t.Fatalf("admit of a pod without an image: %v", err)
+	}
+	// A pod for another OS is refused as the node's admission would
+	// reject it, whatever the runtime could run.
+	pods[0].Spec.Containers[0].Image = "busybox"
+	pods[0].Spec.OS = &v1.PodOS{Name: v1.Windows}
+	var rejected *RejectedError
+	if err := f.Admit(pods[0]); !errors.As(err, &rejected) || rejected.Reason != "PodOSNotSupported" {
+		t.Fatalf("admit of a windows pod: %v, want PodOSNotSupported", err)
 	}
 	f.Close()
 	f.Close() // idempotent

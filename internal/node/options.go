@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -55,6 +56,12 @@ type Options struct {
 	// OutOfpods (in cluster mode also the Node's pods capacity). At least
 	// 1.
 	MaxPods int
+	// AllowedUnsafeSysctls are the sysctls a pod may set beyond the safe
+	// ones, names or patterns ending in "*" (net.core.*), as the
+	// kubelet's --allowed-unsafe-sysctls: each must be of a namespace a
+	// pod can have (network, IPC, UTS, user). A pod that sets another is
+	// rejected, Failed with reason SysctlForbidden.
+	AllowedUnsafeSysctls []string
 	// Verbose logs the agent's decisions (level Info); otherwise only
 	// warnings and errors are logged.
 	Verbose bool
@@ -211,7 +218,27 @@ func (o *Options) check() error {
 	if o.MaxPods < 1 {
 		return badOptions(fmt.Errorf("--max-pods: %d: must be at least 1", o.MaxPods))
 	}
+	if _, err := o.sysctls(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// osReleaseFile holds the running kernel's release, as uname -r prints it.
+const osReleaseFile = "/proc/sys/kernel/osrelease"
+
+// sysctls are the sysctls the agent lets a pod set: the safe ones of the
+// running kernel and AllowedUnsafeSysctls, as the kubelet makes its
+// allowlist. A kernel release that cannot be read leaves out the safe
+// sysctls that need a recent kernel, as the kubelet does. Its error is a
+// bad option.
+func (o *Options) sysctls() (*agent.SysctlAllowlist, error) {
+	release, _ := os.ReadFile(osReleaseFile)
+	w, err := agent.NewSysctlAllowlist(strings.TrimSpace(string(release)), o.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, badOptions(fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
+	}
+	return w, nil
 }
 
 // logger is the daemon's logger: warnings and errors, everything from Info
@@ -323,8 +350,10 @@ func (o *RuntimeOptions) cgroups(log *slog.Logger) (*cgroups.Hierarchy, error) {
 // through this package.
 type InvalidError = agent.InvalidError
 
-// RejectedError is a valid pod the node has no room for (Options.MaxPods),
-// with the kubelet's reason and message.
+// RejectedError is a valid pod the node does not admit: it has no room for
+// it (Options.MaxPods), or the pod sets a sysctl it does not allow
+// (Options.AllowedUnsafeSysctls) or is for another OS; with the kubelet's
+// reason and message.
 type RejectedError = agent.RejectedError
 
 // TerminationReason says why `podward run` ends a pod (the pod worker's

@@ -263,3 +263,32 @@ func dispatchEvents(ctx context.Context, w *Workers, events <-chan runtime.Event
 		}
 	}
 }
+
+// The conditions others set (a readiness gate's) are published as the
+// source gave them, their times included: the node neither owns nor dates
+// them. Its own condition of a type it shares (DisruptionTarget) is not
+// among them until it generates one.
+func TestOthersConditionsKeepTheirTimes(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("gated", v1.RestartPolicyAlways, "main:app")
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	set := metav1.NewTime(t0.Add(-time.Hour))
+	p.Status.Conditions = []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionTrue, Reason: "Set", LastTransitionTime: set},
+		{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "Other"},
+	}
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitFor("Ready", func() bool {
+		pod, _, _ := h.w.PodStatus(p.UID)
+		return pod != nil && slices.ContainsFunc(pod.Status.Conditions, func(c v1.PodCondition) bool {
+			return c.Type == v1.PodReady && c.Status == v1.ConditionTrue
+		})
+	})
+	pod, _, _ := h.w.PodStatus(p.UID)
+	if c := pod.Status.Conditions[0]; c.Type != "example.com/gate" || c.Reason != "Set" || !c.LastTransitionTime.Equal(&set) {
+		t.Fatalf("first condition %+v, want the gate's as given", c)
+	}
+	if c := pod.Status.Conditions[1]; c.Type != v1.DisruptionTarget || c.Reason != "Other" {
+		t.Fatalf("second condition %+v, want the source's DisruptionTarget", c)
+	}
+}

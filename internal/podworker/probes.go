@@ -89,6 +89,11 @@ func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
 	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.phase != Syncing {
 		return
 	}
+	if r.Warning != "" {
+		// The kubelet's words (pkg/kubelet/prober/prober.go): the
+		// attempt succeeded all the same.
+		pw.eventf(c.ref.FieldPath(), events.Warning, events.ProbeWarning, "%s probe warning: %s", r.Kind, r.Warning)
+	}
 	if r.Failed {
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.Unhealthy, "%s probe failed: %s", r.Kind, r.Output)
 		pw.note(timeline.Note{Kind: timeline.NoteProbeFailed, At: pw.w.cfg.Clock.Now(), Container: c.ref.Name, Attempt: c.obs.Restarts, Detail: r.Kind.String()})

@@ -67,6 +67,16 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		return true, s.agent(d)
 	case "allocatable":
 		return false, s.setAllocatable(d)
+	case "readiness-gate":
+		// spec.readinessGates gets a gate of condition type TYPE; the
+		// next update hands the pod over.
+		if len(d.Args) != 1 || d.Args[0].HasVal {
+			return false, d.Errorf("want readiness-gate TYPE")
+		}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		next.Spec.ReadinessGates = append(next.Spec.ReadinessGates, v1.PodReadinessGate{ConditionType: v1.PodConditionType(d.Args[0].Key)})
+		s.pod = next
+		return false, nil
 	}
 	return true, s.act(d)
 }
@@ -148,6 +158,40 @@ func (s *scenario) act(d plannertest.Directive) error {
 			opts.Kill = k
 		}
 		s.w.UpdatePod(opts)
+	case "activedeadline":
+		// An update of the running pod that sets or lowers its
+		// spec.activeDeadlineSeconds, as the agent hands it over: a new
+		// pod with the new value.
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) != 1 || d.Args[0].Key != "seconds" || !d.Args[0].HasVal {
+			return d.Errorf("want activedeadline seconds=N")
+		}
+		n, err := strconv.ParseInt(d.Args[0].Val, 10, 64)
+		if err != nil {
+			return d.Errorf("seconds: %v", err)
+		}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		next.Spec.ActiveDeadlineSeconds = &n
+		s.pod = next
+		s.w.UpdatePod(UpdateOptions{Pod: next})
+	case "condition":
+		// The pod's source has condition TYPE with STATUS: another
+		// controller set it through the status subresource (a readiness
+		// gate's), and the agent hands over the pod with it.
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		if len(d.Args) != 2 || d.Args[0].HasVal || d.Args[1].HasVal {
+			return d.Errorf("want condition TYPE True|False|Unknown")
+		}
+		c := v1.PodCondition{Type: v1.PodConditionType(d.Args[0].Key), Status: v1.ConditionStatus(d.Args[1].Key), LastTransitionTime: metav1.NewTime(plannertest.T0)}
+		next := &model.Pod{Pod: s.pod.Pod.DeepCopy(), Defer: s.pod.Defer}
+		conds := slices.DeleteFunc(next.Status.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type })
+		next.Status.Conditions = append(conds, c)
+		s.pod = next
+		s.w.UpdatePod(UpdateOptions{Pod: next})
 	case "debug":
 		// An ephemeral container added to the running pod, as
 		// agent.AddEphemeralContainers hands it over: a new pod with the
@@ -357,24 +401,29 @@ func (s *scenario) probe(d plannertest.Directive) error {
 		return d.Errorf("the pod has no probes")
 	}
 	if len(d.Args) < 3 || len(d.Args) > 4 {
-		return d.Errorf("want probe NAME KIND healthy|unhealthy [changed]")
+		return d.Errorf("want probe NAME KIND healthy|unhealthy|warned [changed]")
 	}
 	kinds := map[string]prober.Kind{"startup": prober.Startup, "readiness": prober.Readiness, "liveness": prober.Liveness}
 	kind, ok := kinds[d.Args[1].Key]
 	if !ok {
 		return d.Errorf("kind %q is not startup, readiness or liveness", d.Args[1].Key)
 	}
-	healthy := d.Args[2].Key == "healthy"
+	warned := d.Args[2].Key == "warned"
+	healthy := d.Args[2].Key == "healthy" || warned
 	if !healthy && d.Args[2].Key != "unhealthy" {
-		return d.Errorf("%q is not healthy or unhealthy", d.Args[2].Key)
+		return d.Errorf("%q is not healthy, unhealthy or warned", d.Args[2].Key)
 	}
 	changed := len(d.Args) == 4 && d.Args[3].Key == "changed"
 	if len(d.Args) == 4 && !changed {
 		return d.Errorf("%q is not changed", d.Args[3].Key)
 	}
 	name := d.Args[0].Key
-	s.w.HandleProbe(prober.Result{PodUID: scenarioUID, Container: name, ID: s.prober.id(name), Kind: kind,
-		Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"})
+	r := prober.Result{PodUID: scenarioUID, Container: name, ID: s.prober.id(name), Kind: kind,
+		Healthy: healthy, Changed: changed, Failed: !healthy, Output: "exit code 1"}
+	if warned {
+		r.Output, r.Warning = "", `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+	}
+	s.w.HandleProbe(r)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package podworker
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -94,13 +96,15 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 			st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
 		}
 	}
-	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete)
+	others := model.OthersConditions(pw.pod.Status.Conditions)
+	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete, others)
 	st.QOSClass = model.QOSClass(pw.pod.Pod)
 	// The generation of the spec the status is of (KEP-5067, GA in
 	// Kubernetes 1.35: the kubelet's status manager sets it to the pod's
 	// metadata.generation, pkg/kubelet/status/status_manager.go).
 	st.ObservedGeneration = pw.pod.Generation
 	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
+	pod.Status.Conditions = withOthers(others, pod.Status.Conditions)
 	if pw.deleted && pw.term != nil {
 		ts := metav1.NewTime(pw.term.Deadline)
 		pod.DeletionTimestamp = &ts
@@ -145,12 +149,15 @@ const (
 	reasonPodFailed                = "PodFailed"
 	reasonContainersNotReady       = "ContainersNotReady"
 	reasonContainersNotInitialized = "ContainersNotInitialized"
+	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
 // conditions are the pod's conditions as the kubelet generates them
 // (pkg/kubelet/status/generate.go), from the pod's phase, whether it is
-// initialized, the sidecars and regular containers that are not ready and
-// the init containers (and sidecars) that have not completed (started):
+// initialized, the sidecars and regular containers that are not ready, the
+// init containers (and sidecars) that have not completed (started), and
+// the conditions others set (model.OthersConditions of the pod the source
+// gave: its readiness gates'):
 //
 //   - Initialized is True once initialized, with reason PodCompleted once
 //     the pod Succeeded; else False, ContainersNotInitialized, "containers
@@ -160,8 +167,11 @@ const (
 //     sidecar is ready and the pod has not begun terminating (podward's
 //     difference: the kubelet keeps it until the containers stop), else
 //     False, ContainersNotReady, "containers with unready status: [...]";
-//   - Ready is ContainersReady's (podward has no readiness gates).
-func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, incomplete []string) []v1.PodCondition {
+//   - Ready is ContainersReady's, then its readiness gates' (podReady).
+//
+// They are the node's own: the caller puts others' beside them
+// (withOthers).
+func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, incomplete []string, others []v1.PodCondition) []v1.PodCondition {
 	initialized := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 	switch {
 	case phase == v1.PodSucceeded:
@@ -182,19 +192,18 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 			ready.Message = fmt.Sprintf("containers with unready status: %s", unready)
 		}
 	}
-	podReady := ready
-	podReady.Type = v1.PodReady
 	readyToStart := v1.ConditionFalse
 	if pw.prepared && pw.phase != Terminated {
 		readyToStart = v1.ConditionTrue
 	}
-	conds := []v1.PodCondition{
-		{Type: v1.PodReadyToStartContainers, Status: readyToStart},
-		initialized,
-		podReady,
+	conds := []v1.PodCondition{{Type: v1.PodReadyToStartContainers, Status: readyToStart}, initialized}
+	// The gates are looked up among the conditions generated so far, as
+	// the kubelet does (kubelet_pods.go, generateAPIPodStatus): others',
+	// then these.
+	conds = append(conds,
+		podReady(pw.pod.Spec.ReadinessGates, ready, append(slices.Clip(others), conds...)),
 		ready,
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-	}
+		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue})
 	if planner.CouldRestartAll(pw.pod) {
 		conds = append(conds, pw.allContainersRestarting(phase))
 	}
@@ -211,6 +220,51 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 		conds[i].ObservedGeneration = pw.pod.Generation
 	}
 	return append(conds, pw.resizeConditions()...)
+}
+
+// podReady is the Ready condition as the kubelet generates it
+// (generate.go, GeneratePodReadyCondition): ContainersReady's status,
+// reason and message while it is not True; then, while the condition of a
+// readiness gate is missing from conds or not True, False with reason
+// ReadinessGatesNotReady and a message per such gate, joined with ", ";
+// else True.
+func podReady(gates []v1.PodReadinessGate, containersReady v1.PodCondition, conds []v1.PodCondition) v1.PodCondition {
+	ready := v1.PodCondition{Type: v1.PodReady, Status: containersReady.Status, Reason: containersReady.Reason, Message: containersReady.Message}
+	if containersReady.Status != v1.ConditionTrue {
+		return ready
+	}
+	var unready []string
+	for _, g := range gates {
+		i := slices.IndexFunc(conds, func(c v1.PodCondition) bool { return c.Type == g.ConditionType })
+		switch {
+		case i < 0:
+			unready = append(unready, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case conds[i].Status != v1.ConditionTrue:
+			unready = append(unready, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, conds[i].Status))
+		}
+	}
+	if len(unready) > 0 {
+		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, reasonReadinessGatesNotReady, strings.Join(unready, ", ")
+	}
+	return ready
+}
+
+// withOthers are the pod's conditions: others' (the conditions the node
+// does not own, as its source gave them: readiness gates', untouched),
+// then the node's own, as the kubelet lists them (generateAPIPodStatus).
+// One of others' of a type the node generates too (DisruptionTarget, which
+// it shares) gives way to the node's.
+func withOthers(others, own []v1.PodCondition) []v1.PodCondition {
+	if len(others) == 0 {
+		return own
+	}
+	out := make([]v1.PodCondition, 0, len(others)+len(own))
+	for _, c := range others {
+		if !slices.ContainsFunc(own, func(o v1.PodCondition) bool { return o.Type == c.Type }) {
+			out = append(out, c)
+		}
+	}
+	return append(out, own...)
 }
 
 // Reason and message of a True AllContainersRestarting condition, as the

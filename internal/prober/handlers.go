@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,7 +47,8 @@ const maxOutput = 1024
 // httpClient is shared by every httpGet handler. It keeps no idle
 // connections to containers, does not use proxies, skips TLS verification
 // (as the kubelet does for HTTPS probes) and follows redirects only on the
-// same host: a redirect elsewhere counts as the 3xx it is.
+// same host: a redirect elsewhere counts as the 3xx it is (a success with a
+// warning, see doHTTP).
 var httpClient = &http.Client{
 	Transport: &http.Transport{
 		DisableKeepAlives:      true,
@@ -74,7 +76,8 @@ func HTTPGet(ctx context.Context, spec *v1.Container, g *v1.HTTPGetAction) error
 	if err != nil {
 		return err
 	}
-	return doHTTP(req.WithContext(ctx))
+	_, err = doHTTP(req.WithContext(ctx))
+	return err
 }
 
 // TCPSocket runs a tcpSocket handler for container spec: it succeeds when a
@@ -144,18 +147,34 @@ func newHTTPRequest(spec *v1.Container, g *v1.HTTPGetAction) (*http.Request, err
 	return req, nil
 }
 
-// doHTTP sends req and judges the answer by its status code.
-func doHTTP(req *http.Request) error {
+// maxRedirectBody is how much of the body of a redirect that was not
+// followed goes into its warning: the kubelet reads that much of a probe's
+// answer (pkg/probe/http, maxRespBodyLength).
+const maxRedirectBody = 10 << 10
+
+// doHTTP sends req and judges the answer by its status code: 2xx and 3xx
+// are a success. A 3xx is the answer of a redirect the client did not
+// follow (to another host, see httpClient): a success with a warning, in
+// the kubelet's words with the start of the answer's body
+// (pkg/probe/http, DoHTTPProbe).
+func doHTTP(req *http.Request) (warning string, err error) {
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return err // *url.Error: `Get "http://…": dial tcp …: connection refused`
+		return "", err // *url.Error: `Get "http://…": dial tcp …: connection refused`
 	}
 	// With keep-alives off the body need not be drained.
-	_ = resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("GET %s returned HTTP %d", resp.Request.URL.Redacted(), resp.StatusCode)
+		return "", fmt.Errorf("GET %s returned HTTP %d", resp.Request.URL.Redacted(), resp.StatusCode)
 	}
-	return nil
+	if resp.StatusCode >= 300 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRedirectBody))
+		if err != nil {
+			return "", fmt.Errorf("GET %s: read the answer: %w", resp.Request.URL.Redacted(), err)
+		}
+		return "Probe terminated redirects, Response body: " + string(body), nil
+	}
+	return "", nil
 }
 
 var grpcOptions = []grpc.DialOption{
@@ -280,41 +299,42 @@ func prepare(spec *v1.Container, p *v1.Probe, podIP string) action {
 	}
 }
 
-// run makes one attempt: ok, or the reason it failed. ctx ends at the
-// attempt's deadline (with cause errTimeout) or when the probe is removed.
-func (a *action) run(ctx context.Context, ex Execer, pod *model.Pod, ref model.ContainerRef, timeout time.Duration) (ok bool, output string) {
+// run makes one attempt: ok (with a warning when it succeeded with one,
+// see doHTTP), or the reason it failed. ctx ends at the attempt's deadline
+// (with cause errTimeout) or when the probe is removed.
+func (a *action) run(ctx context.Context, ex Execer, pod *model.Pod, ref model.ContainerRef, timeout time.Duration) (ok bool, output, warning string) {
 	if a.err != nil {
-		return false, a.err.Error()
+		return false, a.err.Error(), ""
 	}
 	var err error
 	switch a.kind {
 	case handlerExec:
 		if ex == nil {
-			return false, "exec probes are not supported here"
+			return false, "exec probes are not supported here", ""
 		}
 		var out []byte
 		var code int
 		out, code, err = ex.Exec(ctx, pod, ref, a.cmd)
 		if err == nil && code != 0 {
 			if s := strings.TrimSpace(string(out)); s != "" {
-				return false, truncate(s)
+				return false, truncate(s), ""
 			}
-			return false, fmt.Sprintf("%s exited with code %d", a.target, code)
+			return false, fmt.Sprintf("%s exited with code %d", a.target, code), ""
 		}
 	case handlerHTTP:
-		err = doHTTP(a.req.WithContext(ctx))
+		warning, err = doHTTP(a.req.WithContext(ctx))
 	case handlerTCP:
 		err = dialTCP(ctx, &a.tcp)
 	case handlerGRPC:
 		err = grpcCheck(ctx, a.addr, a.service)
 	}
 	if err == nil {
-		return true, ""
+		return true, "", warning
 	}
 	if errors.Is(context.Cause(ctx), errTimeout) {
-		return false, fmt.Sprintf("%s timed out after %s", a.target, timeout)
+		return false, fmt.Sprintf("%s timed out after %s", a.target, timeout), ""
 	}
-	return false, truncate(err.Error())
+	return false, truncate(err.Error()), ""
 }
 
 func truncate(s string) string {

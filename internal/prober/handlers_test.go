@@ -268,7 +268,7 @@ func TestGRPCProbe(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			a := prepare(nil, &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: tc.port, Service: tc.service}}}, "")
-			ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second)
+			ok, output, _ := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second)
 			switch {
 			case tc.wantErr == "" && !ok:
 				t.Errorf("grpc probe failed: %s", output)
@@ -332,11 +332,11 @@ func TestTCPProbeThroughManager(t *testing.T) {
 
 func TestProbeWithoutHandler(t *testing.T) {
 	a := prepare(nil, &v1.Probe{}, "")
-	if ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "no handler") {
+	if ok, output, _ := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "no handler") {
 		t.Errorf("run = %v, %q; want a failure for the missing handler", ok, output)
 	}
 	a = prepare(nil, execProbe("x"), "")
-	if ok, output := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "not supported") {
+	if ok, output, _ := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second); ok || !strings.Contains(output, "not supported") {
 		t.Errorf("run without an Execer = %v, %q; want a failure", ok, output)
 	}
 }
@@ -366,4 +366,56 @@ func TestPrepareUsesPodIP(t *testing.T) {
 	if host.target != "dial tcp 127.0.0.1:80" {
 		t.Errorf("host network target %q", host.target)
 	}
+}
+
+// An httpGet probe answered with a redirect to another host does not
+// follow it: the attempt succeeds with the kubelet's warning, the start of
+// the answer's body in it (pkg/probe/http, DoHTTPProbe: at most 10 KiB),
+// and the manager reports every such attempt, for the worker's
+// ProbeWarning event. A redirect on the same host is followed, without a
+// warning.
+func TestHTTPRedirectElsewhereWarns(t *testing.T) {
+	long := strings.Repeat("x", 20<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+		case "/here":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/long":
+			w.Header().Set("Location", "http://elsewhere.invalid/")
+			w.WriteHeader(http.StatusMovedPermanently)
+			_, _ = w.Write([]byte(long))
+		default:
+			http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	port := portOf(t, srv.Listener.Addr().String())
+	probe := func(path string) *v1.Probe {
+		return &v1.Probe{
+			ProbeHandler:   v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: path, Port: intstr.FromInt(port)}},
+			TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+		}
+	}
+	const found = `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+	for path, want := range map[string]string{
+		"/redirect": found + "\n\n",
+		"/here":     "",
+		"/long":     "Probe terminated redirects, Response body: " + long[:10<<10],
+	} {
+		a := prepare(nil, probe(path), "")
+		ok, output, warning := a.run(testContext(t), nil, nil, model.ContainerRef{}, time.Second)
+		if !ok || warning != want {
+			t.Errorf("%s: ok %v (%s), warning %.80q, want a success warning %.80q", path, ok, output, warning, want)
+		}
+	}
+
+	h := newHarness(t)
+	pod := newPod("p", v1.Container{Name: "app", LivenessProbe: probe("/redirect")})
+	h.m.AddContainer(pod, ref(pod, 0), "c1", h.clk.Now())
+	h.settle()
+	warned := Result{Container: "app", Kind: Liveness, Healthy: true, Warning: found + "\n\n"}
+	h.expect(warned)
+	h.step(time.Second)
+	h.expect(warned)
 }

@@ -49,6 +49,14 @@ type Result struct {
 	// event: "Liveness probe failed: <Output>").
 	Failed bool
 	Output string
+	// Warning, for an attempt that succeeded, says it succeeded with a
+	// warning: an httpGet probe answered with a redirect it did not
+	// follow (to another host), which counts as a success. It is the
+	// kubelet's output of such an attempt (pkg/probe/http, DoHTTPProbe:
+	// "Probe terminated redirects, Response body: <body>"), for the
+	// Warning ProbeWarning event "Liveness probe warning: <Warning>". An
+	// attempt that warns is reported, changed or not.
+	Warning string
 }
 
 // state is what a probe says about its container, as the kubelet's results

@@ -37,8 +37,8 @@ type Config struct {
 	Execer Execer
 	// Clock schedules attempts and their timeouts; a fake one in tests.
 	Clock clock.WithTicker
-	// Report is called for every failed attempt and every change, from a
-	// worker goroutine. It must not block (the worker enqueues). Reports of
+	// Report is called for every failed attempt, every attempt that
+	// succeeded with a warning and every change, from a worker goroutine. It must not block (the worker enqueues). Reports of
 	// one probe come in order; one probe's reports are never concurrent.
 	Report func(Result)
 	Logger *slog.Logger
@@ -534,7 +534,7 @@ func (m *Manager) worker(ctx context.Context) {
 // returns the next probe to run from the backlog.
 func (m *Manager) attempt(p *probe) *probe {
 	inst := p.inst
-	ok, output := p.act.run(p.ctx, m.cfg.Execer, inst.pod, inst.ref, p.timeout)
+	ok, output, warning := p.act.run(p.ctx, m.cfg.Execer, inst.pod, inst.ref, p.timeout)
 
 	// Report before p may run again, so that one probe's reports keep
 	// their order.
@@ -545,7 +545,7 @@ func (m *Manager) attempt(p *probe) *probe {
 		prev := p.tally.state
 		p.tally = next(p.tally, ok, p.successThreshold, p.failureThreshold)
 		changed := p.tally.state != prev
-		if changed || !ok {
+		if changed || !ok || warning != "" {
 			r := Result{
 				PodUID:    inst.pod.UID,
 				Container: inst.ref.Name,
@@ -555,6 +555,7 @@ func (m *Manager) attempt(p *probe) *probe {
 				Changed:   changed,
 				Failed:    !ok,
 				Output:    output,
+				Warning:   warning,
 			}
 			if changed {
 				m.log.Debug("probe changed", "pod", inst.pod.Key(), "podUID", inst.pod.UID, "container", inst.ref.Name,

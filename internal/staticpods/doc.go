@@ -23,6 +23,6 @@
 // file's pods is touched. Events are read with inotify; a full rescan runs
 // at start-up, every 20 s (so that a missed event heals) and on Sync.
 //
-// It imports the model and the agent (for the vocabulary of Apply); the
+// It imports the model and the agent (for the vocabulary of ApplyStatic); the
 // agent itself is injected through the Applier interface declared here.
 package staticpods

@@ -51,7 +51,7 @@ type fakePod struct {
 }
 
 // fakeAgent is an Applier and a Reporter that records every call and keeps
-// pods by namespace/name with a hash of what Apply compares, so that its
+// pods by namespace/name with a hash of what ApplyStatic compares, so that its
 // results are Created, Unchanged or Replaced as the agent's would be. It
 // rings changed on every call.
 type fakeAgent struct {
@@ -61,7 +61,7 @@ type fakeAgent struct {
 	reports []report
 	changed chan struct{}
 	nextUID int
-	// terminating pods are being deleted: Apply finds them unchanged, as
+	// terminating pods are being deleted: ApplyStatic finds them unchanged, as
 	// the agent does until the old pod is gone.
 	terminating map[string]bool
 }
@@ -90,7 +90,7 @@ func specHash(p *model.Pod) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (f *fakeAgent) Apply(p *model.Pod) (*v1.Pod, agent.ApplyResult, error) {
+func (f *fakeAgent) ApplyStatic(p *model.Pod) (*v1.Pod, agent.ApplyResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.ringLocked()

@@ -58,13 +58,15 @@ const (
 // ErrStopped is returned by Sync once Run has returned.
 var ErrStopped = errors.New("manifest source stopped")
 
-// Applier is what the Source needs from the agent. Apply and DeletePod must
-// not block on the pods' containers: they hand the work to the pods'
-// workers and return.
+// Applier is what the Source needs from the agent. ApplyStatic and
+// DeletePod must not block on the pods' containers: they hand the work to
+// the pods' workers and return.
 type Applier interface {
-	// Apply creates the pod, replaces the pod of the same namespace/name
-	// when its spec changed, or does nothing. It owns pod afterwards.
-	Apply(pod *model.Pod) (*v1.Pod, agent.ApplyResult, error)
+	// ApplyStatic creates the pod, replaces the pod of the same
+	// namespace/name when its spec changed (any change: the kubelet makes
+	// a changed manifest's pod another pod), or does nothing. It owns pod
+	// afterwards.
+	ApplyStatic(pod *model.Pod) (*v1.Pod, agent.ApplyResult, error)
 	// DeletePod asks for the graceful termination of namespace/name; a
 	// nil grace keeps the pod's own terminationGracePeriodSeconds. A pod
 	// that does not exist is an error matching agent.ErrNotFound.
@@ -74,7 +76,7 @@ type Applier interface {
 }
 
 // Admitter is an optional ability of an Applier: checking a pod the way
-// Apply would (validation, runtime support) without creating it. With it
+// ApplyStatic would (validation, runtime support) without creating it. With it
 // a file is applied only when all of its pods are admitted; without it the
 // Source checks model.Validate itself.
 type Admitter interface {

@@ -179,7 +179,7 @@ func (s *Source) checkName(path string, k podKey, existing map[podKey]*v1.Pod) e
 	return nil
 }
 
-// admit checks a pod as Apply will: with the Applier's Admit when it has
+// admit checks a pod as ApplyStatic will: with the Applier's Admit when it has
 // one, with model.Validate otherwise.
 func (s *Source) admit(p *model.Pod) error {
 	if a, ok := s.applier.(Admitter); ok {
@@ -215,7 +215,7 @@ func (s *Source) apply(path string, sum [32]byte, pods []*model.Pod) {
 			delete(s.files[owner].pods, k)
 			st.pods[k] = struct{}{}
 		}
-		got, result, err := s.applier.Apply(p)
+		got, result, err := s.applier.ApplyStatic(p)
 		if err != nil {
 			// The pod, if it exists, is left as it was.
 			errs = append(errs, fmt.Errorf("pod %s: %w", k, err))

@@ -476,9 +476,11 @@ type Scenario struct {
 
 // Apply carries out one of the input directives — pod (which starts a new
 // scenario: no observations, no termination, no start time, the default
-// config), observe, terminate, starttime (starttime at=T), restartall and
-// config — and
-// reports whether d was one of them.
+// config), observe, terminate, starttime (starttime at=T), restartall,
+// config and activedeadline (activedeadline seconds=N: the pod's
+// spec.activeDeadlineSeconds becomes N, everything else kept, as an update
+// of the running pod sets or lowers it) — and reports whether d was one of
+// them.
 func (s *Scenario) Apply(d Directive) (bool, error) {
 	var err error
 	switch d.Cmd {
@@ -487,11 +489,13 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 		if p, err = Pod(d); err == nil {
 			*s = Scenario{Pod: p, Containers: map[string]planner.Observed{}, Config: planner.DefaultConfig()}
 		}
-	case "observe", "terminate", "starttime", "restartall", "config":
+	case "observe", "terminate", "starttime", "restartall", "config", "activedeadline":
 		if s.Pod == nil {
 			return true, d.Errorf("no pod yet")
 		}
 		switch d.Cmd {
+		case "activedeadline":
+			err = s.setActiveDeadline(d)
 		case "observe":
 			err = Observe(d, s.Containers)
 		case "terminate":
@@ -507,6 +511,22 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 		return false, nil
 	}
 	return true, err
+}
+
+// setActiveDeadline reads activedeadline seconds=N: a new pod, the
+// scenario's with spec.activeDeadlineSeconds N.
+func (s *Scenario) setActiveDeadline(d Directive) error {
+	if len(d.Args) != 1 || d.Args[0].Key != "seconds" || !d.Args[0].HasVal {
+		return d.Errorf("want activedeadline seconds=N")
+	}
+	n, err := strconv.ParseInt(d.Args[0].Val, 10, 64)
+	if err != nil {
+		return d.Errorf("seconds: %v", err)
+	}
+	p := &model.Pod{Pod: s.Pod.Pod.DeepCopy(), Defer: s.Pod.Defer}
+	p.Spec.ActiveDeadlineSeconds = &n
+	s.Pod = p
+	return nil
 }
 
 // Input is the planner input of the scenario at now.

@@ -33,13 +33,12 @@ func (r *Runtime) Check(pod *model.Pod) error {
 	return errors.Join(errs...)
 }
 
-// checkPod checks the pod-level fields.
+// checkPod checks the pod-level fields. A pod for another OS (spec.os.name)
+// never gets here: the agent rejects it at admission, as the kubelet does
+// (reason PodOSNotSupported).
 func (r *Runtime) checkPod(pod *model.Pod) []error {
 	var errs []error
 	spec := &pod.Spec
-	if spec.OS != nil && spec.OS.Name != v1.Linux {
-		errs = append(errs, runtime.Unsupported("spec.os.name: Unsupported value: %q: the CRI runtime runs Linux containers", spec.OS.Name))
-	}
 	if spec.HostUsers != nil && !*spec.HostUsers {
 		errs = append(errs, notSupported("spec.hostUsers"))
 	}
@@ -55,9 +54,6 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 	}
 	if sc := spec.SecurityContext; sc != nil {
 		p := "spec.securityContext"
-		if sc.SELinuxOptions != nil {
-			errs = append(errs, notSupported(p+".seLinuxOptions"))
-		}
 		if err := checkProfiles(sc.SeccompProfile, sc.AppArmorProfile, p); err != nil {
 			errs = append(errs, err)
 		}
@@ -115,10 +111,7 @@ func checkSecurity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) 
 	}
 	if c != nil {
 		p := p + ".securityContext"
-		switch {
-		case c.SELinuxOptions != nil:
-			return notSupported(p + ".seLinuxOptions")
-		case c.ProcMount != nil && *c.ProcMount != v1.DefaultProcMount:
+		if c.ProcMount != nil && *c.ProcMount != v1.DefaultProcMount {
 			return runtime.Unsupported("%s.procMount: Unsupported value: %q: not supported by the CRI runtime", p, *c.ProcMount)
 		}
 		if err := checkProfiles(c.SeccompProfile, c.AppArmorProfile, p); err != nil {

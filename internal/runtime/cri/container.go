@@ -334,7 +334,25 @@ func (r *Runtime) securityContext(ctx context.Context, pod *model.Pod, c *v1.Con
 	if csc.SeccompProfile != nil {
 		sc.Seccomp = seccompProfile(csc.SeccompProfile)
 	}
+	// The container's seLinuxOptions replace the pod's whole, not field by
+	// field (securitycontext.DetermineEffectiveSecurityContext).
+	sc.SelinuxOptions = seLinuxOptions(psc.SELinuxOptions)
+	if csc.SELinuxOptions != nil {
+		sc.SelinuxOptions = seLinuxOptions(csc.SELinuxOptions)
+	}
 	return sc, nil
+}
+
+// seLinuxOptions maps SELinux options to CRI's, as the kubelet passes them
+// (kuberuntime/security_context.go, convertToRuntimeSELinuxOption); nil
+// leaves the runtime's default label. The runtime applies them where
+// SELinux is enabled (containerd with enable_selinux), and ignores them
+// elsewhere.
+func seLinuxOptions(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }
 
 // verifyNonRoot refuses to run a container as root when runAsNonRoot asks

@@ -38,8 +38,10 @@
 // kubelet passes them (podspec.ContainerResources, OOMScoreAdj,
 // SandboxResources, pod-level resources included). Check refuses
 // what the runtime cannot honour (volume kinds but emptyDir and hostPath,
-// SELinux, AppArmor, Localhost seccomp, user namespaces, limits of
-// resources but cpu and memory...), naming the field.
+// AppArmor, Localhost seccomp, user namespaces, limits of resources but
+// cpu and memory...), naming the field. SELinux options go to the runtime
+// as the kubelet passes them (the pod's to the sandbox; the container's,
+// else the pod's, to each container), for it to apply where SELinux is on.
 //
 // # Exits
 //

@@ -302,6 +302,32 @@ func TestPreparePodSandbox(t *testing.T) {
 	}
 }
 
+// The pod's sysctls go to its sandbox with dots as separators, as the
+// kubelet passes them (it normalizes the names first); which ones a pod may
+// set is the agent's admission.
+func TestPreparePodSandboxSysctls(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PodNetwork = true })
+	pod := testPod("uid-1")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+		{Name: "kernel.shm_rmid_forced", Value: "1"},
+		{Name: "net/ipv4/ip_local_port_range", Value: "1024 65000"},
+		{Name: "net/ipv4/conf/eth0.100/rp_filter", Value: "0"},
+	}}
+	h.prepare(pod)
+	sbs := h.f.sandboxList()
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes, want 1", len(sbs))
+	}
+	want := map[string]string{
+		"kernel.shm_rmid_forced":           "1",
+		"net.ipv4.ip_local_port_range":     "1024 65000",
+		"net.ipv4.conf.eth0/100.rp_filter": "0",
+	}
+	if got := sbs[0].config.Linux.Sysctls; !mapsEqual(got, want) {
+		t.Fatalf("sysctls = %v, want %v", got, want)
+	}
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -483,6 +509,44 @@ func TestStartContainerConfig(t *testing.T) {
 	if icfg.Args != nil {
 		t.Errorf("init args = %q, want none (the image's)", icfg.Args)
 	}
+}
+
+// SELinux options go to the runtime as the kubelet passes them: the pod's
+// to the sandbox (kuberuntime_sandbox.go); to each container its own,
+// which replace the pod's whole, else the pod's
+// (securitycontext.DetermineEffectiveSecurityContext,
+// kuberuntime/security_context.go).
+func TestSELinuxOptions(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := testPod("uid-1")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"}}
+	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c5,c6"}}
+	if err := h.r.Check(pod); err != nil {
+		t.Fatalf("Check = %v", err)
+	}
+	h.prepare(pod)
+	podLevel := &runtimeapi.SELinuxOption{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0:c1,c2"}
+	sbs := h.f.sandboxList()
+	if len(sbs) != 1 || !sameSELinux(sbs[0].config.Linux.SecurityContext.SelinuxOptions, podLevel) {
+		t.Fatalf("sandbox SELinux options %v, want the pod's %v", sbs[0].config.Linux.SecurityContext.SelinuxOptions, podLevel)
+	}
+	setup := h.f.container(h.start(pod, "setup", 0).ID).config.Linux.SecurityContext.SelinuxOptions
+	if !sameSELinux(setup, podLevel) {
+		t.Errorf("setup's SELinux options %v, want the pod's %v", setup, podLevel)
+	}
+	app := h.f.container(h.start(pod, "app", 0).ID).config.Linux.SecurityContext.SelinuxOptions
+	if want := (&runtimeapi.SELinuxOption{Level: "s0:c5,c6"}); !sameSELinux(app, want) {
+		t.Errorf("app's SELinux options %v, want its own, whole: %v", app, want)
+	}
+	none := testPod("uid-2")
+	h.prepare(none)
+	if o := h.f.container(h.start(none, "app", 0).ID).config.Linux.SecurityContext.SelinuxOptions; o != nil {
+		t.Errorf("SELinux options %v without any in the pod, want none (the runtime's default)", o)
+	}
+}
+
+func sameSELinux(a, b *runtimeapi.SELinuxOption) bool {
+	return a != nil && b != nil && a.User == b.User && a.Role == b.Role && a.Type == b.Type && a.Level == b.Level
 }
 
 func TestStartContainerWithCtxDoneStartsNothing(t *testing.T) {
@@ -1059,12 +1123,14 @@ func TestCheck(t *testing.T) {
 		want string // "" for none
 	}{
 		{"ok", func(*model.Pod) {}, ""},
+		// Passed to the runtime as the kubelet passes them (see
+		// TestSELinuxOptions).
 		{"seLinuxOptions", func(p *model.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0"}}
-		}, "spec.containers[0].securityContext.seLinuxOptions: not supported by the CRI runtime"},
+		}, ""},
 		{"pod seLinuxOptions", func(p *model.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0"}}
-		}, "spec.securityContext.seLinuxOptions: not supported by the CRI runtime"},
+		}, ""},
 		{"configMap volume", func(p *model.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}})
 		}, "spec.volumes[1]: Unsupported value: volume \"cm\""},
@@ -1102,8 +1168,8 @@ func TestCheck(t *testing.T) {
 			p.Spec.Containers[0].VolumeMounts[0].RecursiveReadOnly = ptr.To(v1.RecursiveReadOnlyEnabled)
 		}, "spec.containers[0].volumeMounts[0].recursiveReadOnly"},
 		{"defer container", func(p *model.Pod) {
-			p.Defer = []v1.Container{{Name: "d", Image: "busybox", SecurityContext: &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{}}}}
-		}, "metadata.annotations[pod.alpha.kubernetes.io/defer-containers][0].securityContext.seLinuxOptions"},
+			p.Defer = []v1.Container{{Name: "d", Image: "busybox", SecurityContext: &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}}}}
+		}, "metadata.annotations[pod.alpha.kubernetes.io/defer-containers][0].securityContext.seccompProfile.type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testPod("uid-1")

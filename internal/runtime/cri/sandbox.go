@@ -194,10 +194,15 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodS
 		}
 		sc.SupplementalGroups = supplementalGroups(psc)
 		sc.Seccomp = seccompProfile(psc.SeccompProfile)
+		// The pod's, as the kubelet gives them to the sandbox
+		// (kuberuntime_sandbox.go, generatePodSandboxLinuxConfig).
+		sc.SelinuxOptions = seLinuxOptions(psc.SELinuxOptions)
 		if len(psc.Sysctls) > 0 {
+			// With dots as separators, as the kubelet passes them
+			// (kuberuntime_manager.go, SyncPod).
 			sysctls = make(map[string]string, len(psc.Sysctls))
 			for _, s := range psc.Sysctls {
-				sysctls[s.Name] = s.Value
+				sysctls[model.NormalizeSysctlName(s.Name)] = s.Value
 			}
 		}
 	}

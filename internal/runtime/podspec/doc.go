@@ -23,7 +23,7 @@
 //     keeps only how it mounts the file and when it reads it.
 //
 // What only one runtime refuses (a process-runtime container without a
-// command, runAsUser; the CRI runtime's SELinux or resource limits) stays
+// command, runAsUser; the CRI runtime's AppArmor or resource limits) stays
 // in that runtime's Check, which calls CheckContainer first. What is done
 // on the host's filesystem is package hostfs's.
 //
