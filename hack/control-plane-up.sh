@@ -216,13 +216,9 @@ fi
 # (So none of this script's own variables starts with ETCD_.)
 while read -r v; do unset "$v"; done < <(compgen -e | grep '^ETCD_' || true)
 
-if [ -n "${PODWARD_CP_CACHE:-}" ]; then
-  CACHE=$PODWARD_CP_CACHE
-elif mkdir -p /var/cache/podward/control-plane 2>/dev/null && [ -w /var/cache/podward/control-plane ]; then
-  CACHE=/var/cache/podward/control-plane
-else
-  CACHE=${HOME:?}/.cache/podward/control-plane
-fi
+# CACHE (PODWARD_CP_CACHE or its default), the scratch module and the build flags
+# shellcheck source=hack/lib/k8s-build.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/k8s-build.sh"
 case $CACHE in /?*) ;; *) die "PODWARD_CP_CACHE must be an absolute path: '$CACHE'" ;; esac
 mkdir -p "$CACHE/bin" "$CACHE/src" || die "cannot create cache dir $CACHE (set PODWARD_CP_CACHE)"
 ETCDBIN=$CACHE/bin/etcd-v$ETCDVERSION
@@ -469,8 +465,6 @@ esac
 # ----------------------------------------------------------------------------- 4. build
 # Everything comes from the Go module proxy. Same flags every time (-trimpath, CGO_ENABLED=0), so
 # Go's default build cache makes a rebuild fast. Binaries are named by version.
-# shellcheck source=hack/lib/k8s-build.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib/k8s-build.sh"
 
 build_etcd() {
   [ -x "$ETCDBIN" ] && return 0

@@ -34,16 +34,9 @@ K8S_VERSION=${PODWARD_CP_K8S_VERSION:-1.37.2}
 say() { echo "[e2e-build $(date -u +%T)] $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 [[ $K8S_VERSION =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_K8S_VERSION '$K8S_VERSION'"
-if [ -n "${PODWARD_CP_CACHE:-}" ]; then
-  CACHE=$PODWARD_CP_CACHE
-elif mkdir -p /var/cache/podward/control-plane 2>/dev/null && [ -w /var/cache/podward/control-plane ]; then
-  CACHE=/var/cache/podward/control-plane
-else
-  CACHE=${HOME:?}/.cache/podward/control-plane
-fi
-mkdir -p "$CACHE/bin" "$CACHE/src"
 # shellcheck source=hack/lib/k8s-build.sh
 . "$here/lib/k8s-build.sh"
+mkdir -p "$CACHE/bin" "$CACHE/src"
 command -v go >/dev/null || die "go not found"
 
 E2E=$CACHE/bin/e2e-nodeconformance-v$K8S_VERSION.test

@@ -3,12 +3,21 @@
 # and Go's build cache (the same flags every time: -trimpath, CGO_ENABLED=0; the version ldflags
 # only touch the link).
 #
-# Needs K8S_VERSION (1.MINOR.PATCH) and CACHE (the binary cache dir) set. Defines:
+# Needs K8S_VERSION (1.MINOR.PATCH) set. Defines:
+#   CACHE         the binary cache: PODWARD_CP_CACHE, else /var/cache/podward/control-plane when it
+#                 can be written, else $HOME/.cache/podward/control-plane
 #   K8S_SRC       $CACHE/src/kubernetes-v$K8S_VERSION, the scratch module
 #   K8S_LDFLAGS   the version stamps (what `kubectl version` and the e2e suite report)
 #   k8s_module    makes the scratch module once (returns non-zero on failure)
 #   k8s_go ARGS   runs `go ARGS` in the scratch module, with -mod=mod and the shared flags
 
+if [ -n "${PODWARD_CP_CACHE:-}" ]; then
+  CACHE=$PODWARD_CP_CACHE
+elif mkdir -p /var/cache/podward/control-plane 2>/dev/null && [ -w /var/cache/podward/control-plane ]; then
+  CACHE=/var/cache/podward/control-plane
+else
+  CACHE=${HOME:?}/.cache/podward/control-plane
+fi
 export CGO_ENABLED=0 GOWORK=off
 K8S_SRC=$CACHE/src/kubernetes-v$K8S_VERSION
 K8S_MINOR=$(cut -d. -f2 <<<"$K8S_VERSION")

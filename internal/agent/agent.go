@@ -478,6 +478,20 @@ func (a *Agent) launch(pod *model.Pod) error {
 }
 
 // lookupLocked finds the pod that holds namespace/name; a.mu must be held.
+// recorded returns the pod uid as the agent records it, or ErrNotFound.
+// The changes of a running pod's spec or conditions (ephemeral containers,
+// resizes, a lowered deadline, others' conditions) call it under
+// ephemeralMu, which keeps the pod theirs to change until they store it.
+func (a *Agent) recorded(uid types.UID) (*model.Pod, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.pods[uid]
+	if e == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	}
+	return e.pod, nil
+}
+
 func (a *Agent) lookupLocked(ns, name string) *entry {
 	for _, e := range a.pods {
 		if e.pod.Namespace == ns && e.pod.Name == name {

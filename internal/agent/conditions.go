@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,14 +21,10 @@ import (
 func (a *Agent) SyncConditions(uid types.UID, conds []v1.PodCondition) error {
 	a.ephemeralMu.Lock()
 	defer a.ephemeralMu.Unlock()
-	a.mu.Lock()
-	e := a.pods[uid]
-	if e == nil {
-		a.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotFound, uid)
+	cur, err := a.recorded(uid)
+	if err != nil {
+		return err
 	}
-	cur := e.pod
-	a.mu.Unlock()
 
 	others := model.OthersConditions(conds)
 	if equality.Semantic.DeepEqual(model.OthersConditions(cur.Status.Conditions), others) {
@@ -38,6 +32,6 @@ func (a *Agent) SyncConditions(uid types.UID, conds []v1.PodCondition) error {
 	}
 	next := &model.Pod{Pod: cur.Pod.DeepCopy(), Defer: cur.Defer}
 	next.Status.Conditions = others
-	_, err := a.updateSpec(uid, next)
+	_, err = a.updateSpec(uid, next)
 	return err
 }

@@ -110,14 +110,10 @@ func (a *Agent) admitSynced(pod *model.Pod) error {
 func (a *Agent) setEphemeral(uid types.UID, ecs []v1.EphemeralContainer, generation int64, ownAPI bool) (*model.Pod, error) {
 	a.ephemeralMu.Lock()
 	defer a.ephemeralMu.Unlock()
-	a.mu.Lock()
-	e := a.pods[uid]
-	if e == nil {
-		a.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	cur, err := a.recorded(uid)
+	if err != nil {
+		return nil, err
 	}
-	cur := e.pod
-	a.mu.Unlock()
 
 	next := &model.Pod{Pod: cur.Pod.DeepCopy(), Defer: cur.Defer}
 	next.Spec.EphemeralContainers = make([]v1.EphemeralContainer, len(ecs))

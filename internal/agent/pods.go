@@ -228,14 +228,10 @@ func (a *Agent) SetActiveDeadline(uid types.UID, seconds *int64, generation int6
 func (a *Agent) setActiveDeadline(uid types.UID, seconds *int64, generation int64, ownAPI bool) (*model.Pod, error) {
 	a.ephemeralMu.Lock()
 	defer a.ephemeralMu.Unlock()
-	a.mu.Lock()
-	e := a.pods[uid]
-	if e == nil {
-		a.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	cur, err := a.recorded(uid)
+	if err != nil {
+		return nil, err
 	}
-	cur := e.pod
-	a.mu.Unlock()
 	if equality.Semantic.DeepEqual(cur.Spec.ActiveDeadlineSeconds, seconds) {
 		return cur, nil
 	}

@@ -66,14 +66,10 @@ func (a *Agent) SyncResources(uid types.UID, pod *v1.Pod) error {
 func (a *Agent) setResources(uid types.UID, patched *v1.Pod, ownAPI bool) (*model.Pod, error) {
 	a.ephemeralMu.Lock()
 	defer a.ephemeralMu.Unlock()
-	a.mu.Lock()
-	e := a.pods[uid]
-	if e == nil {
-		a.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, uid)
+	cur, err := a.recorded(uid)
+	if err != nil {
+		return nil, err
 	}
-	cur := e.pod
-	a.mu.Unlock()
 
 	next, errs := model.ApplyResize(cur, patched)
 	if len(errs) > 0 {
