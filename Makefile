@@ -60,11 +60,13 @@ timeline-picture: build ## run the defer-containers demo pod for real (root) and
 	PODWARD=$(BIN) hack/timeline-picture.sh docs/timeline.svg
 
 # `make node-conformance`: which specs (ginkgo regexps on the spec's text), how many processes at
-# once, and whether the API server's ServiceAccount admission is on (as in every real cluster; with
-# it on, every pod has the kube-api-access-* projected volume, which podward refuses until issue 21).
+# once, and whether the API server's ServiceAccount admission is on. Every real cluster has it on;
+# then every pod has the kube-api-access-* projected volume, which podward refuses until issue 21
+# lands, and nearly every spec fails on its first pod: until then the run measures the rest of
+# podward with it off (docs/conformance.md). Make 1 the default when issue 21 lands.
 FOCUS ?= \[NodeConformance\]
 SHARDS ?= 1
-SA_ADMISSION ?= 1
+SA_ADMISSION ?= 0
 
 node-conformance: ## Kubernetes' [NodeConformance] e2e specs against a podward node on a full control plane (root; hack/node-conformance.sh): FOCUS=, SKIP=, ALL=1, SHARDS=N, SA_ADMISSION=0|1; writes _output/node-conformance/results.md (~2 h serially, ~45 min with SHARDS=3; cold builds ~45 min more)
 	FOCUS='$(FOCUS)' SHARDS=$(SHARDS) SA_ADMISSION=$(SA_ADMISSION) hack/node-conformance.sh

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // The probe tests' containers run test/internal/probeserver, whose health
@@ -280,8 +282,15 @@ func TestLivenessRestarts(t *testing.T) {
 	if st.LastState.Terminated == nil {
 		t.Errorf("status %v, want the killed instance terminated in lastState", st)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "starts")); err != nil || strings.TrimSpace(string(data)) != "2" {
-		t.Errorf("the container started %q times (%v), want 2", data, err)
+	// The Started event comes once the process runs, which can be before
+	// its script counted the start: wait for the count (inotify).
+	var starts []byte
+	counted, err := bintest.WaitInDir(dir, func() bool {
+		starts, _ = os.ReadFile(filepath.Join(dir, "starts"))
+		return strings.TrimSpace(string(starts)) == "2"
+	}, lineTimeout)
+	if err != nil || !counted {
+		t.Errorf("the container started %q times (%v), want 2", starts, err)
 	}
 
 	// Events: three failures, then Killing, then a second start.
