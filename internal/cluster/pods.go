@@ -672,9 +672,24 @@ func statusPatch(st v1.PodStatus, gone []v1.PodConditionType) ([]byte, []v1.PodC
 	if len(list) > 0 {
 		fields["conditions"] = list
 	}
+	// The other lists the API merges by key are the node's alone: each is
+	// written whole. Merged, a pod's podIPs would keep the host's address
+	// it had before its sandbox got its own, beside the new one, which the
+	// API server refuses ("may specify no more than one IP for each IP
+	// family") — every later status write with it.
+	for _, key := range replacedLists {
+		if l, ok := fields[key].([]any); ok {
+			fields[key] = append([]any{map[string]any{"$patch": "replace"}}, l...)
+		}
+	}
 	body, err := json.Marshal(fields)
 	return body, set, err
 }
+
+// replacedLists are the fields of v1.PodStatus whose lists a strategic
+// merge patch merges by key (patchStrategy merge) but that the node alone
+// writes: statusPatch replaces them whole.
+var replacedLists = []string{"podIPs", "hostIPs", "resourceClaimStatuses", "nodeAllocatableResourceClaimStatuses"}
 
 // wholeCondition is c with every field, null when unset: a strategic merge
 // patch merges a condition's fields into the one of its type, and one

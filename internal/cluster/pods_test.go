@@ -445,6 +445,34 @@ func TestStatusPatchLeavesOthersConditions(t *testing.T) {
 	}
 }
 
+// A pod's addresses are the node's to write, whole: the host's address it
+// reported before its sandbox had one of its own is replaced, not merged
+// beside the new one (which the API server refuses: one IP per family).
+func TestStatusPatchReplacesPodIPs(t *testing.T) {
+	inAPI := &v1.Pod{Status: v1.PodStatus{Phase: v1.PodPending,
+		PodIP: "192.0.2.77", PodIPs: []v1.PodIP{{IP: "192.0.2.77"}},
+		HostIP: "192.0.2.77", HostIPs: []v1.HostIP{{IP: "192.0.2.77"}}}}
+	st := v1.PodStatus{Phase: v1.PodRunning,
+		PodIP: "10.123.0.4", PodIPs: []v1.PodIP{{IP: "10.123.0.4"}},
+		HostIP: "192.0.2.78", HostIPs: []v1.HostIP{{IP: "192.0.2.78"}}}
+	body, _, err := statusPatch(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := json.Marshal(inAPI)
+	merged, err := strategicpatch.StrategicMergePatch(old, []byte(`{"status":`+string(body)+`}`), &v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Pod
+	if err := json.Unmarshal(merged, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got.Status.PodIPs, st.PodIPs) || !equality.Semantic.DeepEqual(got.Status.HostIPs, st.HostIPs) {
+		t.Errorf("after the patch podIPs %v hostIPs %v, want %v %v (patch %s)", got.Status.PodIPs, got.Status.HostIPs, st.PodIPs, st.HostIPs, body)
+	}
+}
+
 // The e2e "Pods should allow activeDeadlineSeconds to be updated": an
 // update lowers spec.activeDeadlineSeconds of a running pod, and the node
 // enforces the new value (the kubelet's active deadline handler reads the
