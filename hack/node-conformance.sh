@@ -129,7 +129,7 @@ trap on_exit EXIT
 mkdir -p "$BASE" "$OUT"
 rm -rf "${OUT:?}"/*
 say "building podward"
-go build -o "$BASE/bin/" ./cmd/podward ./cmd/podward-shim ./test/nodeconformance/report ./test/nodeconformance/specs ||
+go build -o "$BASE/bin/" ./cmd/podward ./cmd/podward-shim ./test/nodeconformance/report ||
   die "go build"
 say "building the e2e suite and the images' programs (hack/e2e-build.sh; cold ~10 min after the control plane)"
 built=$("$here/e2e-build.sh") || die "hack/e2e-build.sh"
@@ -183,7 +183,7 @@ say "listing the specs (focus $FOCUS, skip ${SKIP:-none})"
 "$E2E_BIN" "${E2E_ARGS[@]}" "--ginkgo.focus=$FOCUS" --ginkgo.dry-run --ginkgo.json-report="$BASE/dry-run.json" \
   --report-dir="$BASE/dry-run" >"$BASE/dry-run.log" 2>&1 || true
 # the selected specs' full texts (what --ginkgo.focus matches), one a line, sorted
-"$BASE/bin/specs" "$BASE/dry-run.json" >"$OUT/specs.txt" || die "reading the dry run's report ($BASE/dry-run.log)"
+"$BASE/bin/report" -list "$BASE/dry-run.json" >"$OUT/specs.txt" || die "reading the dry run's report ($BASE/dry-run.log)"
 n=$(wc -l <"$OUT/specs.txt")
 [ "$n" -gt 0 ] || die "no spec selected (focus $FOCUS, skip $SKIP)"
 say "$n specs selected: $OUT/specs.txt"
@@ -196,7 +196,7 @@ for i in $(seq 0 $((SHARDS - 1))); do
     focus=$FOCUS
     suffix=''
   else
-    focus=$(awk -v n="$SHARDS" -v i="$i" '(NR - 1) % n == i' "$OUT/specs.txt" | "$BASE/bin/specs" -focus "$BASE/dry-run.json")
+    focus=$(awk -v n="$SHARDS" -v i="$i" '(NR - 1) % n == i' "$OUT/specs.txt" | "$BASE/bin/report" -focus "$BASE/dry-run.json")
     suffix=-$((i + 1))
   fi
   "$E2E_BIN" "${E2E_ARGS[@]}" "--ginkgo.focus=$focus" --report-dir="$OUT/report$suffix" \

@@ -427,7 +427,21 @@ func TestStatusPatchLeavesOthersConditions(t *testing.T) {
 	if !slices.Equal(set, []v1.PodConditionType{v1.PodReady}) {
 		t.Fatalf("sets %v, want only Ready", set)
 	}
-	old, _ := json.Marshal(inAPI)
+	got := applyStatusPatch(t, inAPI, body)
+	want := []v1.PodCondition{
+		{Type: "example.com/gate", Status: v1.ConditionTrue, LastTransitionTime: t0},
+		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t0},
+	}
+	if !equality.Semantic.DeepEqual(got.Status.Conditions, want) {
+		t.Fatalf("conditions after the patch %+v, want %+v (patch %s)", got.Status.Conditions, want, body)
+	}
+}
+
+// applyStatusPatch is pod after the status part of a strategic merge patch
+// (statusPatch's), merged as the API server merges it.
+func applyStatusPatch(t *testing.T, pod *v1.Pod, body []byte) v1.Pod {
+	t.Helper()
+	old, _ := json.Marshal(pod)
 	merged, err := strategicpatch.StrategicMergePatch(old, []byte(`{"status":`+string(body)+`}`), &v1.Pod{})
 	if err != nil {
 		t.Fatal(err)
@@ -436,13 +450,7 @@ func TestStatusPatchLeavesOthersConditions(t *testing.T) {
 	if err := json.Unmarshal(merged, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := []v1.PodCondition{
-		{Type: "example.com/gate", Status: v1.ConditionTrue, LastTransitionTime: t0},
-		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t0},
-	}
-	if !equality.Semantic.DeepEqual(got.Status.Conditions, want) {
-		t.Fatalf("conditions after the patch %+v, want %+v (patch %s)", got.Status.Conditions, want, body)
-	}
+	return got
 }
 
 // A pod's addresses are the node's to write, whole: the host's address it
@@ -459,15 +467,7 @@ func TestStatusPatchReplacesPodIPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _ := json.Marshal(inAPI)
-	merged, err := strategicpatch.StrategicMergePatch(old, []byte(`{"status":`+string(body)+`}`), &v1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got v1.Pod
-	if err := json.Unmarshal(merged, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := applyStatusPatch(t, inAPI, body)
 	if !equality.Semantic.DeepEqual(got.Status.PodIPs, st.PodIPs) || !equality.Semantic.DeepEqual(got.Status.HostIPs, st.HostIPs) {
 		t.Errorf("after the patch podIPs %v hostIPs %v, want %v %v (patch %s)", got.Status.PodIPs, got.Status.HostIPs, st.PodIPs, st.HostIPs, body)
 	}

@@ -434,24 +434,30 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 			cs.Ready = c.ref.Role == model.RoleInit && c.obs.ExitCode == 0
 		}
 	default:
-		// The kubelet's default waiting state: PodInitializing in a pod
-		// with init containers, ContainerCreating otherwise, until a
-		// start failure gives a reason of its own. A defer container
-		// next in line is being created.
-		reason := reasonContainerCreating
-		if len(pw.pod.Spec.InitContainers) > 0 && c.ref.Role != model.RoleDefer {
-			reason = reasonPodInitializing
-		}
-		switch {
-		case c.ref.Role == model.RoleDefer && terminated:
-			reason = reasonDeferSkipped
-		case c.ref.Role == model.RoleDefer && (pw.term == nil || !pw.term.RunDefer):
-			reason = reasonDeferPending
-			if pw.term != nil {
-				reason = reasonDeferSkipped
-			}
-		}
-		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: pw.waitingReason(c, terminated)}
 	}
 	return cs
+}
+
+// waitingReason is the reason of a container that waits for its first or
+// next instance without a reason of its own. The kubelet's default waiting
+// state: PodInitializing in a pod with init containers, ContainerCreating
+// otherwise, until a start failure gives a reason of its own. A defer
+// container next in line is being created; one not (yet) in line is
+// pending, or skipped once the pod terminates without running it.
+func (pw *podWorker) waitingReason(c *ctr, terminated bool) string {
+	reason := reasonContainerCreating
+	if len(pw.pod.Spec.InitContainers) > 0 && c.ref.Role != model.RoleDefer {
+		reason = reasonPodInitializing
+	}
+	switch {
+	case c.ref.Role == model.RoleDefer && terminated:
+		reason = reasonDeferSkipped
+	case c.ref.Role == model.RoleDefer && (pw.term == nil || !pw.term.RunDefer):
+		reason = reasonDeferPending
+		if pw.term != nil {
+			reason = reasonDeferSkipped
+		}
+	}
+	return reason
 }

@@ -99,37 +99,45 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		cancel()
 	}
 	if err != nil {
-		// Whether or not the runtime started it, nobody will wait for
-		// this instance: it goes. The relist leaves it alone meanwhile.
-		r.mu.Lock()
-		in.state = stateRemoving
-		r.mu.Unlock()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.callTimeout)
-		if rerr := r.removeContainer(rctx, id); rerr != nil {
-			r.log.Warn("remove a container that did not start", "pod", pod.Key(), "podUID", pod.UID, "container", c.Name, "id", id, "err", rerr)
-		}
-		cancel()
-		r.mu.Lock()
-		delete(r.tracked, id)
-		r.mu.Unlock()
+		r.dropUnstarted(ctx, in)
 		return runtime.Container{}, err
 	}
-
-	var startedAt time.Time
-	cctx, cancel := r.call(ctx)
-	st, err := r.rt.ContainerStatus(cctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-	cancel()
-	if err == nil && st.GetStatus().GetStartedAt() > 0 {
-		startedAt = time.Unix(0, st.Status.StartedAt)
-	} else {
-		startedAt = r.clock.Now()
-		r.log.Warn("read the start time of a container", "pod", pod.Key(), "podUID", pod.UID, "container", c.Name, "id", id, "err", err)
-	}
+	startedAt := r.startedAt(ctx, in)
 	r.running(in, offset)
 	r.pokeRelist()
 	r.log.Debug("container started", "pod", pod.Key(), "podUID", pod.UID, "container", c.Name, "id", id, "attempt", attempt)
 	r.goTracked(func() { r.removeOldInstances(pod, c.Name, attempt) })
 	return runtime.Container{ID: id, StartedAt: startedAt, LogPath: logPath}, nil
+}
+
+// dropUnstarted removes an instance whose StartContainer failed: whether or
+// not the runtime started it, nobody will wait for it. The relist leaves it
+// alone meanwhile (stateRemoving); a failed removal is logged, not returned.
+func (r *Runtime) dropUnstarted(ctx context.Context, in *instance) {
+	r.mu.Lock()
+	in.state = stateRemoving
+	r.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.callTimeout)
+	if err := r.removeContainer(rctx, in.id); err != nil {
+		r.log.Warn("remove a container that did not start", "pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id, "err", err)
+	}
+	cancel()
+	r.mu.Lock()
+	delete(r.tracked, in.id)
+	r.mu.Unlock()
+}
+
+// startedAt is when the runtime says the instance started, or now when it
+// does not say.
+func (r *Runtime) startedAt(ctx context.Context, in *instance) time.Time {
+	cctx, cancel := r.call(ctx)
+	st, err := r.rt.ContainerStatus(cctx, &runtimeapi.ContainerStatusRequest{ContainerId: in.id})
+	cancel()
+	if err == nil && st.GetStatus().GetStartedAt() > 0 {
+		return time.Unix(0, st.Status.StartedAt)
+	}
+	r.log.Warn("read the start time of a container", "pod", in.pod.Key(), "podUID", in.podUID, "container", in.container, "id", in.id, "err", err)
+	return r.clock.Now()
 }
 
 // create creates the container. When the name is taken (containerd names
