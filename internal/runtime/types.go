@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podward/podward/internal/objects"
 	"github.com/podward/podward/internal/runtime/exitstatus"
 )
 
@@ -18,6 +19,12 @@ var ErrNotFound = errors.New("container not found")
 // (for example a container without a command on the process runtime). It is
 // bad input, not a transient failure: retrying cannot help.
 var ErrUnsupported = errors.New("not supported by this runtime")
+
+// ErrContainerConfig wraps a reason why a container's configuration cannot
+// be made now (an object its env references does not exist, or lacks the
+// key): the container waits with reason CreateContainerConfigError, as the
+// kubelet's, and its start is tried again later; it is no exit.
+var ErrContainerConfig = errors.New("cannot make the container's configuration")
 
 // ExitReason is why a container instance ended, as Kubernetes reports it in
 // ContainerStateTerminated.reason. It is package exitstatus's, which the
@@ -103,4 +110,17 @@ func SortContainerStatuses(list []ContainerStatus) {
 			cmp.Compare(a.ID, b.ID),
 		)
 	})
+}
+
+// Objects is how a runtime reads what a pod references besides its spec,
+// when it writes the pod's configMap, secret, downwardAPI and projected
+// volumes and its containers' environment (envFrom, configMapKeyRef,
+// secretKeyRef).
+type Objects struct {
+	// Getter reads the ConfigMaps and Secrets; nil: there are none, and a
+	// pod that needs one waits for it as for one that does not exist.
+	Getter objects.Getter
+	// Tokens mints service account tokens; nil: nothing can (standalone),
+	// and a pod with a serviceAccountToken source is refused.
+	Tokens objects.Tokens
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// Clock drives the relist timers and measures pulls. Default: the real
 	// clock. Start and finish times come from the CRI runtime.
 	Clock clock.Clock
+	// Objects reads what the pods reference (ConfigMaps, Secrets, tokens,
+	// image pull secrets).
+	Objects runtime.Objects
 	// Logger gets the runtime's own messages. Default: discarded.
 	Logger *slog.Logger
 	// LogRotation is how the running containers' logs are rotated, as the
@@ -177,6 +180,7 @@ var (
 // are safe for concurrent use.
 type Runtime struct {
 	root         string
+	objects      runtime.Objects
 	rootLabel    string // LabelRoot's value: a hash of root
 	clock        clock.Clock
 	log          *slog.Logger
@@ -285,6 +289,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		logRotation:    cfg.LogRotation,
 		rotationPeriod: cmpOr(cfg.LogRotationPeriod, DefaultLogRotationPeriod),
 		secretsDir:     cfg.PullSecretsDir,
+		objects:        cfg.Objects,
 		podNetwork:     cfg.PodNetwork,
 		cgroupParent:   cfg.CgroupParent,
 		cgroupRoot:     "/sys/fs/cgroup",

@@ -57,6 +57,8 @@ type Config struct {
 	// clock. Start and finish times and log records are stamped by the
 	// shims, which have their own process and so the real clock.
 	Clock clock.Clock
+	// Objects reads what the pods reference (ConfigMaps, Secrets, tokens).
+	Objects runtime.Objects
 	// Logger gets the runtime's own messages, and the shims' warnings and
 	// errors (their notices). Default: discarded.
 	Logger *slog.Logger
@@ -116,10 +118,11 @@ var (
 // Runtime runs containers as host processes, each under a shim of its own
 // that outlives the Runtime. All its methods are safe for concurrent use.
 type Runtime struct {
-	root   string
-	clock  clock.Clock
-	log    *slog.Logger
-	output func(pod *model.Pod, container string, stream string, line []byte)
+	root    string
+	objects runtime.Objects
+	clock   clock.Clock
+	log     *slog.Logger
+	output  func(pod *model.Pod, container string, stream string, line []byte)
 	// tethered: see Config.Tethered.
 	tethered bool
 	// shimBinary is what runs as the shims and the init helpers
@@ -222,6 +225,7 @@ func New(cfg Config) (*Runtime, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		cgroups:     cg,
+		objects:     cfg.Objects,
 		root:        root,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
