@@ -116,7 +116,7 @@ func PrepareEmptyDir(dir string, opts EmptyDir) error {
 		return err
 	}
 	if opts.Tmpfs {
-		if err := mountTmpfs(dir, opts.SizeLimit); err != nil {
+		if err := mountTmpfsMode(dir, opts.SizeLimit, "0777"); err != nil {
 			return err
 		}
 	}
@@ -130,14 +130,14 @@ func PrepareEmptyDir(dir string, opts EmptyDir) error {
 	return os.Chmod(dir, mode)
 }
 
-// mountTmpfs mounts a tmpfs of mode 0777 (and of size limit, when
-// positive) on dir, unless dir is a mountpoint already.
-func mountTmpfs(dir string, limit *resource.Quantity) error {
+// mountTmpfsMode mounts a tmpfs of mode (octal) and of size limit, when
+// positive, on dir, unless dir is a mountpoint already.
+func mountTmpfsMode(dir string, limit *resource.Quantity, mode string) error {
 	mounted, err := IsMountpoint(dir)
 	if err != nil || mounted {
 		return err
 	}
-	opts := "mode=0777"
+	opts := "mode=" + mode
 	if limit != nil && limit.Sign() > 0 {
 		opts += fmt.Sprintf(",size=%d", limit.Value())
 	}
