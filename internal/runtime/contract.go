@@ -53,6 +53,18 @@ type ContainerLister interface {
 	ListContainers(ctx context.Context, podUID types.UID) ([]ContainerStatus, error)
 }
 
+// VolumeRefresher is the optional ability to bring a running pod's
+// configMap, secret, downwardAPI and projected volumes up to date:
+// RefreshVolumes writes again, atomically, each of those volumes whose
+// payload changed (an object, a label or annotation, a token), as the
+// kubelet's periodic remount does; subPath mounts are not updated, as in
+// Kubernetes. It is idempotent, and a no-op for a pod not prepared. A
+// failure is a *VolumeError naming the first volume that could not be
+// written; the others are written still.
+type VolumeRefresher interface {
+	RefreshVolumes(ctx context.Context, pod *model.Pod) error
+}
+
 // PodLister is the optional ability to name every pod the runtime has state
 // of, so that the agent can kill the orphans of pods it no longer knows.
 type PodLister interface {
