@@ -65,7 +65,7 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 		}
 	}
 	for i := range spec.Volumes {
-		if err := podspec.CheckVolume(&spec.Volumes[i], i); err != nil {
+		if err := podspec.CheckVolume(&spec.Volumes[i], i, r.objects.Tokens != nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -85,7 +85,7 @@ func (r *Runtime) preparePod(ctx context.Context, pod *model.Pod) error {
 			return err
 		}
 		vol := &pod.Spec.Volumes[i]
-		if err := r.prepareVolume(pod, vol); err != nil {
+		if err := r.prepareVolume(ctx, pod, vol); err != nil {
 			return fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
 	}

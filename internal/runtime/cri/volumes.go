@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,15 +12,23 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/podspec"
+	"github.com/podward/podward/internal/runtime/volumes"
 )
 
+var _ runtime.VolumeRefresher = (*Runtime)(nil)
+
 // prepareVolume creates an emptyDir's directory (a tmpfs for medium
-// Memory, owned by the pod's fsGroup), or checks (and for the *OrCreate
-// types creates) a hostPath's path as its type says, as the kubelet does.
-func (r *Runtime) prepareVolume(pod *model.Pod, vol *v1.Volume) error {
+// Memory, owned by the pod's fsGroup), checks (and for the *OrCreate
+// types creates) a hostPath's path as its type says, or writes a
+// configMap, secret, downwardAPI or projected volume's files (a tmpfs each
+// for secret and projected ones; volumes.Setup), as the kubelet does.
+func (r *Runtime) prepareVolume(ctx context.Context, pod *model.Pod, vol *v1.Volume) error {
 	switch {
+	case volumes.Managed(vol):
+		return volumes.Setup(ctx, r.volumeInput(pod), r.volumeHost(pod.UID), vol)
 	case vol.EmptyDir != nil:
 		opts := hostfs.EmptyDir{Tmpfs: vol.EmptyDir.Medium == v1.StorageMediumMemory, SizeLimit: vol.EmptyDir.SizeLimit}
 		if sc := pod.Spec.SecurityContext; sc != nil {
@@ -30,6 +39,35 @@ func (r *Runtime) prepareVolume(pod *model.Pod, vol *v1.Volume) error {
 		return prepareHostPath(vol.HostPath)
 	}
 	return fmt.Errorf("volume %q: unsupported type", vol.Name)
+}
+
+// volumeInput is what the pod's configMap, secret, downwardAPI and
+// projected volumes are computed from.
+func (r *Runtime) volumeInput(pod *model.Pod) volumes.Input {
+	return volumes.Input{Pod: pod, Objects: r.objects, Allocatable: volumes.HostAllocatable()}
+}
+
+// volumeHost is where the pod's volumes are kept (the agent runs as root
+// with a CRI runtime: tmpfs for the in-memory ones).
+func (r *Runtime) volumeHost(uid types.UID) volumes.Host {
+	return volumes.Host{
+		Dir:      func(vol *v1.Volume) string { return r.volumeDir(uid, vol.Name) },
+		CanMount: true,
+		Now:      r.clock.Now,
+	}
+}
+
+// RefreshVolumes implements runtime.VolumeRefresher: it rewrites each
+// configMap, secret, downwardAPI and projected volume of the prepared pod
+// whose payload changed (volumes.Refresh).
+func (r *Runtime) RefreshVolumes(ctx context.Context, pod *model.Pod) error {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
+		return fmt.Errorf("refresh volumes of pod %s: %w", pod.Key(), err)
+	}
+	if err := volumes.Refresh(ctx, r.volumeInput(pod), r.volumeHost(pod.UID)); err != nil {
+		return fmt.Errorf("refresh volumes of pod %s: %w", pod.Key(), err)
+	}
+	return nil
 }
 
 // prepareHostPath is hostfs.PrepareHostPath. Unlike the kubelet and the
@@ -77,7 +115,9 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 		mount := &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
 			HostPath:      src,
-			Readonly:      m.ReadOnly,
+			// A projected volume is the agent's to write: read-only, as
+			// the kubelet mounts them.
+			Readonly: m.ReadOnly || volumes.Managed(pod.Volume(m.Name)),
 		}
 		if m.MountPropagation != nil {
 			switch *m.MountPropagation {

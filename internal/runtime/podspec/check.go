@@ -9,14 +9,19 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/volumes"
 )
 
 // CheckVolume refuses the volume vol, the i-th of the pod's, unless podward
-// can set it up: an emptyDir of the default medium or Memory, or a hostPath
-// of a type hostfs.PrepareHostPath knows. The error wraps
+// can set it up: an emptyDir of the default medium or Memory, a hostPath
+// of a type hostfs.PrepareHostPath knows, or a configMap, secret,
+// downwardAPI or projected volume that volumes.Check lets through
+// (canMintTokens: the runtime has an objects.Tokens). The error wraps
 // runtime.ErrUnsupported and names the field.
-func CheckVolume(vol *v1.Volume, i int) error {
+func CheckVolume(vol *v1.Volume, i int, canMintTokens bool) error {
 	switch {
+	case volumes.Managed(vol):
+		return volumes.Check(vol, i, canMintTokens)
 	case vol.EmptyDir != nil:
 		switch vol.EmptyDir.Medium {
 		case v1.StorageMediumDefault, v1.StorageMediumMemory:
@@ -29,7 +34,7 @@ func CheckVolume(vol *v1.Volume, i int) error {
 		}
 		return nil
 	}
-	return runtime.Unsupported("spec.volumes[%d]: Unsupported value: volume %q: podward supports only emptyDir and hostPath volumes", i, vol.Name)
+	return runtime.Unsupported("spec.volumes[%d]: Unsupported value: volume %q: podward supports only emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes", i, vol.Name)
 }
 
 // CheckContainer refuses what no podward runtime can do for container ref

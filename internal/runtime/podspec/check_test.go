@@ -35,14 +35,19 @@ func TestCheckVolume(t *testing.T) {
 			src:  hostPath(ptr.To(v1.HostPathType("Foo"))),
 			want: `spec.volumes[2].hostPath.type: Unsupported value: "Foo" (volume "v")`,
 		},
-		"configMap": {
-			src:  v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}},
-			want: `spec.volumes[2]: Unsupported value: volume "v": podward supports only emptyDir and hostPath volumes`,
+		"configMap": {src: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		"projected token standalone": {
+			src:  v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "t"}}}}},
+			want: `spec.volumes[2].projected.sources[0].serviceAccountToken: Unsupported value: podward standalone cannot mint service account tokens (run it as a node of a cluster, or set automountServiceAccountToken: false)`,
+		},
+		"iscsi": {
+			src:  v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}},
+			want: `spec.volumes[2]: Unsupported value: volume "v": podward supports only emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes`,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			err := CheckVolume(&v1.Volume{Name: "v", VolumeSource: tc.src}, 2)
+			err := CheckVolume(&v1.Volume{Name: "v", VolumeSource: tc.src}, 2, false)
 			checkErr(t, err, tc.want)
 		})
 	}
@@ -55,7 +60,7 @@ func TestCheckVolumeKnowsEveryHostPathType(t *testing.T) {
 		v1.HostPathFile, v1.HostPathSocket, v1.HostPathCharDev, v1.HostPathBlockDev,
 	} {
 		vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv", Type: &typ}}}
-		if err := CheckVolume(vol, 0); err != nil {
+		if err := CheckVolume(vol, 0, false); err != nil {
 			t.Errorf("type %q: %v", typ, err)
 		}
 	}

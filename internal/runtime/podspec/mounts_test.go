@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 func TestMountSource(t *testing.T) {
@@ -17,6 +20,16 @@ func TestMountSource(t *testing.T) {
 	}
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(host, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(emptyDirs, "cfg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostfs.AtomicWrite(filepath.Join(emptyDirs, "cfg"), hostfs.Payload{"a": {Data: []byte("A"), Mode: 0o644}}, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	cfgData, err := os.Readlink(filepath.Join(emptyDirs, "cfg", "..data"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	tests := map[string]struct {
@@ -37,7 +50,11 @@ func TestMountSource(t *testing.T) {
 		},
 		"no such volume": {m: v1.VolumeMount{Name: "nothing", MountPath: "/x"}, wantErr: `volume "nothing" not found`},
 		"a kind podward does not mount": {
-			m: v1.VolumeMount{Name: "cfg", MountPath: "/cfg"}, wantErr: `volume "cfg": unsupported type`,
+			m: v1.VolumeMount{Name: "iscsi", MountPath: "/disk"}, wantErr: `volume "iscsi": unsupported type`,
+		},
+		"configMap": {m: v1.VolumeMount{Name: "cfg", MountPath: "/cfg"}, want: filepath.Join(emptyDirs, "cfg")},
+		"configMap subPath, in the data it holds now": {
+			m: v1.VolumeMount{Name: "cfg", MountPath: "/cfg/a", SubPath: "a"}, want: filepath.Join(emptyDirs, "cfg", cfgData, "a"),
 		},
 		"subPath out through a symlink": {
 			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out"}, wantErr: `volume mount "/out": subPath "out" leads out of its volume`,
@@ -56,6 +73,7 @@ func TestMountSource(t *testing.T) {
 				{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 				{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host}}},
 				{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+				{Name: "iscsi", VolumeSource: v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}}},
 			}
 			got, sub, err := MountSource(pod, &tc.m, tc.vars, emptyDirs)
 			if tc.wantErr != "" {
@@ -74,7 +92,7 @@ func TestMountSource(t *testing.T) {
 			if hasSub := tc.m.SubPath != "" || tc.m.SubPathExpr != ""; (sub != nil) != hasSub || sub != nil && sub.HostPath() != got {
 				t.Fatalf("MountSource's subPath = %+v, want one for %q at %q", sub, tc.m.SubPath+tc.m.SubPathExpr, got)
 			}
-			if fi, err := os.Stat(got); err != nil || !fi.IsDir() {
+			if fi, err := os.Stat(got); err != nil || !fi.IsDir() && tc.m.Name != "cfg" {
 				t.Errorf("source %s is not a directory: %v", got, err)
 			}
 		})

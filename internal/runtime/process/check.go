@@ -18,7 +18,7 @@ import (
 func (r *Runtime) Check(pod *model.Pod) error {
 	var errs []error
 	for i := range pod.Spec.Volumes {
-		if err := podspec.CheckVolume(&pod.Spec.Volumes[i], i); err != nil {
+		if err := podspec.CheckVolume(&pod.Spec.Volumes[i], i, r.objects.Tokens != nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

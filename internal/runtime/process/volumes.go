@@ -16,15 +16,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
+	"github.com/podward/podward/internal/runtime/volumes"
 )
 
 // PreparePod creates the pod's directories and its volumes: a directory for
-// each emptyDir (a tmpfs for medium Memory, when root), and for each
-// hostPath the check or creation its type asks for, as the kubelet does.
+// each emptyDir (a tmpfs for medium Memory, when root), for each hostPath
+// the check or creation its type asks for, and the files of each
+// configMap, secret, downwardAPI and projected volume (volumes.Setup; a
+// tmpfs each for secrets and projected ones), as the kubelet does. An
+// object such a volume needs that is missing is a *runtime.VolumeError.
 // It is idempotent. It stops, with ctx.Err(), between volumes once ctx is
 // done.
 func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
@@ -49,7 +54,7 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 			return err
 		}
 		vol := &pod.Spec.Volumes[i]
-		if err := podspec.CheckVolume(vol, i); err != nil {
+		if err := podspec.CheckVolume(vol, i, r.objects.Tokens != nil); err != nil {
 			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
 		}
 		var err error
@@ -58,10 +63,42 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 			err = r.prepareEmptyDir(pod.UID, vol)
 		case vol.HostPath != nil:
 			err = prepareHostPath(vol.HostPath)
+		case volumes.Managed(vol):
+			err = volumes.Setup(ctx, r.volumeInput(pod), r.volumeHost(pod.UID), vol)
 		}
 		if err != nil {
 			return fmt.Errorf("prepare pod %s: volume %q: %w", pod.Key(), vol.Name, err)
 		}
+	}
+	return nil
+}
+
+var _ runtime.VolumeRefresher = (*Runtime)(nil)
+
+// volumeInput is what the pod's configMap, secret, downwardAPI and
+// projected volumes are computed from.
+func (r *Runtime) volumeInput(pod *model.Pod) volumes.Input {
+	return volumes.Input{Pod: pod, Objects: r.objects, Allocatable: volumes.HostAllocatable()}
+}
+
+// volumeHost is where the pod's volumes are kept: tmpfs ones only as root.
+func (r *Runtime) volumeHost(uid types.UID) volumes.Host {
+	return volumes.Host{
+		Dir:      func(vol *v1.Volume) string { return r.volumeDir(uid, vol.Name) },
+		CanMount: r.euid() == 0,
+		Now:      r.clock.Now,
+	}
+}
+
+// RefreshVolumes implements runtime.VolumeRefresher: it rewrites each
+// configMap, secret, downwardAPI and projected volume of the prepared pod
+// whose payload changed (volumes.Refresh).
+func (r *Runtime) RefreshVolumes(ctx context.Context, pod *model.Pod) error {
+	if err := hostfs.CheckUID(pod.UID); err != nil {
+		return fmt.Errorf("refresh volumes of pod %s: %w", pod.Key(), err)
+	}
+	if err := volumes.Refresh(ctx, r.volumeInput(pod), r.volumeHost(pod.UID)); err != nil {
+		return fmt.Errorf("refresh volumes of pod %s: %w", pod.Key(), err)
 	}
 	return nil
 }
@@ -174,7 +211,9 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 			return nil, nil, fmt.Errorf("volume mount %q: mountpoint: %w", m.MountPath, err)
 		}
 		created = append(created, used...)
-		mount := launch.Mount{Source: src, Target: target, ReadOnly: m.ReadOnly}
+		// A projected volume is the agent's to write: read-only, as the
+		// kubelet mounts them.
+		mount := launch.Mount{Source: src, Target: target, ReadOnly: m.ReadOnly || volumes.Managed(pod.Volume(m.Name))}
 		if sub != nil {
 			// The init helper opens the subPath again, refusing symlinks,
 			// and mounts what it opened.

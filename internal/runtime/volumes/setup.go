@@ -1,0 +1,108 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podward/podward/internal/runtime/hostfs"
+)
+
+// Host is where and how a runtime keeps a pod's Managed volumes.
+type Host struct {
+	// Dir is the volume's directory: <pod>/volumes/<name>.
+	Dir func(vol *v1.Volume) string
+	// CanMount says whether a tmpfs can be mounted (root). Without, an
+	// InMemory volume's payload is computed (a missing object still holds
+	// the pod back) but not written: nothing may reach persistent disk, and
+	// no container could mount it anyway.
+	CanMount bool
+	// Now dates the timestamped directories.
+	Now func() time.Time
+}
+
+// Setup makes vol's directory (a tmpfs when InMemory) and writes its
+// payload into it atomically. It is idempotent: called again, it writes
+// only what changed. An error computing the payload is a
+// *runtime.VolumeError.
+func Setup(ctx context.Context, in Input, h Host, vol *v1.Volume) error {
+	dir := h.Dir(vol)
+	memory := InMemory(vol)
+	switch {
+	case memory && h.CanMount:
+		if err := hostfs.PrepareMemoryDir(dir); err != nil {
+			return fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+	case !memory:
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+	}
+	in.Dir = dir
+	p, err := Payload(ctx, in, vol)
+	if err != nil {
+		return err
+	}
+	if memory && !h.CanMount {
+		return nil
+	}
+	if _, err := hostfs.AtomicWrite(dir, p, h.Now()); err != nil {
+		return fmt.Errorf("volume %q: %w", vol.Name, err)
+	}
+	return nil
+}
+
+// Refresh writes again each Managed volume of in.Pod that was set up
+// (whose directory has its ..data), when its payload changed. It goes on
+// past a failure and returns the first (a *runtime.VolumeError for a
+// payload that cannot be computed now).
+func Refresh(ctx context.Context, in Input, h Host) error {
+	var first error
+	for i := range in.Pod.Spec.Volumes {
+		vol := &in.Pod.Spec.Volumes[i]
+		if !Managed(vol) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(filepath.Join(h.Dir(vol), "..data")); err != nil {
+			continue
+		}
+		if err := Setup(ctx, in, h, vol); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// HostAllocatable is what a resourceFieldRef's missing limit is on this
+// host: its CPUs and its memory.
+func HostAllocatable() v1.ResourceList {
+	list := v1.ResourceList{v1.ResourceCPU: *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI)}
+	if mem, err := hostfs.MemoryCapacity(); err == nil {
+		list[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
+	return list
+}
+
+// SubPath is where subPath sub of a Managed volume at dir is: inside the
+// timestamped directory ..data points at now, so that the user-visible
+// symlink is not followed (a subPath may not cross one) and, as in
+// Kubernetes, the mount keeps the contents it was made with. A sub that
+// is not under a top-level path of the payload is returned as it is.
+func SubPath(dir, sub string) string {
+	ts, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		return sub
+	}
+	return filepath.Join(ts, sub)
+}
