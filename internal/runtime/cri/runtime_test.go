@@ -1133,7 +1133,12 @@ func TestCheck(t *testing.T) {
 		}, ""},
 		{"configMap volume", func(p *model.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}})
-		}, "spec.volumes[1]: Unsupported value: volume \"cm\""},
+		}, ""},
+		{"clusterTrustBundle", func(p *model.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "ctb", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+				Sources: []v1.VolumeProjection{{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "ca"}}},
+			}}})
+		}, "spec.volumes[1].projected.sources[0].clusterTrustBundle"},
 		{"envFrom", func(p *model.Pod) {
 			p.Spec.InitContainers[0].EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}
 		}, "spec.initContainers[0].envFrom"},

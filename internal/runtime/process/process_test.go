@@ -626,7 +626,16 @@ func TestCheck(t *testing.T) {
 				p.Spec.Volumes = []v1.Volume{emptyDir, {Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
 				return p
 			},
-			wantErr: `spec.volumes[1]: Unsupported value: volume "cfg"`,
+		},
+		"token volume standalone": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Volumes = []v1.Volume{emptyDir, {Name: "tok", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+					Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}},
+				}}}}
+				return p
+			},
+			wantErr: `spec.volumes[1].projected.sources[0].serviceAccountToken: Unsupported value: podward standalone cannot mint service account tokens`,
 		},
 		"secret env": {
 			pod: func(t *testing.T) *model.Pod {
