@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,10 @@ const (
 	// inputPrePulled: the background pre-pull of the defer containers'
 	// images is over.
 	inputPrePulled
+	// inputVolumes: what the pod's volumes project changed (an object, a
+	// token, its labels or annotations; Workers.RefreshVolumes).
+	// Coalesces: one pending is enough.
+	inputVolumes
 )
 
 func (k inputKind) String() string {
@@ -52,6 +57,8 @@ func (k inputKind) String() string {
 		return "StopSignalled"
 	case inputPrePulled:
 		return "PrePulled"
+	case inputVolumes:
+		return "Volumes"
 	default:
 		return fmt.Sprintf("inputKind(%d)", int(k))
 	}
@@ -142,6 +149,9 @@ func (ib *inbox) update(opts UpdateOptions, cancelSetup context.CancelFunc) {
 func (ib *inbox) add(in input) {
 	if in.kind == inputKill {
 		ib.killed = true
+	}
+	if in.kind == inputVolumes && slices.ContainsFunc(ib.inputs, func(p input) bool { return p.kind == inputVolumes }) {
+		return
 	}
 	if in.kind == inputPod || in.kind == inputKill {
 		for i := range ib.inputs {

@@ -80,6 +80,9 @@ type podWorker struct {
 	// failed one is tried again.
 	prepared bool
 	retryAt  time.Time
+	// vols is the pending refresh of the pod's volumes and the failed
+	// setups' backoff (volumerefresh.go).
+	vols volumeRefresh
 	// recovering: restored from a checkpoint, not yet reconciled with the
 	// runtime.
 	recovering bool
@@ -350,7 +353,7 @@ func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 	if wake, ok := pw.prepare(now); !ok {
 		return wake
 	}
-	retry := pw.resize(ctx, now)
+	retry := earliest(pw.resize(ctx, now), pw.refreshVolumes(now))
 	return earliest(pw.settle(ctx, now), retry)
 }
 
@@ -375,6 +378,8 @@ func (pw *podWorker) observe(ctx context.Context, inputs []input, now time.Time)
 			pw.observeProbe(ctx, in.probe)
 		case inputStopSignalled:
 			pw.observeSignal(in.signal)
+		case inputVolumes:
+			pw.observeVolumesChanged()
 		case inputPrePulled:
 			for _, name := range in.pulled {
 				pw.prePulled[name] = true
@@ -409,11 +414,11 @@ func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
 		if pw.setupCtx.Err() != nil {
 			return time.Time{}, false
 		}
-		pw.eventf("", events.Warning, events.FailedMount, "Preparing the pod's volumes failed: %v", err)
-		pw.retryAt = pw.w.cfg.Clock.Now().Add(pw.w.cfg.Planner.BackoffBase)
+		pw.retryAt = pw.w.cfg.Clock.Now().Add(pw.vols.setupFailed(err, pw))
 		return earliest(pw.retryAt, deadline), false
 	}
 	pw.prepared = true
+	pw.vols = volumeRefresh{}
 	for _, vol := range pw.pod.Spec.Volumes {
 		pw.eventf("", events.Normal, events.SuccessfulMountVolume, "MountVolume.SetUp succeeded for volume %q", vol.Name)
 	}

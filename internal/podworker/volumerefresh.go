@@ -1,0 +1,102 @@
+package podworker
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/runtime"
+)
+
+// volumeRefresh is what the pod's goroutine keeps of its volumes' upkeep:
+// a refresh asked for (inputVolumes) and not yet done, and the backoff of
+// failed setups and refreshes (a missing object, a token that cannot be
+// had), which doubles from the planner's BackoffBase up to its
+// BackoffMax, as a crash loop's. Owned by run.
+//
+//	news ──▶ pending ──RefreshVolumes──▶ ok: cleared
+//	                        │
+//	                        └─ failed: FailedMount, retryAt = now + backoff
+type volumeRefresh struct {
+	pending  bool
+	failures int
+	retryAt  time.Time
+}
+
+// RefreshVolumes tells the pod's worker that what its volumes project
+// changed (an object it references, a token of it, its labels or
+// annotations): the worker rewrites them (runtime.VolumeRefresher) on its
+// next turn, and a pod whose setup waits for a missing object tries it
+// again at once. It never blocks; news for a pod no worker owns is
+// dropped.
+func (w *Workers) RefreshVolumes(uid types.UID) {
+	if pw := w.get(uid); pw != nil {
+		pw.inbox.push(input{kind: inputVolumes})
+	}
+}
+
+// observeVolumesChanged takes an inputVolumes: a refresh is due now, and a
+// setup waiting out its backoff is tried now, since what it lacked may be
+// there.
+//
+// The integrator adds here the env's retry (retryConfigNow): a container
+// waiting in CreateContainerConfigError for an object is started again
+// once it changes.
+func (pw *podWorker) observeVolumesChanged() {
+	pw.vols.pending = true
+	pw.vols.retryAt = time.Time{}
+	if !pw.prepared {
+		pw.retryAt = time.Time{}
+	}
+}
+
+// refreshVolumes carries a pending refresh out on a set-up, syncing pod,
+// when its backoff allows, and returns when to be woken for a retry (zero:
+// none). A runtime without the ability drops the refresh.
+func (pw *podWorker) refreshVolumes(now time.Time) time.Time {
+	v := &pw.vols
+	if !v.pending || pw.phase != Syncing || !pw.prepared {
+		return time.Time{}
+	}
+	if now.Before(v.retryAt) {
+		return v.retryAt
+	}
+	r, ok := pw.w.cfg.Runtime.(runtime.VolumeRefresher)
+	if !ok {
+		v.pending = false
+		return time.Time{}
+	}
+	if err := r.RefreshVolumes(pw.setupCtx, pw.allocPod); err != nil {
+		if pw.setupCtx.Err() != nil {
+			return time.Time{}
+		}
+		v.retryAt = pw.w.cfg.Clock.Now().Add(v.setupFailed(err, pw))
+		return v.retryAt
+	}
+	*v = volumeRefresh{}
+	return time.Time{}
+}
+
+// setupFailed reports a failed setup or refresh, err, with a FailedMount
+// event (a VolumeError's message is the kubelet's own) and returns how
+// long to wait before the next try.
+func (v *volumeRefresh) setupFailed(err error, pw *podWorker) time.Duration {
+	var ve *runtime.VolumeError
+	if errors.As(err, &ve) {
+		pw.eventf("", events.Warning, events.FailedMount, "%s", ve.Error())
+	} else {
+		pw.eventf("", events.Warning, events.FailedMount, "Preparing the pod's volumes failed: %v", err)
+	}
+	cfg := pw.w.cfg.Planner
+	d := cfg.BackoffBase
+	for i := 0; i < v.failures && d < cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	if cfg.BackoffMax > 0 && d > cfg.BackoffMax {
+		d = cfg.BackoffMax
+	}
+	v.failures++
+	return d
+}

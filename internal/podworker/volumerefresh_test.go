@@ -1,0 +1,127 @@
+package podworker
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/objects"
+	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/fake"
+)
+
+// refresher is the fake runtime with RefreshVolumes, which records
+// "refresh volumes" and fails while err is set.
+type refresher struct {
+	*fake.Runtime
+	mu  sync.Mutex
+	err error
+}
+
+func (r *refresher) RefreshVolumes(ctx context.Context, pod *model.Pod) error {
+	r.Note("refresh volumes")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *refresher) fail(err error) {
+	r.mu.Lock()
+	r.err = err
+	r.mu.Unlock()
+}
+
+var missing = &runtime.VolumeError{Volume: "cfg", Err: objects.NotFound(objects.KindConfigMap, "app")}
+
+func countCalls(calls []string, call string) int {
+	n := 0
+	for _, c := range calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func TestVolumesChangedRefreshesARunningPod(t *testing.T) {
+	var ref *refresher
+	h := newHarnessWith(t, func(rt *fake.Runtime) runtime.Runtime { ref = &refresher{Runtime: rt}; return ref })
+	p := testPod("u1", v1.RestartPolicyAlways, "main:m")
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitCall("start m")
+	h.w.RefreshVolumes(p.UID)
+	h.waitCalls("prepare", "start m", "refresh volumes")
+
+	// A failure is a FailedMount with the kubelet's message, retried after
+	// BackoffBase, then after twice that.
+	ref.fail(missing)
+	h.w.RefreshVolumes(p.UID)
+	h.waitFor("two refreshes", func() bool { return countCalls(h.rt.Calls(), "refresh volumes") == 2 })
+	ev := h.waitEvent(p.UID, string(events.FailedMount))
+	if ev.Type != events.Warning || ev.Message != `MountVolume.SetUp failed for volume "cfg" : configmap "app" not found` {
+		t.Errorf("event %+v, want a Warning FailedMount with the kubelet's message", ev)
+	}
+	base := h.w.cfg.Planner.BackoffBase
+	h.step(base)
+	h.waitFor("the retry", func() bool { return countCalls(h.rt.Calls(), "refresh volumes") == 3 })
+	h.step(base)
+	if n := countCalls(h.rt.Calls(), "refresh volumes"); n != 3 {
+		t.Fatalf("%d refreshes one base after the second failure, want the backoff doubled", n)
+	}
+	ref.fail(nil)
+	h.step(base)
+	h.waitFor("the doubled retry", func() bool { return countCalls(h.rt.Calls(), "refresh volumes") == 4 })
+	if got := h.rt.Running(p.UID); len(got) != 1 {
+		t.Errorf("running %v: a failed refresh must not stop the pod", got)
+	}
+}
+
+// TestFailedSetupWaitsForTheObject: a pod whose volume setup fails with a
+// VolumeError starts nothing, reports FailedMount, and is set up at once
+// when news of its objects comes, without waiting out its backoff.
+func TestFailedSetupWaitsForTheObject(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	fail := error(missing)
+	h.rt.PrepareHook = func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fail
+	}
+	p := testPod("u2", v1.RestartPolicyAlways, "main:m")
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	ev := h.waitEvent(p.UID, string(events.FailedMount))
+	if ev.Message != missing.Error() {
+		t.Errorf("FailedMount %q, want %q", ev.Message, missing.Error())
+	}
+	h.waitFor("a timer", h.clk.HasWaiters)
+	if calls := h.rt.Calls(); len(calls) != 0 {
+		t.Fatalf("calls %q before the volumes were set up", calls)
+	}
+	if status, _, _ := h.w.PodStatus(p.UID); status.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", status.Status.Phase)
+	}
+	mu.Lock()
+	fail = nil
+	mu.Unlock()
+	h.w.RefreshVolumes(p.UID)
+	h.waitCalls("prepare", "start m")
+}
+
+func TestVolumesInputCoalesces(t *testing.T) {
+	ib := newInbox()
+	for range 3 {
+		ib.push(input{kind: inputVolumes})
+	}
+	ib.push(input{kind: inputPod, pod: testPod("u3", v1.RestartPolicyNever, "main:m")})
+	if in := ib.drain(); len(in) != 2 || in[0].kind != inputVolumes {
+		t.Errorf("inputs %v, want one Volumes and the pod", in)
+	}
+	if got := inputVolumes.String(); got != "Volumes" {
+		t.Errorf("String = %q", got)
+	}
+}
