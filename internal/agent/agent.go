@@ -85,6 +85,11 @@ type Config struct {
 	// Metrics, when set, receives what the agent and its pod workers
 	// measure.
 	Metrics Metrics
+	// Objects reads what the pods reference besides their spec (the
+	// runtime's own Objects): the agent tells its Getter which pods
+	// reference what (objects.Registrar) and its Tokens which pods are
+	// gone. Zero: nothing to tell.
+	Objects runtime.Objects
 	// Sysctls are the sysctls a pod may set (NewSysctlAllowlist: the safe
 	// ones of the node's kernel and the kubelet's
 	// --allowed-unsafe-sysctls); a pod that sets another is rejected,
@@ -472,6 +477,7 @@ func (a *Agent) launch(pod *model.Pod) error {
 		a.notify()
 		return nil
 	}
+	a.registerPod(pod)
 	a.workers.UpdatePod(podworker.UpdateOptions{Pod: pod})
 	a.notify()
 	return nil
@@ -584,6 +590,9 @@ func (a *Agent) remove(uid types.UID, last *v1.Pod) {
 	a.bumpLocked(uid)
 	next := a.takeReplacementLocked(e)
 	a.mu.Unlock()
+	if e != nil {
+		a.forgetPod(e.pod)
+	}
 	a.notify()
 	a.launchReplacement(uid, next)
 }

@@ -47,6 +47,7 @@ func (a *Agent) recordStored(p *model.Pod) {
 		pod: p, deletion: p.DeletionTimestamp, deletionGrace: ptr.Deref(p.DeletionGracePeriodSeconds, 0),
 		replacement: a.loadReplacement(p.UID),
 	}
+	a.registerPod(p)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e.deletion != nil && e.deletionGrace == 0 {
@@ -431,6 +432,8 @@ func (a *Agent) restore(p *model.Pod, cp []byte, deletion *metav1.Time) error {
 	if err := a.workers.Restore(p, cp); err != nil {
 		return err
 	}
+	// The objects may have changed while the agent was down.
+	a.workers.RefreshVolumes(p.UID)
 	// A worker that was terminating has the exact deadline in its
 	// checkpoint; the stored deletionTimestamp has whole seconds only, so
 	// re-issuing the kill from it could bring the deadline forward.

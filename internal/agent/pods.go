@@ -157,6 +157,21 @@ func (a *Agent) apply(pod *model.Pod, inPlace bool) (*v1.Pod, ApplyResult, error
 		p.Generation = next.Generation
 		return p, Updated, nil
 	}
+	if inPlace && e.replacement == nil && e.deletion == nil && !isRejected(e.pod) &&
+		!a.workers.IsPodKnownTerminated(e.pod.UID) && metadataUpdate(e.pod, pod) {
+		uid := e.pod.UID
+		a.mu.Unlock()
+		if err := a.SyncMetadata(uid, pod.Labels, pod.Annotations); err != nil {
+			return nil, 0, err
+		}
+		p, _, err := a.Get(uid)
+		if err != nil {
+			return nil, 0, err
+		}
+		// The worker publishes the new metadata at its next step.
+		p.Labels, p.Annotations = pod.Labels, pod.Annotations
+		return p, Updated, nil
+	}
 	e.replacement = pod
 	old := e.pod.UID
 	a.mu.Unlock()

@@ -118,6 +118,7 @@ func (a *Agent) updateSpec(uid types.UID, next *model.Pod) (*model.Pod, error) {
 		return nil, err
 	}
 	if _, phase, ok := a.workers.PodStatus(uid); ok && phase != podworker.Terminated && !isRejected(next) {
+		a.registerPod(next)
 		a.workers.UpdatePod(podworker.UpdateOptions{Pod: next})
 	}
 	a.notify()
