@@ -96,8 +96,8 @@ var invalidCases = map[string]struct {
 		// (validation says metadata.annotations[...defer-containers][0]).
 		`[0].command: Required value: the process runtime runs the command itself and has no image to take it from`,
 	}},
-	"configmap-volume": {want: []string{
-		`spec.volumes[0]: Unsupported value: volume "settings": podward supports only emptyDir and hostPath volumes`,
+	"token-volume": {want: []string{
+		`spec.volumes[0].projected.sources[0].serviceAccountToken: Unsupported value: podward standalone cannot mint service account tokens`,
 	}, root: true},
 	"multiple-errors": {want: []string{
 		`spec.containers[1].name: Duplicate value: "app"`,
