@@ -2,7 +2,9 @@
 // alike, so that each exists once and says one thing for one mistake:
 //
 //   - Check's shared refusals (CheckVolume, CheckContainer): the volume
-//     kinds and emptyDir media podward supports, hostPath types, envFrom
+//     kinds and emptyDir media podward supports (configMap, secret,
+//     downwardAPI and projected ones checked by package volumes), hostPath
+//     types, envFrom
 //     and the env sources it cannot read, volumeDevices,
 //     and the volumeMounts that name no volume, mount over the root, ask
 //     for a recursively read-only mount or a subPath that leaves its
@@ -27,7 +29,7 @@
 // in that runtime's Check, which calls CheckContainer first. What is done
 // on the host's filesystem is package hostfs's.
 //
-// It imports the model, the runtime vocabulary, exitstatus, hostfs, the
+// It imports the model, the runtime vocabulary, exitstatus, hostfs, volumes, the
 // Kubernetes API types and the standard library; never the pod worker, the agent or the
 // CLI. Nothing in it keeps state: every function is safe for concurrent
 // use.

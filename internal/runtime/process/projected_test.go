@@ -82,7 +82,9 @@ func TestProjectedVolumesInAContainer(t *testing.T) {
 	requireRoot(t)
 	objs := newObjects()
 	h := newHarnessWith(t, Config{Root: t.TempDir(), Objects: runtime.Objects{Getter: objs, Tokens: objs}})
-	pod, _ := projectedPod(t, `cat $TOP/cm/conf/greeting $TOP/secret/password $TOP/down/labels $TOP/token/token $TOP/token/namespace; echo; stat -c %a $TOP/cm/conf/greeting; if touch $TOP/cm/new 2>/dev/null; then echo writable; else echo read-only; fi`)
+	pod, top := projectedPod(t, `cat $TOP/cm/conf/greeting $TOP/secret/password $TOP/down/labels $TOP/token/token $TOP/token/namespace; echo; stat -c %a $TOP/cm/conf/greeting; if touch $TOP/cm/new 2>/dev/null; then echo writable; else echo read-only; fi; cat $TOP/greeting`)
+	// A subPath of a configMap volume: the file as written at the start.
+	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: "cm", MountPath: top + "/greeting", SubPath: "conf/greeting"})
 	if err := h.r.Check(pod); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestProjectedVolumesInAContainer(t *testing.T) {
 	}
 	c, ev := h.run(pod, 0)
 	got := logLines(t, c.LogPath)
-	want := []string{`stdout hellos3cretapp="web"token-1default`, "stdout 600", "stdout read-only"}
+	want := []string{`stdout hellos3cretapp="web"token-1default`, "stdout 600", "stdout read-only", "stdout hello"}
 	if ev.Exit.ExitCode != 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("exit %d, log %q; want %q", ev.Exit.ExitCode, got, want)
 	}
