@@ -102,8 +102,12 @@ func TestFailedSetupWaitsForTheObject(t *testing.T) {
 	if calls := h.rt.Calls(); len(calls) != 0 {
 		t.Fatalf("calls %q before the volumes were set up", calls)
 	}
-	if status, _, _ := h.w.PodStatus(p.UID); status.Status.Phase != v1.PodPending {
+	status, _, _ := h.w.PodStatus(p.UID)
+	if status.Status.Phase != v1.PodPending {
 		t.Errorf("phase %s, want Pending", status.Status.Phase)
+	}
+	if cs := status.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("container statuses %+v, want m waiting in ContainerCreating", cs)
 	}
 	mu.Lock()
 	fail = nil
