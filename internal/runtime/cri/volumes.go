@@ -28,7 +28,7 @@ var _ runtime.VolumeRefresher = (*Runtime)(nil)
 func (r *Runtime) prepareVolume(ctx context.Context, pod *model.Pod, vol *v1.Volume) error {
 	switch {
 	case volumes.Managed(vol):
-		return volumes.Setup(ctx, r.volumeInput(pod), r.volumeHost(pod.UID), vol)
+		return volumes.Setup(ctx, r.volumeInput(pod), r.volumeHost(pod), vol)
 	case vol.EmptyDir != nil:
 		opts := hostfs.EmptyDir{Tmpfs: vol.EmptyDir.Medium == v1.StorageMediumMemory, SizeLimit: vol.EmptyDir.SizeLimit}
 		if sc := pod.Spec.SecurityContext; sc != nil {
@@ -48,13 +48,18 @@ func (r *Runtime) volumeInput(pod *model.Pod) volumes.Input {
 }
 
 // volumeHost is where the pod's volumes are kept (the agent runs as root
-// with a CRI runtime: tmpfs for the in-memory ones).
-func (r *Runtime) volumeHost(uid types.UID) volumes.Host {
-	return volumes.Host{
-		Dir:      func(vol *v1.Volume) string { return r.volumeDir(uid, vol.Name) },
+// with a CRI runtime: tmpfs for the in-memory ones), their files of the
+// pod's fsGroup.
+func (r *Runtime) volumeHost(pod *model.Pod) volumes.Host {
+	h := volumes.Host{
+		Dir:      func(vol *v1.Volume) string { return r.volumeDir(pod.UID, vol.Name) },
 		CanMount: true,
 		Now:      r.clock.Now,
 	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		h.FSGroup = sc.FSGroup
+	}
+	return h
 }
 
 // RefreshVolumes implements runtime.VolumeRefresher: it rewrites each
@@ -64,7 +69,7 @@ func (r *Runtime) RefreshVolumes(ctx context.Context, pod *model.Pod) error {
 	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return fmt.Errorf("refresh volumes of pod %s: %w", pod.Key(), err)
 	}
-	if err := volumes.Refresh(ctx, r.volumeInput(pod), r.volumeHost(pod.UID)); err != nil {
+	if err := volumes.Refresh(ctx, r.volumeInput(pod), r.volumeHost(pod)); err != nil {
 		return fmt.Errorf("refresh volumes of pod %s: %w", pod.Key(), err)
 	}
 	return nil

@@ -10,13 +10,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// File is one file of a Payload: its bytes and its permission bits.
+// File is one file of a Payload: its bytes, its permission bits and,
+// when GID is set, its group (a pod's fsGroup).
 type File struct {
 	Data []byte
 	Mode fs.FileMode
+	GID  *int64
 }
 
 // Payload is what a configMap, secret, downwardAPI or projected volume
@@ -151,6 +154,11 @@ func writeFiles(dir string, payload Payload) error {
 		if err := os.WriteFile(full, f.Data, f.Mode.Perm()); err != nil {
 			return err
 		}
+		if f.GID != nil {
+			if err := os.Lchown(full, -1, int(*f.GID)); err != nil {
+				return err
+			}
+		}
 		// WriteFile's mode is masked by the umask.
 		if err := os.Chmod(full, f.Mode.Perm()); err != nil {
 			return err
@@ -178,7 +186,7 @@ func holds(ts string, payload Payload) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if fi.Mode().Perm() != want.Mode.Perm() || fi.Size() != int64(len(want.Data)) {
+		if fi.Mode().Perm() != want.Mode.Perm() || fi.Size() != int64(len(want.Data)) || !sameGroup(fi, want.GID) {
 			return errDiffers
 		}
 		data, err := os.ReadFile(p)
@@ -198,6 +206,12 @@ func holds(ts string, payload Payload) (bool, error) {
 }
 
 var errDiffers = errors.New("differs")
+
+// sameGroup says whether the file fi has group gid, when gid is set.
+func sameGroup(fi fs.FileInfo, gid *int64) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return gid == nil || ok && int64(st.Gid) == *gid
+}
 
 // linkVisible makes each top-level path of payload a symlink into ..data
 // and removes the symlinks of top-level paths it no longer has. Only

@@ -185,3 +185,28 @@ func TestPrepareMemoryDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAtomicWriteGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file another group needs root")
+	}
+	dir := t.TempDir()
+	gid := int64(4321)
+	if _, err := AtomicWrite(dir, Payload{"a": {Data: []byte("A"), Mode: 0o440, GID: &gid}}, writeTime); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, "a"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if int64(st.Gid) != gid {
+		t.Errorf("group %d, want %d", st.Gid, gid)
+	}
+	if changed, err := AtomicWrite(dir, Payload{"a": {Data: []byte("A"), Mode: 0o440, GID: &gid}}, writeTime); err != nil || changed {
+		t.Errorf("same group again: changed=%v, %v", changed, err)
+	}
+	other := int64(4322)
+	if changed, err := AtomicWrite(dir, Payload{"a": {Data: []byte("A"), Mode: 0o440, GID: &other}}, writeTime); err != nil || !changed {
+		t.Errorf("another group: changed=%v, %v; want written", changed, err)
+	}
+}

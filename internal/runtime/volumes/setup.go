@@ -27,6 +27,9 @@ type Host struct {
 	CanMount bool
 	// Now dates the timestamped directories.
 	Now func() time.Time
+	// FSGroup, when set, is the pod's fsGroup: as the kubelet, every file
+	// is of that group and readable by it (mode |= 0440).
+	FSGroup *int64
 }
 
 // Setup makes vol's directory (a tmpfs when InMemory) and writes its
@@ -53,6 +56,13 @@ func Setup(ctx context.Context, in Input, h Host, vol *v1.Volume) error {
 	}
 	if memory && !h.CanMount {
 		return nil
+	}
+	if h.FSGroup != nil {
+		for path, f := range p {
+			f.Mode |= 0o440
+			f.GID = h.FSGroup
+			p[path] = f
+		}
 	}
 	if _, err := hostfs.AtomicWrite(dir, p, h.Now()); err != nil {
 		return fmt.Errorf("volume %q: %w", vol.Name, err)
