@@ -48,18 +48,13 @@ func (r *Runtime) volumeInput(pod *model.Pod) volumes.Input {
 }
 
 // volumeHost is where the pod's volumes are kept (the agent runs as root
-// with a CRI runtime: tmpfs for the in-memory ones), their files of the
-// pod's fsGroup.
+// with a CRI runtime: tmpfs for the in-memory ones).
 func (r *Runtime) volumeHost(pod *model.Pod) volumes.Host {
-	h := volumes.Host{
+	return volumes.Host{
 		Dir:      func(vol *v1.Volume) string { return r.volumeDir(pod.UID, vol.Name) },
 		CanMount: true,
 		Now:      r.clock.Now,
 	}
-	if sc := pod.Spec.SecurityContext; sc != nil {
-		h.FSGroup = sc.FSGroup
-	}
-	return h
 }
 
 // RefreshVolumes implements runtime.VolumeRefresher: it rewrites each

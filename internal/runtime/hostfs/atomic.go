@@ -15,11 +15,11 @@ import (
 )
 
 // File is one file of a Payload: its bytes, its permission bits and,
-// when GID is set, its group (a pod's fsGroup).
+// when set, its owner (UID) and group (GID).
 type File struct {
-	Data []byte
-	Mode fs.FileMode
-	GID  *int64
+	Data     []byte
+	Mode     fs.FileMode
+	UID, GID *int64
 }
 
 // Payload is what a configMap, secret, downwardAPI or projected volume
@@ -154,8 +154,8 @@ func writeFiles(dir string, payload Payload) error {
 		if err := os.WriteFile(full, f.Data, f.Mode.Perm()); err != nil {
 			return err
 		}
-		if f.GID != nil {
-			if err := os.Lchown(full, -1, int(*f.GID)); err != nil {
+		if f.UID != nil || f.GID != nil {
+			if err := os.Lchown(full, idOr(f.UID), idOr(f.GID)); err != nil {
 				return err
 			}
 		}
@@ -186,7 +186,7 @@ func holds(ts string, payload Payload) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if fi.Mode().Perm() != want.Mode.Perm() || fi.Size() != int64(len(want.Data)) || !sameGroup(fi, want.GID) {
+		if fi.Mode().Perm() != want.Mode.Perm() || fi.Size() != int64(len(want.Data)) || !sameOwner(fi, want) {
 			return errDiffers
 		}
 		data, err := os.ReadFile(p)
@@ -207,10 +207,22 @@ func holds(ts string, payload Payload) (bool, error) {
 
 var errDiffers = errors.New("differs")
 
-// sameGroup says whether the file fi has group gid, when gid is set.
-func sameGroup(fi fs.FileInfo, gid *int64) bool {
+// sameOwner says whether the file fi has want's owner and group, those
+// that are set.
+func sameOwner(fi fs.FileInfo, want File) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return gid == nil || ok && int64(st.Gid) == *gid
+	if !ok {
+		return want.UID == nil && want.GID == nil
+	}
+	return (want.UID == nil || int64(st.Uid) == *want.UID) && (want.GID == nil || int64(st.Gid) == *want.GID)
+}
+
+// idOr is id for os.Lchown: -1 (unchanged) when unset.
+func idOr(id *int64) int {
+	if id == nil {
+		return -1
+	}
+	return int(*id)
 }
 
 // linkVisible makes each top-level path of payload a symlink into ..data

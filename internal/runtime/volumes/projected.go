@@ -65,6 +65,12 @@ func tokenFile(ctx context.Context, in Input, p hostfs.Payload, src *v1.ServiceA
 	if err != nil {
 		return fmt.Errorf("fetch token: %w", err)
 	}
-	p[src.Path] = hostfs.File{Data: []byte(tok.Token), Mode: def}
+	// As the kubelet: a token readable by the pod's one user (and its
+	// fsGroup, which Setup adds), else defaultMode.
+	f := hostfs.File{Data: []byte(tok.Token), Mode: def}
+	if u, g := fsUser(in.Pod), fsGroup(in.Pod); u != nil || g != nil {
+		f.Mode, f.UID = 0o600, u
+	}
+	p[src.Path] = f
 	return nil
 }

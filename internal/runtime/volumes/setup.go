@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
@@ -27,9 +28,6 @@ type Host struct {
 	CanMount bool
 	// Now dates the timestamped directories.
 	Now func() time.Time
-	// FSGroup, when set, is the pod's fsGroup: as the kubelet, every file
-	// is of that group and readable by it (mode |= 0440).
-	FSGroup *int64
 }
 
 // Setup makes vol's directory (a tmpfs when InMemory) and writes its
@@ -57,10 +55,12 @@ func Setup(ctx context.Context, in Input, h Host, vol *v1.Volume) error {
 	if memory && !h.CanMount {
 		return nil
 	}
-	if h.FSGroup != nil {
+	if g := fsGroup(in.Pod); g != nil {
+		// The kubelet's volume ownership of a read-only volume: the
+		// pod's fsGroup owns every file, which it may read.
 		for path, f := range p {
 			f.Mode |= 0o440
-			f.GID = h.FSGroup
+			f.GID = g
 			p[path] = f
 		}
 	}
@@ -92,6 +92,36 @@ func Refresh(ctx context.Context, in Input, h Host) error {
 		}
 	}
 	return first
+}
+
+// fsGroup is the pod's fsGroup, nil when it has none.
+func fsGroup(pod *model.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
+}
+
+// fsUser is the user every container of the pod runs as, when they all
+// set one (their own runAsUser, or the pod's) and it is the same, as the
+// kubelet's FsUserFrom; nil otherwise.
+func fsUser(pod *model.Pod) *int64 {
+	var podUser, user *int64
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		podUser = sc.RunAsUser
+	}
+	for _, ref := range pod.Containers() {
+		c := pod.Container(ref)
+		u := podUser
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			u = c.SecurityContext.RunAsUser
+		}
+		if u == nil || user != nil && *user != *u {
+			return nil
+		}
+		user = u
+	}
+	return user
 }
 
 // HostAllocatable is what a resourceFieldRef's missing limit is on this

@@ -18,8 +18,9 @@ func TestSetupAndRefresh(t *testing.T) {
 	root := t.TempDir()
 	gid := int64(2000)
 	h := Host{Dir: func(v *v1.Volume) string { return filepath.Join(root, v.Name) }, Now: time.Now}
-	if os.Geteuid() == 0 {
-		h.FSGroup = &gid
+	fsGroupSet := os.Geteuid() == 0
+	if fsGroupSet {
+		pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
 	}
 	in := Input{Pod: pod, Objects: runtime.Objects{Getter: objs, Tokens: objs}}
 	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(root, "secret"), unix.MNT_DETACH) })
@@ -37,7 +38,7 @@ func TestSetupAndRefresh(t *testing.T) {
 	if err := unix.Stat(file, &st); err != nil {
 		t.Fatal(err)
 	}
-	if h.FSGroup != nil && (st.Gid != uint32(gid) || st.Mode&0o777 != 0o440) {
+	if fsGroupSet && (st.Gid != uint32(gid) || st.Mode&0o777 != 0o440) {
 		t.Errorf("fsGroup: gid %d mode %o, want %d and 0440 (0400 | 0440)", st.Gid, st.Mode&0o777, gid)
 	}
 	next := pod.DeepCopy()
@@ -51,5 +52,33 @@ func TestSetupAndRefresh(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "cm")); err == nil {
 		t.Error("Refresh set up a volume that was not")
+	}
+}
+
+func TestTokenOwnedByThePodsUser(t *testing.T) {
+	pod, objs := setup(t)
+	in := Input{Pod: pod, Objects: runtime.Objects{Getter: objs, Tokens: objs}}
+	got, err := Payload(context.Background(), in, pod.Volume("token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got["token"]; f.Mode != 0o420 || f.UID != nil {
+		t.Errorf("token without runAsUser nor fsGroup: mode %o uid %v, want defaultMode, no owner", f.Mode, f.UID)
+	}
+	uid := int64(1000)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: &uid}
+	got, err = Payload(context.Background(), in, pod.Volume("token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got["token"]; f.Mode != 0o600 || f.UID == nil || *f.UID != uid || got["ca.crt"].UID != nil {
+		t.Errorf("token of a pod whose containers all run as %d: mode %o uid %v, want 0600 owned by it (and only the token)", uid, f.Mode, f.UID)
+	}
+	other := int64(1001)
+	pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: "x"}} // runs as the pod's user, 1000
+	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: &other}
+	got, _ = Payload(context.Background(), in, pod.Volume("token"))
+	if f := got["token"]; f.UID != nil {
+		t.Errorf("containers of other users: uid %v, want none", *f.UID)
 	}
 }
