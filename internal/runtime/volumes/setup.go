@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -125,8 +126,11 @@ func fsUser(pod *model.Pod) *int64 {
 }
 
 // HostAllocatable is what a resourceFieldRef's missing limit is on this
-// host: its CPUs and its memory.
-func HostAllocatable() v1.ResourceList {
+// host: its CPUs and its memory, read once. The list is shared: callers
+// must not modify it.
+var HostAllocatable = sync.OnceValue(hostAllocatable)
+
+func hostAllocatable() v1.ResourceList {
 	list := v1.ResourceList{v1.ResourceCPU: *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI)}
 	if mem, err := hostfs.MemoryCapacity(); err == nil {
 		list[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
