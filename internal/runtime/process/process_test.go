@@ -444,7 +444,7 @@ func TestContainerEnv(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := v1.Container{Name: "main", Command: []string{"true"}, Env: tc.env}
-			env, vars, err := containerEnv(newPod(t, c), &c, "spec.containers[0]")
+			env, vars, err := (&Runtime{}).containerEnv(context.Background(), newPod(t, c), &c, "spec.containers[0]")
 			if err != nil {
 				t.Fatal(err)
 			}

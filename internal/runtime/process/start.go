@@ -17,22 +17,26 @@ import (
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
-// prepare builds the launch spec of c for pod; argv, when not nil, replaces
-// the container's command (for Exec). termFile, when not "", is the
-// instance's termination-message file, mounted at c's
-// terminationMessagePath. It also returns the created mountpoints the pod
-// counts as a user of.
-func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, argv []string, termFile string) (launch.Spec, []shim.Mountpoint, error) {
+// containerEnviron is a container's environment (containerEnv): its
+// variables as "NAME=value", and those of its spec by name.
+type containerEnviron struct {
+	env  []string
+	vars podspec.Vars
+}
+
+// prepare builds the launch spec of c for pod with the environment ev;
+// argv, when not nil, replaces the container's command (for Exec).
+// termFile, when not "", is the instance's termination-message file,
+// mounted at c's terminationMessagePath. It also returns the created
+// mountpoints the pod counts as a user of.
+func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, ev containerEnviron, argv []string, termFile string) (launch.Spec, []shim.Mountpoint, error) {
 	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return launch.Spec{}, nil, err
 	}
 	if err := r.checkContainer(pod, ref, c); err != nil {
 		return launch.Spec{}, nil, err
 	}
-	env, vars, err := containerEnv(pod, c, ref.SpecPath())
-	if err != nil {
-		return launch.Spec{}, nil, err
-	}
+	env, vars := ev.env, ev.vars
 	if argv == nil {
 		argv = append(vars.ExpandAll(c.Command), vars.ExpandAll(c.Args)...)
 	}
@@ -111,7 +115,11 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		termFile = r.terminationFile(c, dir)
 	}
 	term := podspec.NewTerminationMessage(pod, c, termFile)
-	proc, created, err := r.prepare(pod, ref, c, nil, term.File)
+	env, vars, err := r.containerEnv(ctx, pod, c, ref.SpecPath())
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	proc, created, err := r.prepare(pod, ref, c, containerEnviron{env, vars}, nil, term.File)
 	if err != nil {
 		return runtime.Container{}, err
 	}
