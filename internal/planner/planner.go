@@ -109,7 +109,7 @@ type Input struct {
 	// now (see configRetries).
 	ObjectChanges uint64
 	Now           time.Time
-	Config     Config
+	Config        Config
 }
 
 // Kind is what an Action does.
