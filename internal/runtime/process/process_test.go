@@ -628,13 +628,13 @@ func TestCheck(t *testing.T) {
 			},
 			wantErr: `spec.volumes[1]: Unsupported value: volume "cfg"`,
 		},
-		"secret env": {
+		"env from a file": {
 			pod: func(t *testing.T) *model.Pod {
 				c := shell("main", "true")
-				c.Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "pw"}}}}
+				c.Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{Key: "pw"}}}}
 				return newPod(t, c)
 			},
-			wantErr: "spec.containers[0].env[0].valueFrom: Unsupported value",
+			wantErr: "spec.containers[0].env[0].valueFrom.fileKeyRef: Unsupported value",
 		},
 		"unknown fieldRef": {
 			pod: func(t *testing.T) *model.Pod {
