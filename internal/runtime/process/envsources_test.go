@@ -23,10 +23,10 @@ func envConfigMap(mode string) *v1.ConfigMap {
 	}
 }
 
-// envHarness is a runtime reading objs, on a node of 3 CPUs.
-func envHarness(t *testing.T, objs *objectstest.Objects) *harness {
+// envHarness is a runtime on root reading objs, on a node of 3 CPUs.
+func envHarness(t *testing.T, root string, objs *objectstest.Objects) *harness {
 	return newHarnessWith(t, Config{
-		Root:        t.TempDir(),
+		Root:        root,
 		Objects:     runtime.Objects{Getter: objs},
 		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")},
 	})
@@ -42,7 +42,8 @@ func TestEnvSources(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "creds"},
 		Data:       map[string][]byte{"pw": []byte("s3cret")},
 	})
-	h := envHarness(t, objs)
+	root := t.TempDir()
+	h := envHarness(t, root, objs)
 	c := shell("app", "echo START $MODE $PW $CPUS $MEM; exec sleep 60")
 	c.EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}
 	c.Env = []v1.EnvVar{
@@ -73,6 +74,16 @@ func TestEnvSources(t *testing.T) {
 	if err != nil || code != 0 || strings.TrimSpace(string(out)) != "fast s3cret" {
 		t.Errorf("Exec = %q, %d, %v; want the env the container started with, %q", out, code, err, "fast s3cret")
 	}
+	// The agent restarts: the next Runtime has the env from the
+	// instance's record.
+	if err := h.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h = envHarness(t, root, objs)
+	out, code, err = h.r.Exec(context.Background(), pod, ref, []string{"/bin/sh", "-c", "echo $MODE $PW"})
+	if err != nil || code != 0 || strings.TrimSpace(string(out)) != "fast s3cret" {
+		t.Errorf("Exec after a restart = %q, %d, %v; want %q", out, code, err, "fast s3cret")
+	}
 	if err := h.r.Signal(context.Background(), cont.ID, 9); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +93,7 @@ func TestEnvSources(t *testing.T) {
 // A ConfigMap that does not exist is a ContainerConfigError with the
 // kubelet's message, and nothing starts.
 func TestEnvMissingObject(t *testing.T) {
-	h := envHarness(t, &objectstest.Objects{})
+	h := envHarness(t, t.TempDir(), &objectstest.Objects{})
 	c := shell("app", "echo started")
 	c.Env = []v1.EnvVar{{Name: "MODE", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "MODE"}}}}
