@@ -315,3 +315,25 @@ func TestCheckContainerReadsNoObjects(t *testing.T) {
 		t.Fatalf("CheckContainer = %v", err)
 	}
 }
+
+// ctxGetter fails every read with its context's error, as a cluster's
+// first read that ctx cut short does.
+type ctxGetter struct{}
+
+func (ctxGetter) ConfigMap(ctx context.Context, _, _ string) (*v1.ConfigMap, error) {
+	return nil, ctx.Err()
+}
+
+func (ctxGetter) Secret(ctx context.Context, _, _ string) (*v1.Secret, error) { return nil, ctx.Err() }
+
+// A read that ctx ended is ctx's error, not a configuration error: the
+// start was cancelled, the container does not wait on its configuration.
+func TestEnvContextEnded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := &v1.Container{Name: "app", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: cmRef("cfg")}}}
+	_, _, err := Env(ctx, testPod(), c, "spec.containers[0]", EnvSources{Objects: ctxGetter{}})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, runtime.ErrContainerConfig) {
+		t.Fatalf("Env = %v, want context.Canceled alone", err)
+	}
+}
