@@ -63,7 +63,7 @@ func tokenFile(ctx context.Context, in Input, p hostfs.Payload, src *v1.ServiceA
 		Current:           in.current(src.Path),
 	})
 	if err != nil {
-		return fmt.Errorf("fetch token: %w", err)
+		return fmt.Errorf("failed to fetch token: %w", err)
 	}
 	// As the kubelet: a token readable by the pod's one user (and its
 	// fsGroup, which Setup adds), else defaultMode.
