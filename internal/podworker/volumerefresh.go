@@ -37,14 +37,12 @@ func (w *Workers) RefreshVolumes(uid types.UID) {
 	}
 }
 
-// observeVolumesChanged takes an inputVolumes: a refresh is due now, and a
+// observeVolumesChanged takes an inputVolumes: a refresh is due now, a
 // setup waiting out its backoff is tried now, since what it lacked may be
-// there.
-//
-// The integrator adds here the env's retry (retryConfigNow): a container
-// waiting in CreateContainerConfigError for an object is started again
-// once it changes.
+// there, and so is the start of a container waiting in
+// CreateContainerConfigError for an object (retryConfigNow).
 func (pw *podWorker) observeVolumesChanged() {
+	pw.retryConfigNow()
 	pw.vols.pending = true
 	pw.vols.retryAt = time.Time{}
 	if !pw.prepared {

@@ -129,3 +129,28 @@ func TestVolumesInputCoalesces(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// TestObjectNewsRetriesAConfigError: the news that reaches a pod's volumes
+// also starts at once a container waiting for an object of its env.
+func TestObjectNewsRetriesAConfigError(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	fail := true
+	h.rt.StartHook = func(context.Context, model.ContainerRef) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return &runtime.ContainerConfigError{Message: `configmap "env" not found`}
+		}
+		return nil
+	}
+	p := testPod("u4", v1.RestartPolicyAlways, "main:m")
+	h.w.UpdatePod(UpdateOptions{Pod: p})
+	h.waitEvent(p.UID, string(events.Failed))
+	h.waitFor("a timer", h.clk.HasWaiters)
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	h.w.RefreshVolumes(p.UID)
+	h.waitCall("start m")
+}
