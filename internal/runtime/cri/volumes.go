@@ -44,7 +44,7 @@ func (r *Runtime) prepareVolume(ctx context.Context, pod *model.Pod, vol *v1.Vol
 // volumeInput is what the pod's configMap, secret, downwardAPI and
 // projected volumes are computed from.
 func (r *Runtime) volumeInput(pod *model.Pod) volumes.Input {
-	return volumes.Input{Pod: pod, Objects: r.objects, Allocatable: volumes.HostAllocatable()}
+	return volumes.Input{Pod: pod, Objects: r.objects, Allocatable: r.allocatable}
 }
 
 // volumeHost is where the pod's volumes are kept (the agent runs as root

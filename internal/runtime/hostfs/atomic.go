@@ -271,3 +271,16 @@ func PrepareMemoryDir(dir string) error {
 	}
 	return mountTmpfsMode(dir, nil, "0755")
 }
+
+// DataPath is where the path sub of a volume written by AtomicWrite at
+// dir is: inside the timestamped directory ..data points at now, so that
+// no user-visible symlink is crossed (a subPath may cross none) and, as in
+// Kubernetes, a subPath mount keeps the contents it was made with. With no
+// ..data in dir, it is sub.
+func DataPath(dir, sub string) string {
+	ts, err := os.Readlink(filepath.Join(dir, dataDirName))
+	if err != nil {
+		return sub
+	}
+	return filepath.Join(ts, sub)
+}

@@ -9,19 +9,20 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
-	"github.com/podward/podward/internal/runtime/volumes"
 )
 
 // CheckVolume refuses the volume vol, the i-th of the pod's, unless podward
 // can set it up: an emptyDir of the default medium or Memory, a hostPath
 // of a type hostfs.PrepareHostPath knows, or a configMap, secret,
-// downwardAPI or projected volume that volumes.Check lets through
-// (canMintTokens: the runtime has an objects.Tokens). The error wraps
+// downwardAPI or projected volume whose paths stay in it, whose fieldRefs
+// a volume may project and whose sources podward can give (a
+// serviceAccountToken only when canMintTokens: the runtime has an
+// objects.Tokens; never a clusterTrustBundle or podCertificate). The error wraps
 // runtime.ErrUnsupported and names the field.
 func CheckVolume(vol *v1.Volume, i int, canMintTokens bool) error {
 	switch {
-	case volumes.Managed(vol):
-		return volumes.Check(vol, i, canMintTokens)
+	case ObjectVolume(vol):
+		return checkObjectVolume(vol, i, canMintTokens)
 	case vol.EmptyDir != nil:
 		switch vol.EmptyDir.Medium {
 		case v1.StorageMediumDefault, v1.StorageMediumMemory:

@@ -8,14 +8,13 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/hostfs"
-	"github.com/podward/podward/internal/runtime/volumes"
 )
 
 // MountSource is what volumeMount m of a container of pod mounts: for an
 // emptyDir, configMap, secret, downwardAPI or projected volume its
 // directory, emptyDirs/<volume name>; for a hostPath its path. A subPath
 // of a configMap, secret, downwardAPI or projected volume is taken in the
-// data it holds now (volumes.SubPath): it is not updated, as in Kubernetes.
+// data it holds now (hostfs.DataPath): it is not updated, as in Kubernetes.
 // When m has a subPath (or a subPathExpr, expanded with vars), sub is that
 // path inside the volume, checked and created as a directory when missing
 // (hostfs.PrepareSubPath), and path is only sub.HostPath(), for messages:
@@ -30,7 +29,7 @@ func MountSource(pod *model.Pod, m *v1.VolumeMount, vars Vars, emptyDirs string)
 	}
 	var src string
 	switch {
-	case vol.EmptyDir != nil, volumes.Managed(vol):
+	case vol.EmptyDir != nil, ObjectVolume(vol):
 		src = filepath.Join(emptyDirs, vol.Name)
 	case vol.HostPath != nil:
 		src = vol.HostPath.Path
@@ -44,8 +43,8 @@ func MountSource(pod *model.Pod, m *v1.VolumeMount, vars Vars, emptyDirs string)
 	if subPath == "" {
 		return src, nil, nil
 	}
-	if volumes.Managed(vol) {
-		subPath = volumes.SubPath(src, subPath)
+	if ObjectVolume(vol) {
+		subPath = hostfs.DataPath(src, subPath)
 	}
 	s, err := hostfs.PrepareSubPath(src, subPath)
 	if err != nil {

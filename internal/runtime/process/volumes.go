@@ -78,7 +78,7 @@ var _ runtime.VolumeRefresher = (*Runtime)(nil)
 // volumeInput is what the pod's configMap, secret, downwardAPI and
 // projected volumes are computed from.
 func (r *Runtime) volumeInput(pod *model.Pod) volumes.Input {
-	return volumes.Input{Pod: pod, Objects: r.objects, Allocatable: volumes.HostAllocatable()}
+	return volumes.Input{Pod: pod, Objects: r.objects, Allocatable: r.allocatable}
 }
 
 // volumeHost is where the pod's volumes are kept: tmpfs ones only as root.

@@ -3,15 +3,13 @@ package volumes
 import (
 	"fmt"
 	"io/fs"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // downwardFiles adds the downward API's items to p.
@@ -45,7 +43,7 @@ func fieldValue(in Input, field string) (string, error) {
 	case "metadata.annotations":
 		return formatMap(in.Pod.Annotations), nil
 	}
-	if !volumeField(field) {
+	if !podspec.DownwardVolumeField(field) {
 		return "", fmt.Errorf("unsupported fieldPath: %s", field)
 	}
 	v, ok := in.Pod.FieldRef(field, "", "")
@@ -53,21 +51,6 @@ func fieldValue(in Input, field string) (string, error) {
 		return "", fmt.Errorf("unsupported fieldPath: %s", field)
 	}
 	return v, nil
-}
-
-// volumeField says whether a downwardAPI volume may project field, which
-// is fewer than env may: no node, IPs or service account.
-func volumeField(field string) bool {
-	switch field {
-	case "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations":
-		return true
-	}
-	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
-		if strings.HasPrefix(field, prefix) && strings.HasSuffix(field, "']") && len(field) > len(prefix)+2 {
-			return true
-		}
-	}
-	return false
 }
 
 // formatMap is the kubelet's file of labels or annotations: one
@@ -89,41 +72,16 @@ func formatMap(m map[string]string) string {
 	return b.String()
 }
 
-// resourceValue resolves a resourceFieldRef of a container of the pod, as
-// the kubelet does: a limit the container does not set is the node's
-// allocatable; the value is divided by the divisor (default 1) and
-// rounded up.
+// resourceValue resolves a resourceFieldRef of a container of the pod,
+// as env's does (podspec.ResourceValue): a limit the container does not
+// set is the pod's, else the node's allocatable; the value is divided by
+// the divisor (default 1) and rounded up.
 func resourceValue(in Input, ref *v1.ResourceFieldSelector) (string, error) {
 	c := in.container(ref.ContainerName)
 	if c == nil {
 		return "", fmt.Errorf("resourceFieldRef: container %q not found", ref.ContainerName)
 	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("unsupported container resource: %s", ref.Resource)
-	}
-	list := c.Resources.Requests
-	if kind == "limits" {
-		list = c.Resources.Limits
-	}
-	q, set := list[v1.ResourceName(name)]
-	if !set && kind == "limits" {
-		q = in.Allocatable[v1.ResourceName(name)]
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	switch v1.ResourceName(name) {
-	case v1.ResourceCPU:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	if strings.HasPrefix(name, v1.ResourceHugePagesPrefix) {
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", fmt.Errorf("unsupported container resource: %s", ref.Resource)
+	return podspec.ResourceValue(in.Pod, c, ref, in.Allocatable)
 }
 
 // container is the pod's container (of any role) named name.

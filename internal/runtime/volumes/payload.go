@@ -14,6 +14,7 @@ import (
 	"github.com/podward/podward/internal/objects"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // defaultMode is every kind's defaultMode when the spec has none, as the
@@ -25,7 +26,8 @@ type Input struct {
 	Pod     *model.Pod
 	Objects runtime.Objects
 	// Allocatable is the node's (cpu, memory, ephemeral-storage): a
-	// resourceFieldRef's limit when the container has none.
+	// resourceFieldRef's limit when the container has none
+	// (podspec.ResourceValue).
 	Allocatable v1.ResourceList
 	// Dir is the volume's directory as written now ("" when it is not
 	// yet): the tokens it holds are passed on as TokenRequest.Current.
@@ -33,10 +35,8 @@ type Input struct {
 }
 
 // Managed says whether vol is of a kind this package computes: configMap,
-// secret, downwardAPI or projected.
-func Managed(vol *v1.Volume) bool {
-	return vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil
-}
+// secret, downwardAPI or projected (podspec.ObjectVolume).
+func Managed(vol *v1.Volume) bool { return podspec.ObjectVolume(vol) }
 
 // InMemory says whether vol must live on a tmpfs, never on persistent
 // disk: a secret or projected volume (which may hold secrets and tokens),

@@ -7,12 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/hostfs"
@@ -123,30 +120,4 @@ func fsUser(pod *model.Pod) *int64 {
 		user = u
 	}
 	return user
-}
-
-// HostAllocatable is what a resourceFieldRef's missing limit is on this
-// host: its CPUs and its memory, read once. The list is shared: callers
-// must not modify it.
-var HostAllocatable = sync.OnceValue(hostAllocatable)
-
-func hostAllocatable() v1.ResourceList {
-	list := v1.ResourceList{v1.ResourceCPU: *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI)}
-	if mem, err := hostfs.MemoryCapacity(); err == nil {
-		list[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
-	}
-	return list
-}
-
-// SubPath is where subPath sub of a Managed volume at dir is: inside the
-// timestamped directory ..data points at now, so that the user-visible
-// symlink is not followed (a subPath may not cross one) and, as in
-// Kubernetes, the mount keeps the contents it was made with. A sub that
-// is not under a top-level path of the payload is returned as it is.
-func SubPath(dir, sub string) string {
-	ts, err := os.Readlink(filepath.Join(dir, "..data"))
-	if err != nil {
-		return sub
-	}
-	return filepath.Join(ts, sub)
 }

@@ -1,7 +1,8 @@
-package volumes
+package podspec
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -9,14 +10,21 @@ import (
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
-// Check refuses the Managed volume vol, the i-th of the pod's, unless
-// podward can project it: a projected clusterTrustBundle or podCertificate
+// ObjectVolume says whether vol is a configMap, secret, downwardAPI or
+// projected volume: one whose files the agent writes from the pod and the
+// objects it references (package volumes).
+func ObjectVolume(vol *v1.Volume) bool {
+	return vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil
+}
+
+// checkObjectVolume refuses the ObjectVolume vol, the i-th of the pod's,
+// unless podward can project it: a projected clusterTrustBundle or podCertificate
 // source, a serviceAccountToken source when canMintTokens is false
 // (standalone: nothing can mint one), a downwardAPI fieldRef a volume
 // cannot project, and a file path that would leave the volume. The error
 // wraps runtime.ErrUnsupported and names the field. It has no side
 // effects.
-func Check(vol *v1.Volume, i int, canMintTokens bool) error {
+func checkObjectVolume(vol *v1.Volume, i int, canMintTokens bool) error {
 	p := fmt.Sprintf("spec.volumes[%d]", i)
 	switch {
 	case vol.ConfigMap != nil:
@@ -72,7 +80,7 @@ func checkDownward(items []v1.DownwardAPIVolumeFile, p string) error {
 		if err := checkPath(it.Path, ip+".path"); err != nil {
 			return err
 		}
-		if it.FieldRef != nil && !volumeField(it.FieldRef.FieldPath) {
+		if it.FieldRef != nil && !DownwardVolumeField(it.FieldRef.FieldPath) {
 			return runtime.Unsupported("%s.fieldRef.fieldPath: Unsupported value: %q: a downwardAPI volume projects metadata.name, metadata.namespace, metadata.uid, metadata.labels and metadata.annotations", ip, it.FieldRef.FieldPath)
 		}
 	}
@@ -84,4 +92,20 @@ func checkPath(path, p string) error {
 		return runtime.Unsupported("%s: Invalid value: %q: %v", p, path, err)
 	}
 	return nil
+}
+
+// DownwardVolumeField says whether a downwardAPI volume may project field,
+// which is fewer than env may: the pod's name, namespace, uid, its labels
+// and annotations, all or one; no node, IPs or service account.
+func DownwardVolumeField(field string) bool {
+	switch field {
+	case "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations":
+		return true
+	}
+	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
+		if strings.HasPrefix(field, prefix) && strings.HasSuffix(field, "']") && len(field) > len(prefix)+2 {
+			return true
+		}
+	}
+	return false
 }
