@@ -32,8 +32,8 @@ const (
 	// created, with a new UID, once the old one is gone.
 	Replaced
 	// Updated: the spec changed only as the API server lets an update of
-	// a running pod change it (a lower spec.activeDeadlineSeconds): the
-	// running pod took the change.
+	// a running pod change it (a lower spec.activeDeadlineSeconds, its
+	// labels or annotations): the running pod took the change.
 	Updated
 )
 
