@@ -59,3 +59,45 @@ func TestDownwardAPIVolumeFollowsLabels(t *testing.T) {
 		}
 	})
 }
+
+// missingConfigMapPod mounts a ConfigMap that does not exist: required
+// (settings) unless Optional.
+const missingConfigMapPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {{.Name}}
+spec:
+  terminationGracePeriodSeconds: 3
+  volumes:
+  - name: settings
+    configMap: {name: app-settings, optional: {{.Optional}}}
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c"]
+    args: ["ls -A /etc/app | grep -v '^[.][.]' || echo empty; trap 'exit 0' TERM; while true; do sleep 100 & wait; done"]
+    volumeMounts:
+    - {name: settings, mountPath: /etc/app}
+`
+
+// TestMissingConfigMapVolume: a pod whose configMap volume's ConfigMap
+// does not exist waits in ContainerCreating with the kubelet's FailedMount
+// event, where it used to be refused; with optional: true it starts, its
+// volume empty.
+func TestMissingConfigMapVolume(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		needRoot(t)
+		a := startAgent(t, rt.Args...)
+		a.apply("waits", rt.manifest(t, t.TempDir(), missingConfigMapPod, map[string]string{"Name": "waits", "Optional": "false"}))
+		a.waitEvent("waits", `Warning FailedMount  MountVolume.SetUp failed for volume "settings" : configmap "app-settings" not found`, lineTimeout)
+		if p := a.getPod("waits"); p.Status.Phase != "Pending" {
+			t.Errorf("phase %s, want Pending", p.Status.Phase)
+		}
+		a.apply("optional", rt.manifest(t, t.TempDir(), missingConfigMapPod, map[string]string{"Name": "optional", "Optional": "true"}))
+		a.waitPod("optional", "condition=Ready", exitTimeout)
+		if got := a.mustCLI("logs", "optional"); got != "empty\n" {
+			t.Errorf("logs %q, want the optional volume empty", got)
+		}
+	})
+}
