@@ -22,16 +22,7 @@ func TestMountSource(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(host, "out")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(emptyDirs, "cfg"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := hostfs.AtomicWrite(filepath.Join(emptyDirs, "cfg"), hostfs.Payload{"a": {Data: []byte("A"), Mode: 0o644}}, time.Unix(0, 0)); err != nil {
-		t.Fatal(err)
-	}
-	cfgData, err := os.Readlink(filepath.Join(emptyDirs, "cfg", "..data"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfgData := writeConfigMapVolume(t, filepath.Join(emptyDirs, "cfg"))
 	tests := map[string]struct {
 		m       v1.VolumeMount
 		vars    Vars
@@ -97,4 +88,21 @@ func TestMountSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeConfigMapVolume writes a configMap volume holding key a at dir and
+// returns the name of its data directory.
+func writeConfigMapVolume(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostfs.AtomicWrite(dir, hostfs.Payload{"a": {Data: []byte("A"), Mode: 0o644}}, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
