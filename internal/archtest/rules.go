@@ -50,6 +50,12 @@ var rules = []rule{
 		Why:   "runtimes implement the contract in internal/runtime; they never know their consumers",
 	},
 	{
+		From:  "internal/runtime/volumes",
+		Not:   []string{"internal/runtime/process", "internal/runtime/cri", "internal/runtime/fake"},
+		Tests: true,
+		Why:   "what a configMap, secret, downwardAPI or projected volume holds is one rule both runtimes call (they keep only where the files go); it knows neither",
+	},
+	{
 		From:  "internal/runtime/cgroups",
 		Only:  []string{},
 		Tests: true,
