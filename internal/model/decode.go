@@ -88,8 +88,25 @@ type Document struct {
 }
 
 // DecodeDocuments is Decode, with the namespace each document wrote, in
-// the order of the pods.
+// the order of the pods. A ConfigMap or Secret is refused: the caller
+// takes pods only (DecodeManifest takes them all).
 func DecodeDocuments(data []byte) ([]Document, error) {
+	m, err := decodeManifest(data)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, o := range m.Objects {
+		errs = append(errs, &manifestError{doc: o.doc, msg: fmt.Sprintf("kind %q is not supported here: Pods only", o.Kind())})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return m.Pods, nil
+}
+
+// decodeManifest is DecodeManifest.
+func decodeManifest(data []byte) (*Manifest, error) {
 	docs, isJSON, err := splitDocuments(data)
 	if err != nil {
 		return nil, err
@@ -115,10 +132,8 @@ func DecodeDocuments(data []byte) ([]Document, error) {
 		return nil, &manifestError{msg: ErrNoPods.Error(), cause: ErrNoPods}
 	}
 
-	var (
-		pods []Document
-		errs []error
-	)
+	m := &Manifest{}
+	var errs []error
 	for i, doc := range nonEmpty {
 		index := 0
 		if len(nonEmpty) > 1 {
@@ -130,19 +145,15 @@ func DecodeDocuments(data []byte) ([]Document, error) {
 			errs = append(errs, &manifestError{doc: index, msg: msg, cause: doc.err})
 			continue
 		}
-		pod, problems := decodePod(doc.json)
-		for _, problem := range problems {
+		for _, problem := range decodeItems(doc.json, m, index) {
 			problem.doc = index
 			errs = append(errs, problem)
-		}
-		if len(problems) == 0 {
-			pods = append(pods, pod)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return pods, nil
+	return m, nil
 }
 
 // splitDocuments cuts the input into documents: JSON objects when the input
@@ -228,16 +239,19 @@ func decodePod(js []byte) (Document, []*manifestError) {
 	return Document{Pod: p, Namespace: written}, nil
 }
 
+// supportedKinds says what a manifest may hold.
+const supportedKinds = "podward runs Pods, ConfigMaps and Secrets"
+
 // checkTypeMeta accepts apiVersion v1, kind Pod and nothing else.
 func checkTypeMeta(tm metav1.TypeMeta) []*manifestError {
 	var problems []*manifestError
 	switch tm.Kind {
 	case "Pod":
 	case "":
-		problems = append(problems, &manifestError{msg: `kind is missing: podward runs Pods only (want "kind: Pod")`})
+		problems = append(problems, &manifestError{msg: `kind is missing: ` + supportedKinds + ` (want "kind: Pod")`})
 	default:
 		// The apiVersion of another kind says nothing useful.
-		return []*manifestError{{msg: fmt.Sprintf("kind %q is not supported: podward runs Pods only", tm.Kind)}}
+		return []*manifestError{{msg: fmt.Sprintf("kind %q is not supported: %s", tm.Kind, supportedKinds)}}
 	}
 	switch tm.APIVersion {
 	case "v1":
