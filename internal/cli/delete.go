@@ -26,7 +26,7 @@ type deleteOptions struct {
 func newDeleteCommand(s Streams, api *apiOptions) *cobra.Command {
 	o := deleteOptions{gracePeriod: -1, wait: true}
 	cmd := &cobra.Command{
-		Use:   "delete pod NAME...",
+		Use:   "delete pod|configmap|secret NAME...",
 		Short: "Delete pods gracefully (their defer containers run)",
 		Long: `Delete asks for the graceful termination of each named pod: its defer
 containers run, then its containers are stopped in order within the grace
@@ -37,7 +37,9 @@ gone.
 As with kubectl, --grace-period 0 means 1 second unless --force is given.
 --force (grace period 0) removes the pods from the agent's API at once, without
 waiting for their containers to end: the agent still stops them, skipping the
-defer containers, each with its stop signal and 2 s before SIGKILL.`,
+defer containers, each with its stop signal and 2 s before SIGKILL.
+
+delete configmap|cm|secret NAME... removes those objects at once.`,
 		Example: `  podward delete pod web
   podward delete pod/web --grace-period 5
   podward delete pod web --wait=false
@@ -60,6 +62,12 @@ defer containers, each with its stop signal and 2 s before SIGKILL.`,
 }
 
 func runDelete(ctx context.Context, s Streams, api *apiOptions, o deleteOptions, args []string) error {
+	if kind, names, ok, err := parseObjectArgs(args); ok {
+		if err != nil {
+			return usageError(err)
+		}
+		return deleteObjects(ctx, s, api, o, kind, names)
+	}
 	names, err := parsePodArgs(args)
 	if err != nil {
 		return usageError(err)
