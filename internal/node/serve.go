@@ -11,6 +11,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/objects/local"
 	"github.com/podward/podward/internal/staticpods"
 	"github.com/podward/podward/internal/store"
 	"github.com/podward/podward/internal/streaming"
@@ -54,6 +55,9 @@ type Agent struct {
 	ln           net.Listener
 	served       bool // Serve took ln
 	agent        *durable
+	// objects are the ConfigMaps and Secrets applied to the agent, kept
+	// in its store.
+	objects *local.Objects
 
 	stopSources context.CancelFunc
 	sources     sync.WaitGroup
@@ -88,6 +92,9 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 		return nil, err
 	}
 	if a.ln, err = apiserver.Listen(o.Socket); err != nil {
+		return nil, err
+	}
+	if a.objects, err = o.openObjects(a.store, a.objectChanged); err != nil {
 		return nil, err
 	}
 	if a.agent, err = o.startDurable(ctx, root, a.store, a.log, agent.Config{RestartShutdownPods: true}, nil); err != nil {
@@ -131,7 +138,7 @@ func (a *Agent) Socket() string { return a.socket }
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
 	releaseStartupMemory()
-	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
+	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithObjects(a.objects).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
 		return internal(err)
