@@ -11,6 +11,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/objects/local"
 	"github.com/podward/podward/internal/staticpods"
 	"github.com/podward/podward/internal/store"
@@ -115,7 +116,11 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 func (a *Agent) runStaticPods(ctx context.Context, dir string) {
 	srcCtx, stop := context.WithCancel(ctx)
 	a.stopSources = stop
-	src := staticpods.New(dir, a.agent.Agent, a.agent.Agent, a.log)
+	applyObject := func(obj model.Object) error {
+		_, _, err := a.objects.Apply(obj)
+		return err
+	}
+	src := staticpods.New(dir, a.agent.Agent, a.agent.Agent, a.log, staticpods.WithObjects(applyObject))
 	a.sources.Add(1)
 	go func() {
 		defer a.sources.Done()
