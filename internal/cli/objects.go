@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -256,21 +257,75 @@ func deleteObjects(ctx context.Context, s Streams, api *apiOptions, o deleteOpti
 	defer c.Close()
 	failed := false
 	for _, name := range names {
-		err := deleteObject(ctx, c, kind, api.namespace, name)
-		switch {
-		case err == nil:
-			fmt.Fprintf(s.Out, "%s %q deleted\n", kind, name)
-		case o.ignoreNotFound && apierrors.IsNotFound(err):
-		default:
-			var connErr *client.ConnError
-			if errors.As(err, &connErr) {
-				return report(s, err)
-			}
-			fmt.Fprintln(s.Err, errorText(err))
-			failed = true
+		ok, err := deleteOneObject(ctx, s, c, o, kind, api.namespace, name)
+		if err != nil {
+			return err
 		}
+		failed = failed || !ok
 	}
 	if failed {
+		return &ExitError{Code: ExitFailed}
+	}
+	return nil
+}
+
+// deleteOneObject deletes one object and says so; a failure is reported
+// (ok false) unless it is --ignore-not-found's, a lost agent is the error.
+func deleteOneObject(ctx context.Context, s Streams, c *client.Client, o deleteOptions, kind objectKind, ns, name string) (ok bool, err error) {
+	err = deleteObject(ctx, c, kind, ns, name)
+	switch {
+	case err == nil:
+		fmt.Fprintf(s.Out, "%s %q deleted\n", kind, name)
+	case o.ignoreNotFound && apierrors.IsNotFound(err):
+	default:
+		var connErr *client.ConnError
+		if errors.As(err, &connErr) {
+			return false, report(s, err)
+		}
+		fmt.Fprintln(s.Err, errorText(err))
+		return false, nil
+	}
+	return true, nil
+}
+
+// deleteFiles is delete -f: the pods of the files, as delete pod deletes
+// them (waiting for them with --wait), then their ConfigMaps and Secrets.
+// A document without a namespace is in -n's.
+func deleteFiles(ctx context.Context, s Streams, api *apiOptions, o deleteOptions, files []string) error {
+	m, err := readApplied(s, files)
+	if err != nil {
+		return usageError(err)
+	}
+	c := api.client()
+	defer c.Close()
+	d := &deletion{s: s, c: c, o: o, opts: o.clientOptions()}
+	defer d.closeWatches()
+	for _, doc := range m.Pods {
+		d.ns = cmp.Or(doc.Namespace, api.namespace)
+		if err := d.deletePod(ctx, doc.Pod.Name); err != nil {
+			return err
+		}
+	}
+	for _, obj := range m.Objects {
+		kind := kindConfigMap
+		if obj.Secret != nil {
+			kind = kindSecret
+		}
+		ok, err := deleteOneObject(ctx, s, c, o, kind, cmp.Or(obj.Namespace, api.namespace), obj.Meta().Name)
+		if err != nil {
+			return err
+		}
+		d.failed = d.failed || !ok
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if err := d.waitAll(ctx); err != nil {
+		return err
+	}
+	if d.failed {
 		return &ExitError{Code: ExitFailed}
 	}
 	return nil

@@ -108,3 +108,24 @@ func TestApplyObjectErrors(t *testing.T) {
 		t.Fatalf("bad key:\n%s", r)
 	}
 }
+
+func TestDeleteFile(t *testing.T) {
+	e := newEnv(t)
+	file := e.manifest("all.yaml", objectsManifest+"---\n"+webPod)
+	if r := e.ok("apply", "-f", file); r.out != "secret/creds created\nconfigmap/cfg created\npod/web created\n" {
+		t.Fatalf("apply:\n%s", r)
+	}
+	r := e.ok("delete", "-f", file, "--grace-period", "1")
+	if r.out != "pod \"web\" deleted\nsecret \"creds\" deleted\nconfigmap \"cfg\" deleted\n" {
+		t.Fatalf("delete -f:\n%s", r)
+	}
+	if r = e.run("get", "secrets"); r.err != "No resources found in default namespace.\n" {
+		t.Fatalf("secrets after delete -f:\n%s", r)
+	}
+	if r = e.run("delete", "-f", file, "--wait=false"); r.code != ExitFailed || !strings.Contains(r.err, `configmaps "cfg" not found`) {
+		t.Fatalf("second delete -f:\n%s", r)
+	}
+	if r = e.run("delete", "cm", "x", "-f", file); r.code != ExitBadInput {
+		t.Fatalf("delete with -f and names:\n%s", r)
+	}
+}
