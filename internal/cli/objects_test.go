@@ -50,6 +50,16 @@ func TestObjectsApplyGetDescribeDelete(t *testing.T) {
 	if r = e.ok("get", "secret/creds", "-o", "name"); r.out != "secret/creds\n" {
 		t.Fatalf("-o name:\n%s", r)
 	}
+	// -o wide has kubectl's same columns.
+	if r = e.ok("get", "secrets", "-o", "wide"); !strings.HasPrefix(r.out, "NAME ") || !strings.Contains(r.out, "kubernetes.io/basic-auth") {
+		t.Fatalf("-o wide:\n%s", r)
+	}
+	if r = e.run("get", "cm", "-w"); r.code != ExitBadInput || !strings.Contains(r.err, "cannot watch configmaps") {
+		t.Fatalf("get cm -w:\n%s", r)
+	}
+	if r = e.run("get", "cm/cfg", "secret/creds"); r.code != ExitBadInput || !strings.Contains(r.err, `"secret/creds" is not a configmap`) {
+		t.Fatalf("mixed kinds:\n%s", r)
+	}
 	if r = e.ok("get", "cm", "cfg", "-o", "jsonpath={.data.mode}"); r.out != "slow" {
 		t.Fatalf("-o jsonpath:\n%s", r)
 	}
