@@ -170,3 +170,42 @@ spec:
 		t.Errorf("an invalid ConfigMap: stderr %q", r.stderr)
 	}
 }
+
+// TestStaticFileTakesObjects starts serve on a manifest directory whose
+// file holds a ConfigMap and a Secret after its pod: they are applied
+// before the pod, and kept in the agent.
+func TestStaticFileTakesObjects(t *testing.T) {
+	manifests := t.TempDir()
+	writeFile(t, manifests, "app.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: static-once}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: bash
+    command: ["/bin/bash", "-c", "exit 0"]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: static-settings}
+data: {mode: fast}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: static-creds}
+stringData: {password: x}
+`)
+	a := startAgent(t, "--manifests", manifests)
+	a.pods = append(a.pods, "static-once")
+	// The directory is read after the agent serves: its pod's first event
+	// says it was created.
+	a.waitEvent("static-once", "Normal Scheduled", lineTimeout)
+	a.waitPod("static-once", "jsonpath={.status.phase}=Succeeded", lineTimeout)
+	if out := a.mustCLI("get", "cm", "static-settings", "-o", "jsonpath={.data.mode}"); out != "fast" {
+		t.Errorf("config map of the static file: %q", out)
+	}
+	if out := a.mustCLI("get", "secrets", "-o", "name"); out != "secret/static-creds\n" {
+		t.Errorf("secrets: %q", out)
+	}
+}
