@@ -43,7 +43,6 @@ func kindOf(obj model.Object) objects.Kind {
 // after it.
 func (o *Objects) Apply(obj model.Object) (metav1.Object, Result, error) {
 	k := key{kindOf(obj), obj.Meta().Namespace, obj.Meta().Name}
-	var errs field.ErrorList
 	if obj.Secret != nil {
 		model.DefaultSecret(obj.Secret)
 	}
@@ -61,12 +60,7 @@ func (o *Objects) Apply(obj model.Object) (metav1.Object, Result, error) {
 	if exists && same(old, obj) {
 		return old, Unchanged, nil
 	}
-	if obj.Secret != nil {
-		errs = validateSecret(obj.Secret, old)
-	} else {
-		errs = validateConfigMap(obj.ConfigMap, old)
-	}
-	if len(errs) > 0 {
+	if errs := validate(obj, old); len(errs) > 0 {
 		return nil, 0, apierrors.NewInvalid(schema.GroupKind{Kind: string(k.kind)}, k.name, errs)
 	}
 	cur := o.stamp(obj, old)
@@ -81,6 +75,15 @@ func (o *Objects) Apply(obj model.Object) (metav1.Object, Result, error) {
 		return cur, Configured, nil
 	}
 	return cur, Created, nil
+}
+
+// validate checks obj as the API server checks a create (old nil) or an
+// update of old.
+func validate(obj model.Object, old metav1.Object) field.ErrorList {
+	if obj.Secret != nil {
+		return validateSecret(obj.Secret, old)
+	}
+	return validateConfigMap(obj.ConfigMap, old)
 }
 
 func validateSecret(s *v1.Secret, old metav1.Object) field.ErrorList {

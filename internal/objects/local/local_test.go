@@ -211,3 +211,29 @@ func TestListByNamespace(t *testing.T) {
 		t.Errorf("secrets: %d, want 0", n)
 	}
 }
+
+// TestCapHoldsUnderConcurrentApplies: writers are serialized, so the cap
+// is never overrun.
+func TestCapHoldsUnderConcurrentApplies(t *testing.T) {
+	o, _ := New(Options{MaxObjects: 10})
+	errs := make(chan error, 30)
+	for i := range 30 {
+		obj := decode(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d}\n", i))
+		go func() {
+			_, _, err := o.Apply(obj)
+			errs <- err
+		}()
+	}
+	refused := 0
+	for range 30 {
+		if err := <-errs; err != nil {
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("err = %v, want Forbidden", err)
+			}
+			refused++
+		}
+	}
+	if n := len(o.List(objects.KindConfigMap, "")); n != 10 || refused != 20 {
+		t.Fatalf("%d held, %d refused; want 10 and 20", n, refused)
+	}
+}
