@@ -153,6 +153,10 @@ func decodeManifest(data []byte) (*Manifest, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if len(m.Pods) == 0 && len(m.Objects) == 0 {
+		// Only empty Lists.
+		return nil, &manifestError{msg: ErrNoPods.Error(), cause: ErrNoPods}
+	}
 	return m, nil
 }
 

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -206,4 +207,61 @@ func TestImmutableUpdates(t *testing.T) {
 	if len(errs) != 2 || errs[0].Field != "type" || errs[1].Field != "data" {
 		t.Errorf("errs = %v", errs)
 	}
+}
+
+func TestEmptyListIsNoPods(t *testing.T) {
+	_, err := DecodeManifest([]byte("apiVersion: v1\nkind: List\nitems: []\n"))
+	if !errors.Is(err, ErrNoPods) || !errors.Is(err, ErrInvalidManifest) {
+		t.Fatalf("err = %v, want ErrNoPods", err)
+	}
+}
+
+// FuzzDecodeManifest feeds DecodeManifest anything: it refuses it with
+// ErrInvalidManifest, or returns objects that pass their validation and
+// read back alike through JSON.
+func FuzzDecodeManifest(f *testing.F) {
+	for _, seed := range []string{
+		cmYAML,
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\nstringData: {tls.crt: a, tls.key: b}\n",
+		"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"},"data":{"a":"AA=="}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeManifest(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidManifest) || m != nil {
+				t.Fatalf("DecodeManifest = %v, %v; want nothing and ErrInvalidManifest", m, err)
+			}
+			return
+		}
+		for _, o := range m.Objects {
+			var errs []error
+			if o.Secret != nil {
+				for _, e := range ValidateSecret(o.Secret) {
+					errs = append(errs, e)
+				}
+			} else {
+				for _, e := range ValidateConfigMap(o.ConfigMap) {
+					errs = append(errs, e)
+				}
+			}
+			if len(errs) > 0 {
+				t.Fatalf("a decoded %s does not validate: %v", o.Kind(), errs)
+			}
+			var obj any = o.ConfigMap
+			if o.Secret != nil {
+				obj = o.Secret
+			}
+			js, err := json.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := DecodeManifest(js)
+			if err != nil || len(back.Objects) != 1 {
+				t.Fatalf("the decoded %s, as JSON, does not decode: %v\n%s", o.Kind(), err, js)
+			}
+		}
+	})
 }
