@@ -201,33 +201,41 @@ func isEmptyDocument(js []byte) bool {
 
 // decodePod decodes one document, already converted to JSON, into a
 // defaulted pod. It returns every problem it finds; the pod is only usable
-// when there is none.
+// when there is none. A document of another kind podward takes (a
+// ConfigMap, a Secret, a List) is not a problem: its apiVersion and kind
+// are returned as other, for the caller to decode it as what it is.
 //
 // The document is decoded once, as a pod: one that is not a Pod is then
 // reported by its apiVersion and kind alone, never by the fields a Pod
 // does not have. Only a document that does not decode as a pod at all is
 // read again, for its apiVersion and kind.
-func decodePod(js []byte) (Document, []*manifestError) {
+func decodePod(js []byte) (doc Document, problems []*manifestError, other *metav1.TypeMeta) {
 	js = bytes.TrimSpace(js)
 	if js[0] != '{' {
-		return Document{}, []*manifestError{{msg: "expected a Pod object, got " + jsonKind(js[0])}}
+		return Document{}, []*manifestError{{msg: "expected an object, got " + jsonKind(js[0])}}, nil
 	}
 	pod := &v1.Pod{}
 	strictErrs, err := sigsjson.UnmarshalStrict(js, pod)
 	if err != nil {
 		var typeMeta metav1.TypeMeta
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &typeMeta); err != nil {
-			return Document{}, []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}
+			return Document{}, []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}, nil
+		}
+		if isOtherKind(typeMeta.Kind) {
+			return Document{}, nil, &typeMeta
 		}
 		if problems := checkTypeMeta(typeMeta); len(problems) > 0 {
-			return Document{}, problems
+			return Document{}, problems, nil
 		}
-		return Document{}, []*manifestError{{msg: err.Error(), cause: err}}
+		return Document{}, []*manifestError{{msg: err.Error(), cause: err}}, nil
+	}
+	if isOtherKind(pod.Kind) {
+		tm := pod.TypeMeta
+		return Document{}, nil, &tm
 	}
 	if problems := checkTypeMeta(pod.TypeMeta); len(problems) > 0 {
-		return Document{}, problems
+		return Document{}, problems, nil
 	}
-	var problems []*manifestError
 	for _, strictErr := range strictErrs {
 		problems = append(problems, strictProblem("", strictErr))
 	}
@@ -236,11 +244,11 @@ func decodePod(js []byte) (Document, []*manifestError) {
 	problems = append(problems, moveLegacyInitContainers(p)...)
 	problems = append(problems, decodeDeferContainers(p)...)
 	if len(problems) > 0 {
-		return Document{}, problems
+		return Document{}, problems, nil
 	}
 	written := pod.Namespace
 	Default(p)
-	return Document{Pod: p, Namespace: written}, nil
+	return Document{Pod: p, Namespace: written}, nil, nil
 }
 
 // supportedKinds says what a manifest may hold.

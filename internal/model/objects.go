@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -76,19 +75,12 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	return decodeManifest(data)
 }
 
-// decodeItems decodes one document: an object, or a List of them whose
-// problems are named "items[i]".
+// decodeItems decodes one document into m: a pod, a ConfigMap, a Secret,
+// or a List of them whose problems are named "items[i]".
 func decodeItems(js []byte, m *Manifest, doc int) []*manifestError {
-	js = bytes.TrimSpace(js)
-	if js[0] != '{' {
-		return []*manifestError{{msg: "expected an object, got " + jsonKind(js[0])}}
-	}
-	var tm metav1.TypeMeta
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
-		return []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}
-	}
-	if tm.Kind != "List" {
-		return decodeKind(js, tm, m, doc)
+	tm, problems := decodeObjectOrPod(js, m, doc)
+	if tm == nil {
+		return problems
 	}
 	if tm.APIVersion != "v1" {
 		return []*manifestError{{msg: fmt.Sprintf("apiVersion %q is not supported: a List is \"apiVersion: v1\"", tm.APIVersion)}}
@@ -102,27 +94,16 @@ func decodeItems(js []byte, m *Manifest, doc int) []*manifestError {
 	if err != nil {
 		return []*manifestError{{msg: err.Error(), cause: err}}
 	}
-	var problems []*manifestError
 	for _, strictErr := range strictErrs {
 		problems = append(problems, strictProblem("", strictErr))
 	}
 	for i, item := range list.Items {
-		item = bytes.TrimSpace(item)
 		prefix := fmt.Sprintf("items[%d]: ", i)
-		var itm metav1.TypeMeta
-		if len(item) == 0 || item[0] != '{' {
-			problems = append(problems, &manifestError{msg: prefix + "expected an object"})
-			continue
+		itm, itemProblems := decodeObjectOrPod(item, m, doc)
+		if itm != nil {
+			itemProblems = []*manifestError{{msg: "a List may not hold a List"}}
 		}
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(item, &itm); err != nil {
-			problems = append(problems, &manifestError{msg: prefix + err.Error(), cause: err})
-			continue
-		}
-		if itm.Kind == "List" {
-			problems = append(problems, &manifestError{msg: prefix + "a List may not hold a List"})
-			continue
-		}
-		for _, p := range decodeKind(item, itm, m, doc) {
+		for _, p := range itemProblems {
 			p.msg = prefix + p.msg
 			problems = append(problems, p)
 		}
@@ -130,26 +111,33 @@ func decodeItems(js []byte, m *Manifest, doc int) []*manifestError {
 	return problems
 }
 
-// decodeKind decodes one object of the kind tm names into m.
-func decodeKind(js []byte, tm metav1.TypeMeta, m *Manifest, doc int) []*manifestError {
-	switch tm.Kind {
-	case "ConfigMap", "Secret":
-		if problems := checkObjectTypeMeta(tm); len(problems) > 0 {
-			return problems
-		}
-		obj, problems := decodeObject(js, tm.Kind)
-		if len(problems) == 0 {
-			obj.doc = doc
-			m.Objects = append(m.Objects, obj)
-		}
-		return problems
-	default:
-		pod, problems := decodePod(js)
+// isOtherKind says whether a kind is one podward takes besides Pod.
+func isOtherKind(kind string) bool {
+	return kind == "ConfigMap" || kind == "Secret" || kind == "List"
+}
+
+// decodeObjectOrPod decodes one object into m: a pod, a ConfigMap or a Secret. A
+// List is not decoded: its apiVersion and kind are returned.
+func decodeObjectOrPod(js []byte, m *Manifest, doc int) (*metav1.TypeMeta, []*manifestError) {
+	pod, problems, other := decodePod(js)
+	switch {
+	case other == nil:
 		if len(problems) == 0 {
 			m.Pods = append(m.Pods, pod)
 		}
-		return problems
+		return nil, problems
+	case other.Kind == "List":
+		return other, nil
 	}
+	if problems := checkObjectTypeMeta(*other); len(problems) > 0 {
+		return nil, problems
+	}
+	obj, problems := decodeObject(js, other.Kind)
+	if len(problems) == 0 {
+		obj.doc = doc
+		m.Objects = append(m.Objects, obj)
+	}
+	return nil, problems
 }
 
 func checkObjectTypeMeta(tm metav1.TypeMeta) []*manifestError {
