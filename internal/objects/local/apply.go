@@ -38,8 +38,8 @@ func kindOf(obj model.Object) objects.Kind {
 // from then on), replaces the object of its kind, namespace and name when
 // obj differs from it, or does nothing. It returns the object as it is
 // now. A change of an immutable object's data is an Invalid error with
-// the API server's message; one object more than Options.MaxObjects is
-// Forbidden. A change is stored before it is seen, and OnChange is called
+// the API server's message; one object more than Options.MaxObjects, or
+// data beyond Options.MaxBytes in all, is Forbidden. A change is stored before it is seen, and OnChange is called
 // after it.
 func (o *Objects) Apply(obj model.Object) (metav1.Object, Result, error) {
 	k := key{kindOf(obj), obj.Meta().Namespace, obj.Meta().Name}
@@ -63,6 +63,16 @@ func (o *Objects) Apply(obj model.Object) (metav1.Object, Result, error) {
 	if errs := validate(obj, old); len(errs) > 0 {
 		return nil, 0, apierrors.NewInvalid(schema.GroupKind{Kind: string(k.kind)}, k.name, errs)
 	}
+	total := o.bytes - dataSize(old)
+	if obj.Secret != nil {
+		total += dataSize(obj.Secret)
+	} else {
+		total += dataSize(obj.ConfigMap)
+	}
+	if total > o.opts.MaxBytes {
+		return nil, 0, apierrors.NewForbidden(Resource(k.kind), k.name, fmt.Errorf(
+			"podward holds at most %d bytes of ConfigMap and Secret data: delete some first", o.opts.MaxBytes))
+	}
 	cur := o.stamp(obj, old)
 	if err := o.persist(cur); err != nil {
 		return nil, 0, err
@@ -70,6 +80,7 @@ func (o *Objects) Apply(obj model.Object) (metav1.Object, Result, error) {
 	o.mu.Lock()
 	o.objs[k] = cur
 	o.mu.Unlock()
+	o.bytes = total
 	o.changed(k)
 	if exists {
 		return cur, Configured, nil
@@ -197,6 +208,7 @@ func (o *Objects) Delete(kind objects.Kind, ns, name string) (metav1.Object, err
 	o.mu.Lock()
 	delete(o.objs, k)
 	o.mu.Unlock()
+	o.bytes -= dataSize(old)
 	o.changed(k)
 	return old, nil
 }
@@ -247,4 +259,24 @@ func (o *Objects) Secret(_ context.Context, ns, name string) (*v1.Secret, error)
 		return nil, err
 	}
 	return obj.(*v1.Secret), nil
+}
+
+// dataSize is what an object's data takes: its keys and values (0 for
+// none).
+func dataSize(obj metav1.Object) int64 {
+	var n int
+	switch o := obj.(type) {
+	case *v1.Secret:
+		for k, v := range o.Data {
+			n += len(k) + len(v)
+		}
+	case *v1.ConfigMap:
+		for k, v := range o.Data {
+			n += len(k) + len(v)
+		}
+		for k, v := range o.BinaryData {
+			n += len(k) + len(v)
+		}
+	}
+	return int64(n)
 }

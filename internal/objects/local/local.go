@@ -16,6 +16,12 @@ import (
 // both kinds together, when Options.MaxObjects is not set.
 const DefaultMaxObjects = 10_000
 
+// DefaultMaxBytes bounds the data (keys and values) of all the ConfigMaps
+// and Secrets together, when Options.MaxBytes is not set: they are held in
+// memory as well as in the store. 10,000 objects of the API server's
+// largest (1 MiB) would be 10 GiB.
+const DefaultMaxBytes = 256 << 20
+
 // Store is what Objects keeps durably (*store.Store implements it).
 type Store interface {
 	PutConfigMap(cm *v1.ConfigMap) error
@@ -39,6 +45,9 @@ type Options struct {
 	// MaxObjects bounds the objects held; zero or less is
 	// DefaultMaxObjects.
 	MaxObjects int
+	// MaxBytes bounds the data of all the objects; zero or less is
+	// DefaultMaxBytes.
+	MaxBytes int64
 }
 
 // Result is what an Apply did, in kubectl's words.
@@ -83,6 +92,9 @@ type Objects struct {
 	// objs holds *v1.ConfigMap and *v1.Secret values.
 	objs map[key]metav1.Object
 	rv   uint64 // the last resourceVersion given
+	// bytes is the data of all the objects (dataSize); only the writer
+	// (holding write) changes it.
+	bytes int64
 }
 
 var _ objects.Getter = (*Objects)(nil)
@@ -94,6 +106,9 @@ func New(opts Options) (*Objects, error) {
 	}
 	if opts.MaxObjects <= 0 {
 		opts.MaxObjects = DefaultMaxObjects
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
 	}
 	o := &Objects{opts: opts, objs: map[key]metav1.Object{}}
 	if opts.Store == nil {
@@ -109,10 +124,12 @@ func New(opts Options) (*Objects, error) {
 	}
 	for _, cm := range cms {
 		o.objs[key{objects.KindConfigMap, cm.Namespace, cm.Name}] = cm
+		o.bytes += dataSize(cm)
 		o.noteRV(cm.ResourceVersion)
 	}
 	for _, s := range secrets {
 		o.objs[key{objects.KindSecret, s.Namespace, s.Name}] = s
+		o.bytes += dataSize(s)
 		o.noteRV(s.ResourceVersion)
 	}
 	return o, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +236,29 @@ func TestCapHoldsUnderConcurrentApplies(t *testing.T) {
 	}
 	if n := len(o.List(objects.KindConfigMap, "")); n != 10 || refused != 20 {
 		t.Fatalf("%d held, %d refused; want 10 and 20", n, refused)
+	}
+}
+
+func TestMaxBytesBoundsTheData(t *testing.T) {
+	o, _ := New(Options{MaxBytes: 10})
+	obj := func(name, value string) model.Object {
+		return decode(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+"}\ndata: {a: \""+value+"\"}\n")
+	}
+	if _, _, err := o.Apply(obj("one", "12345")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := o.Apply(obj("two", "12345"))
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "at most 10 bytes") {
+		t.Fatalf("over the bound: %v", err)
+	}
+	// A change counts the object's new data instead of its old.
+	if _, res, err := o.Apply(obj("one", "123456789")); err != nil || res != Configured {
+		t.Fatalf("a bigger update within the bound: %v, %v", res, err)
+	}
+	if _, err := o.Delete(objects.KindConfigMap, "default", "one"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := o.Apply(obj("two", "12345")); err != nil {
+		t.Fatalf("after a delete: %v", err)
 	}
 }
