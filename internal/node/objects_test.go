@@ -31,8 +31,14 @@ func TestOpenObjectsGivesThemToTheRuntime(t *testing.T) {
 	if _, _, err := objs.Apply(m.Objects[0]); err != nil {
 		t.Fatal(err)
 	}
-	if ch := <-heard; ch.Ref.Name != "cfg" {
-		t.Errorf("change = %v", ch)
+	// OnChange is called before Apply returns.
+	select {
+	case ch := <-heard:
+		if ch.Ref.Name != "cfg" {
+			t.Errorf("change = %v", ch)
+		}
+	default:
+		t.Error("no change heard")
 	}
 	if o.Runtime.objects.Getter == nil || o.Runtime.objects.Tokens != nil {
 		t.Fatalf("runtime objects = %+v, want the getter and no tokens", o.Runtime.objects)
