@@ -13,6 +13,8 @@
 //	POST   /api/v1/namespaces/{ns}/pods/{name}/exec      a command in a container (SPDY/WebSocket; WithStreams)
 //	POST   /api/v1/namespaces/{ns}/pods/{name}/portforward  port-forwards (SPDY/WebSocket; WithStreams)
 //	GET    /api/v1/events, /api/v1/namespaces/{ns}/events list or watch
+//	GET, PATCH, DELETE /api/v1/namespaces/{ns}/configmaps|secrets[/{name}]
+//	                                                     the standalone ConfigMaps and Secrets (WithObjects)
 //	GET    /healthz                                      health (the agent serves, its state is saved)
 //
 // docs/api.md is the reference. Every error is a metav1.Status built with

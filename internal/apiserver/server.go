@@ -82,6 +82,8 @@ type Server struct {
 	mux *http.ServeMux
 	// shutdown is the node shutdown (WithShutdown), nil without one.
 	shutdown NodeShutdown
+	// objects are the ConfigMaps and Secrets (WithObjects), nil without.
+	objects Objects
 }
 
 // New returns a server for b that logs failed requests to log (nil: the
@@ -104,6 +106,7 @@ func New(b Backend, log *slog.Logger) *Server {
 	s.handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	s.handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
 	s.handle(TimelinePath, route{http.MethodGet: s.getTimeline})
+	s.handleObjects()
 	s.handleMetrics()
 	s.handleCommon()
 	return s

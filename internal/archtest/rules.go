@@ -38,6 +38,12 @@ var rules = []rule{
 		Why:   "the node-conformance report reads the e2e run's files and the node's log, as anyone could: it knows nothing of podward's insides",
 	},
 	{
+		From:  "internal/objects/local",
+		Only:  []string{"internal/objects", "internal/model", "internal/store"},
+		Tests: true,
+		Why:   "the standalone objects are a store of what was applied: the store keeps them (and its tests use it), the agent and the pod worker only read them through objects.Getter",
+	},
+	{
 		From:  "internal/planner",
 		Only:  []string{"internal/model"},
 		Tests: true,

@@ -153,7 +153,7 @@ func parsePodArgs(args []string) ([]string, error) {
 }
 
 func unknownResource(kind string) error {
-	return fmt.Errorf("the server doesn't have a resource type %q: podward serves pods", kind)
+	return fmt.Errorf("the server doesn't have a resource type %q: podward serves pods, configmaps and secrets", kind)
 }
 
 // podName reads one pod argument: NAME or pod/NAME.

@@ -44,7 +44,7 @@ func BenchmarkApplyRead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, d := range docs {
+				for _, d := range docs.Pods {
 					if _, err := json.Marshal(d.Pod.Pod); err != nil {
 						b.Fatal(err)
 					}

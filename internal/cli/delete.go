@@ -21,12 +21,13 @@ type deleteOptions struct {
 	wait           bool
 	timeout        time.Duration
 	ignoreNotFound bool
+	files          []string
 }
 
 func newDeleteCommand(s Streams, api *apiOptions) *cobra.Command {
 	o := deleteOptions{gracePeriod: -1, wait: true}
 	cmd := &cobra.Command{
-		Use:   "delete pod NAME...",
+		Use:   "delete pod|configmap|secret NAME...",
 		Short: "Delete pods gracefully (their defer containers run)",
 		Long: `Delete asks for the graceful termination of each named pod: its defer
 containers run, then its containers are stopped in order within the grace
@@ -37,11 +38,16 @@ gone.
 As with kubectl, --grace-period 0 means 1 second unless --force is given.
 --force (grace period 0) removes the pods from the agent's API at once, without
 waiting for their containers to end: the agent still stops them, skipping the
-defer containers, each with its stop signal and 2 s before SIGKILL.`,
+defer containers, each with its stop signal and 2 s before SIGKILL.
+
+delete configmap|cm|secret NAME... removes those objects at once; delete -f FILE
+deletes the pods of the file, then its ConfigMaps and Secrets.`,
 		Example: `  podward delete pod web
   podward delete pod/web --grace-period 5
   podward delete pod web --wait=false
-  podward delete pod web --force`,
+  podward delete pod web --force
+  podward delete cm settings
+  podward delete -f app.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.resolveGrace(s); err != nil {
 				return usageError(err)
@@ -56,10 +62,23 @@ defer containers, each with its stop signal and 2 s before SIGKILL.`,
 	f.BoolVar(&o.wait, "wait", true, "wait until the pods are gone")
 	f.DurationVar(&o.timeout, "timeout", 0, "give up waiting after this long (0: no limit)")
 	f.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
+	f.StringSliceVarP(&o.files, "filename", "f", nil, "delete the pods, ConfigMaps and Secrets of this manifest (- for stdin); may be repeated")
 	return cmd
 }
 
 func runDelete(ctx context.Context, s Streams, api *apiOptions, o deleteOptions, args []string) error {
+	if len(o.files) > 0 {
+		if len(args) > 0 {
+			return usageError(errors.New("with -f, give no resource type or name: the file names what is deleted"))
+		}
+		return deleteFiles(ctx, s, api, o, o.files)
+	}
+	if kind, names, ok, err := parseObjectArgs(args); ok {
+		if err != nil {
+			return usageError(err)
+		}
+		return deleteObjects(ctx, s, api, o, kind, names)
+	}
 	names, err := parsePodArgs(args)
 	if err != nil {
 		return usageError(err)

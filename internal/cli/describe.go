@@ -21,12 +21,15 @@ import (
 
 func newDescribeCommand(s Streams, api *apiOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "describe pod [NAME...]",
+		Use:   "describe pod|configmap|secret [NAME...]",
 		Short: "Show a pod in detail, as kubectl describe pod does, defer containers and events included",
 		Long: `Describe prints each named pod (every pod of the namespace without a name) as
 kubectl describe pod does: its metadata, status and IP, its init containers,
 containers and defer containers with their state, last state, restarts and
-mounts, its conditions, volumes, and the events recorded for it.`,
+mounts, its conditions, volumes, and the events recorded for it.
+
+describe configmap|cm and describe secret print them as kubectl does; a
+Secret's values are never shown, only their sizes in bytes.`,
 		Example: `  podward describe pod web
   podward describe pod/web`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,6 +39,12 @@ mounts, its conditions, volumes, and the events recorded for it.`,
 }
 
 func runDescribe(ctx context.Context, s Streams, api *apiOptions, args []string) error {
+	if kind, names, ok, err := parseObjectArgs(args); ok {
+		if err != nil {
+			return usageError(err)
+		}
+		return runDescribeObjects(ctx, s, api, kind, names)
+	}
 	names, err := parsePodArgs(args)
 	if err != nil {
 		return usageError(err)

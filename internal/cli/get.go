@@ -23,19 +23,24 @@ type getOptions struct {
 func newGetCommand(s Streams, api *apiOptions) *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get pods [NAME...]",
-		Short: "List pods, as kubectl get pods does",
+		Use:   "get pods|configmaps|secrets [NAME...]",
+		Short: "List pods, ConfigMaps or Secrets, as kubectl get does",
 		Long: `Get prints the pods of the namespace (all of them with -A, or the ones named) in
 kubectl's table: NAME READY STATUS RESTARTS AGE (-o wide adds IP, NODE, NOMINATED
 NODE and READINESS GATES). READY counts regular containers and sidecars; STATUS is
 computed as kubectl computes it (Init:1/2, PodInitializing, Running, Completed,
 Error, CrashLoopBackOff, Terminating, ...). -o json|yaml prints the objects, -o
 name prints pod/NAME. With -w the command goes on printing a row (or an object)
-for every change until interrupted.`,
+for every change until interrupted.
+
+ConfigMaps (configmap, cm) and Secrets (secret) print kubectl's tables: NAME DATA
+AGE, and NAME TYPE DATA AGE; -o yaml shows a Secret's data in base64, as kubectl.`,
 		Example: `  podward get pods
   podward get pods -A -o wide
   podward get pod web -o yaml
-  podward get pods -w`,
+  podward get pods -w
+  podward get cm
+  podward get secret creds -o yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), s, api, o, args)
 		},
@@ -49,6 +54,12 @@ for every change until interrupted.`,
 }
 
 func runGet(ctx context.Context, s Streams, api *apiOptions, o getOptions, args []string) error {
+	if kind, names, ok, err := parseObjectArgs(args); ok {
+		if err != nil {
+			return usageError(err)
+		}
+		return runGetObjects(ctx, s, api, o, kind, names)
+	}
 	names, err := parsePodArgs(args)
 	if err != nil {
 		return usageError(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/objects/local"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime/process"
 )
@@ -136,7 +137,11 @@ func newEnv(t *testing.T) *env {
 	}
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- apiserver.New(a, log).Serve(serveCtx, ln) }()
+	objs, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { served <- apiserver.New(a, log).WithObjects(objs).Serve(serveCtx, ln) }()
 
 	t.Cleanup(func() {
 		e.killAll()

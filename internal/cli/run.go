@@ -84,7 +84,7 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	pods, err := readPods(s, o)
+	pods, objs, err := readPods(s, o)
 	if err != nil {
 		return &ExitError{Code: ExitBadInput, Err: err}
 	}
@@ -116,6 +116,11 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	}
 	watcher := f.Watch()
 
+	if err := f.ApplyObjects(objs); err != nil {
+		watcher.Stop()
+		f.Stop()
+		return &ExitError{Code: ExitBadInput, Err: err}
+	}
 	if err := admitAll(f, pods); err != nil {
 		watcher.Stop()
 		f.Stop()
@@ -135,23 +140,30 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 	return outcome(f, uids, pr)
 }
 
-// readPods reads and decodes the manifest, with --grace-period applied.
-func readPods(s Streams, o runOptions) ([]*model.Pod, error) {
+// readPods reads and decodes the manifest, with --grace-period applied:
+// its pods, and the ConfigMaps and Secrets they read. A manifest without a
+// pod is refused.
+func readPods(s Streams, o runOptions) ([]*model.Pod, []model.Object, error) {
 	data, err := readManifest(s, o.file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pods, err := model.Decode(data)
+	m, err := model.DecodeManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s:\n%w", o.file, err)
+		return nil, nil, fmt.Errorf("%s:\n%w", o.file, err)
 	}
-	if o.gracePeriod >= 0 {
-		for _, p := range pods {
+	if len(m.Pods) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w: podward run runs the pods of the file; its ConfigMaps and Secrets are for them (podward apply keeps them in the agent)", o.file, model.ErrNoPods)
+	}
+	pods := make([]*model.Pod, len(m.Pods))
+	for i, d := range m.Pods {
+		pods[i] = d.Pod
+		if o.gracePeriod >= 0 {
 			g := o.gracePeriod
-			p.Spec.TerminationGracePeriodSeconds = &g
+			d.Pod.Spec.TerminationGracePeriodSeconds = &g
 		}
 	}
-	return pods, nil
+	return pods, m.Objects, nil
 }
 
 // admitAll admits every pod before any starts, so that bad input starts

@@ -88,8 +88,25 @@ type Document struct {
 }
 
 // DecodeDocuments is Decode, with the namespace each document wrote, in
-// the order of the pods.
+// the order of the pods. A ConfigMap or Secret is refused: the caller
+// takes pods only (DecodeManifest takes them all).
 func DecodeDocuments(data []byte) ([]Document, error) {
+	m, err := decodeManifest(data)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, o := range m.Objects {
+		errs = append(errs, &manifestError{doc: o.doc, msg: fmt.Sprintf("kind %q is not supported here: Pods only", o.Kind())})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return m.Pods, nil
+}
+
+// decodeManifest is DecodeManifest.
+func decodeManifest(data []byte) (*Manifest, error) {
 	docs, isJSON, err := splitDocuments(data)
 	if err != nil {
 		return nil, err
@@ -115,10 +132,8 @@ func DecodeDocuments(data []byte) ([]Document, error) {
 		return nil, &manifestError{msg: ErrNoPods.Error(), cause: ErrNoPods}
 	}
 
-	var (
-		pods []Document
-		errs []error
-	)
+	m := &Manifest{}
+	var errs []error
 	for i, doc := range nonEmpty {
 		index := 0
 		if len(nonEmpty) > 1 {
@@ -130,19 +145,19 @@ func DecodeDocuments(data []byte) ([]Document, error) {
 			errs = append(errs, &manifestError{doc: index, msg: msg, cause: doc.err})
 			continue
 		}
-		pod, problems := decodePod(doc.json)
-		for _, problem := range problems {
+		for _, problem := range decodeItems(doc.json, m, index) {
 			problem.doc = index
 			errs = append(errs, problem)
-		}
-		if len(problems) == 0 {
-			pods = append(pods, pod)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return pods, nil
+	if len(m.Pods) == 0 && len(m.Objects) == 0 {
+		// Only empty Lists.
+		return nil, &manifestError{msg: ErrNoPods.Error(), cause: ErrNoPods}
+	}
+	return m, nil
 }
 
 // splitDocuments cuts the input into documents: JSON objects when the input
@@ -186,33 +201,41 @@ func isEmptyDocument(js []byte) bool {
 
 // decodePod decodes one document, already converted to JSON, into a
 // defaulted pod. It returns every problem it finds; the pod is only usable
-// when there is none.
+// when there is none. A document of another kind podward takes (a
+// ConfigMap, a Secret, a List) is not a problem: its apiVersion and kind
+// are returned as other, for the caller to decode it as what it is.
 //
 // The document is decoded once, as a pod: one that is not a Pod is then
 // reported by its apiVersion and kind alone, never by the fields a Pod
 // does not have. Only a document that does not decode as a pod at all is
 // read again, for its apiVersion and kind.
-func decodePod(js []byte) (Document, []*manifestError) {
+func decodePod(js []byte) (doc Document, problems []*manifestError, other *metav1.TypeMeta) {
 	js = bytes.TrimSpace(js)
 	if js[0] != '{' {
-		return Document{}, []*manifestError{{msg: "expected a Pod object, got " + jsonKind(js[0])}}
+		return Document{}, []*manifestError{{msg: "expected an object, got " + jsonKind(js[0])}}, nil
 	}
 	pod := &v1.Pod{}
 	strictErrs, err := sigsjson.UnmarshalStrict(js, pod)
 	if err != nil {
 		var typeMeta metav1.TypeMeta
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &typeMeta); err != nil {
-			return Document{}, []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}
+			return Document{}, []*manifestError{{msg: fmt.Sprintf("read apiVersion and kind: %v", err), cause: err}}, nil
+		}
+		if isOtherKind(typeMeta.Kind) {
+			return Document{}, nil, &typeMeta
 		}
 		if problems := checkTypeMeta(typeMeta); len(problems) > 0 {
-			return Document{}, problems
+			return Document{}, problems, nil
 		}
-		return Document{}, []*manifestError{{msg: err.Error(), cause: err}}
+		return Document{}, []*manifestError{{msg: err.Error(), cause: err}}, nil
+	}
+	if isOtherKind(pod.Kind) {
+		tm := pod.TypeMeta
+		return Document{}, nil, &tm
 	}
 	if problems := checkTypeMeta(pod.TypeMeta); len(problems) > 0 {
-		return Document{}, problems
+		return Document{}, problems, nil
 	}
-	var problems []*manifestError
 	for _, strictErr := range strictErrs {
 		problems = append(problems, strictProblem("", strictErr))
 	}
@@ -221,12 +244,15 @@ func decodePod(js []byte) (Document, []*manifestError) {
 	problems = append(problems, moveLegacyInitContainers(p)...)
 	problems = append(problems, decodeDeferContainers(p)...)
 	if len(problems) > 0 {
-		return Document{}, problems
+		return Document{}, problems, nil
 	}
 	written := pod.Namespace
 	Default(p)
-	return Document{Pod: p, Namespace: written}, nil
+	return Document{Pod: p, Namespace: written}, nil, nil
 }
+
+// supportedKinds says what a manifest may hold.
+const supportedKinds = "podward runs Pods, ConfigMaps and Secrets"
 
 // checkTypeMeta accepts apiVersion v1, kind Pod and nothing else.
 func checkTypeMeta(tm metav1.TypeMeta) []*manifestError {
@@ -234,10 +260,10 @@ func checkTypeMeta(tm metav1.TypeMeta) []*manifestError {
 	switch tm.Kind {
 	case "Pod":
 	case "":
-		problems = append(problems, &manifestError{msg: `kind is missing: podward runs Pods only (want "kind: Pod")`})
+		problems = append(problems, &manifestError{msg: `kind is missing: ` + supportedKinds + ` (want "kind: Pod")`})
 	default:
 		// The apiVersion of another kind says nothing useful.
-		return []*manifestError{{msg: fmt.Sprintf("kind %q is not supported: podward runs Pods only", tm.Kind)}}
+		return []*manifestError{{msg: fmt.Sprintf("kind %q is not supported: %s", tm.Kind, supportedKinds)}}
 	}
 	switch tm.APIVersion {
 	case "v1":

@@ -166,11 +166,11 @@ func TestDecodeErrors(t *testing.T) {
 		},
 		"wrong kind": {
 			input: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n",
-			want:  []string{`kind "Deployment" is not supported: podward runs Pods only`},
+			want:  []string{`kind "Deployment" is not supported: podward runs Pods, ConfigMaps and Secrets`},
 		},
 		"wrong kind in the second document": {
 			input: podNamed("a") + "---\napiVersion: batch/v1\nkind: Job\n",
-			want:  []string{`document 2: kind "Job" is not supported: podward runs Pods only`},
+			want:  []string{`document 2: kind "Job" is not supported: podward runs Pods, ConfigMaps and Secrets`},
 		},
 		"document numbers skip empty documents": {
 			input: "---\n---\n" + podNamed("a") + "---\n# nothing\n---\n" + podNamed("b") + "  bogus: 1\n",
@@ -186,11 +186,11 @@ func TestDecodeErrors(t *testing.T) {
 		},
 		"missing kind": {
 			input: "apiVersion: v1\nmetadata:\n  name: a\n",
-			want:  []string{`kind is missing: podward runs Pods only (want "kind: Pod")`},
+			want:  []string{`kind is missing: podward runs Pods, ConfigMaps and Secrets (want "kind: Pod")`},
 		},
 		"a list, not an object": {
 			input: "- apiVersion: v1\n  kind: Pod\n",
-			want:  []string{"expected a Pod object, got a list"},
+			want:  []string{"expected an object, got a list"},
 		},
 		"YAML syntax error": {
 			input: "apiVersion: v1\nkind: Pod\nmetadata: [\n",

@@ -4,7 +4,9 @@
 //
 // Decode reads manifests (strictly), Default fills in what the API server
 // would, and Validate applies Kubernetes' pod validation plus the rules for
-// defer containers.
+// defer containers. DecodeManifest reads the ConfigMaps and Secrets a file
+// may hold beside its pods (objects.go), validated there as the API server
+// validates them (ValidateConfigMap, ValidateSecret and their updates).
 //
 // It imports only the Kubernetes API types, apimachinery and k8s.io/utils
 // helpers, and the Kubernetes YAML and JSON decoders (sigs.k8s.io/yaml,

@@ -129,7 +129,7 @@ var invalidManifests = map[string][]string{
 		`spec.containers[0].image: Required value`,
 	},
 	"missing-kind": {
-		`kind is missing: podward runs Pods only (want "kind: Pod")`,
+		`kind is missing: podward runs Pods, ConfigMaps and Secrets (want "kind: Pod")`,
 		`apiVersion is missing: a Pod is "apiVersion: v1"`,
 	},
 	"missing-name": {
@@ -140,7 +140,7 @@ var invalidManifests = map[string][]string{
 	},
 	"multi-document-second-bad": {
 		`document 2: spec.containers[0].resource: unknown field`,
-		`document 3: kind "Service" is not supported: podward runs Pods only`,
+		`document 3: kind "Service" is not supported: podward runs Pods, ConfigMaps and Secrets`,
 	},
 	"multiple-errors": {
 		`spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always`,
@@ -224,7 +224,7 @@ var invalidManifests = map[string][]string{
 		`spec.volumes[2].hostPath.type: Unsupported value: "Folder": supported values: "", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"`,
 	},
 	"wrong-kind": {
-		`kind "Deployment" is not supported: podward runs Pods only`,
+		`kind "Deployment" is not supported: podward runs Pods, ConfigMaps and Secrets`,
 	},
 }
 

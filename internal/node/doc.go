@@ -3,9 +3,11 @@
 // the command line only parses flags, prints and picks exit codes:
 //
 //	NewForeground   podward run    runtime + agent in memory (no store); every
-//	                               line the containers write goes to a callback
+//	                               line the containers write goes to a callback;
+//	                               the file's ConfigMaps and Secrets in memory
 //	NewAgent        podward serve  store + runtime + agent (recovered) + static
-//	                               pods + the API server on a unix socket
+//	                               pods + the API server on a unix socket + the
+//	                               ConfigMaps and Secrets (objects/local, stored)
 //	NewClusterNode  podward node   store + runtime + agent (recovered) +
 //	                               cluster.Node, cluster.Pods, the kubelet API
 //	                               (+ the node shutdown on --socket)

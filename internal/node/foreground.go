@@ -14,6 +14,7 @@ import (
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/objects/local"
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
@@ -28,6 +29,8 @@ type Foreground struct {
 	tempRoot string   // the state directory made for this run, removed by Close
 	lock     *os.File // the run's lock on its root (lockRunRoot)
 	maxPods  int
+	// objects are the ConfigMaps and Secrets of the run's file, in memory.
+	objects *local.Objects
 	// leftovers says what NewForeground cleaned up of earlier runs.
 	leftovers []string
 	once      sync.Once
@@ -85,6 +88,11 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 	if tempRoot != "" {
 		leftovers = cleanStaleRuns(ctx, &o, tempRoot, clk, log)
 	}
+	f := &Foreground{tempRoot: tempRoot, lock: lock, maxPods: o.MaxPods}
+	if f.objects, err = o.openObjects(nil, f.objectChanged); err != nil {
+		lock.Close()
+		return fail(err)
+	}
 	allocatable, _ := machineAllocatable(root, o.MaxPods, log)
 	rt, err := o.Runtime.open(ctx, root, clk, log, output, true, rotation, allocatable)
 	if err != nil {
@@ -100,8 +108,22 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 		}
 	}
 	agentCtx, stop := context.WithCancel(ctx)
-	a := agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1, MaxPods: o.MaxPods, Sysctls: sysctls})
-	return &Foreground{agent: a, rt: rt, stop: stop, tempRoot: tempRoot, lock: lock, maxPods: o.MaxPods, leftovers: leftovers}, nil
+	f.agent = agent.New(agentCtx, agent.Config{Runtime: rt, Clock: clk, Planner: o.plannerConfig(), Logger: log, KeepTerminatedPodLogs: -1, MaxPods: o.MaxPods, Sysctls: sysctls, Objects: o.Runtime.objects})
+	f.rt, f.stop, f.leftovers = rt, stop, leftovers
+	return f, nil
+}
+
+// ApplyObjects holds the ConfigMaps and Secrets of the run's file (in
+// memory: they end with the run) for its pods to read; they are applied
+// before the pods are created. Each object is validated again; the error
+// names the first one refused.
+func (f *Foreground) ApplyObjects(objs []model.Object) error {
+	for _, obj := range objs {
+		if _, _, err := f.objects.Apply(obj); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", obj.Kind(), obj.Meta().Namespace, obj.Meta().Name, err)
+		}
+	}
+	return nil
 }
 
 // Leftovers says, one line each, what NewForeground removed (or could not)

@@ -148,6 +148,10 @@ type RuntimeOptions struct {
 	// process.Config.ShimBinary): "" finds podward-shim beside this
 	// executable or in PATH, else re-executes this binary.
 	ShimBinary string
+
+	// objects is what the runtime reads the pods' ConfigMaps and Secrets
+	// through: the daemon's own, set by its constructor (not a flag).
+	objects runtime.Objects
 }
 
 // What RuntimeOptions.Cgroups says.
@@ -287,7 +291,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
 			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
-			Allocatable: allocatable,
+			Allocatable: allocatable, Objects: o.objects,
 		})
 	case RuntimeCRI:
 		h, err := o.cgroups(log)
@@ -298,7 +302,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
 			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids,
-			Allocatable: allocatable,
+			Allocatable: allocatable, Objects: o.objects,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)

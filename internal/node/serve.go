@@ -11,6 +11,8 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/objects/local"
 	"github.com/podward/podward/internal/staticpods"
 	"github.com/podward/podward/internal/store"
 	"github.com/podward/podward/internal/streaming"
@@ -54,6 +56,9 @@ type Agent struct {
 	ln           net.Listener
 	served       bool // Serve took ln
 	agent        *durable
+	// objects are the ConfigMaps and Secrets applied to the agent, kept
+	// in its store.
+	objects *local.Objects
 
 	stopSources context.CancelFunc
 	sources     sync.WaitGroup
@@ -90,7 +95,10 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 	if a.ln, err = apiserver.Listen(o.Socket); err != nil {
 		return nil, err
 	}
-	if a.agent, err = o.startDurable(ctx, root, a.store, a.log, agent.Config{RestartShutdownPods: true}, nil); err != nil {
+	if a.objects, err = o.openObjects(a.store, a.objectChanged); err != nil {
+		return nil, err
+	}
+	if a.agent, err = o.startDurable(ctx, root, a.store, a.log, agent.Config{RestartShutdownPods: true, Objects: o.Runtime.objects}, nil); err != nil {
 		return nil, err
 	}
 	if o.Manifests != "" {
@@ -108,7 +116,11 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 func (a *Agent) runStaticPods(ctx context.Context, dir string) {
 	srcCtx, stop := context.WithCancel(ctx)
 	a.stopSources = stop
-	src := staticpods.New(dir, a.agent.Agent, a.agent.Agent, a.log)
+	applyObject := func(obj model.Object) error {
+		_, _, err := a.objects.Apply(obj)
+		return err
+	}
+	src := staticpods.New(dir, a.agent.Agent, a.agent.Agent, a.log, staticpods.WithObjects(applyObject))
 	a.sources.Add(1)
 	go func() {
 		defer a.sources.Done()
@@ -131,7 +143,7 @@ func (a *Agent) Socket() string { return a.socket }
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
 	releaseStartupMemory()
-	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
+	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithObjects(a.objects).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
 		return internal(err)

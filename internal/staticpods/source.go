@@ -110,6 +110,15 @@ func WithResyncPeriod(d time.Duration) Option { return func(s *Source) { s.perio
 // reads every file as soon as an event names it.
 func WithSettleDelay(d time.Duration) Option { return func(s *Source) { s.settle = d } }
 
+// WithObjects lets the files hold ConfigMaps and Secrets beside their
+// pods: apply is called for each before the file's pods are applied (an
+// error rejects the file, its pods left as they are). The objects stay
+// when their file goes, as those of `podward apply` do. Without it a file
+// with an object is rejected.
+func WithObjects(apply func(model.Object) error) Option {
+	return func(s *Source) { s.applyObject = apply }
+}
+
 // Source keeps the pods of a manifest directory applied. Create it with
 // New and start it with Run; Sync may be called from any goroutine.
 type Source struct {
@@ -120,6 +129,8 @@ type Source struct {
 	clock    clock.WithTicker
 	period   time.Duration // of the resync
 	settle   time.Duration
+	// applyObject applies a file's ConfigMaps and Secrets (WithObjects).
+	applyObject func(model.Object) error
 
 	started atomic.Bool
 	syncReq chan chan error

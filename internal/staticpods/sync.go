@@ -119,7 +119,10 @@ func (s *Source) syncFile(path string, existing map[podKey]*v1.Pod) {
 		s.reject(path, sum, err)
 		return
 	}
-	pods, err := s.prepare(path, data, existing)
+	pods, objs, err := s.prepare(path, data, existing)
+	if err == nil {
+		err = s.applyObjects(objs)
+	}
 	if err != nil {
 		s.reject(path, sum, err)
 		return
@@ -127,15 +130,22 @@ func (s *Source) syncFile(path string, existing map[podKey]*v1.Pod) {
 	s.apply(path, sum, pods)
 }
 
-// prepare decodes a file's content, marks its pods as coming from path and
-// checks them all: names unique in the file and not taken, every pod
+// prepare decodes a file's content (its pods, and its ConfigMaps and
+// Secrets), marks its pods as coming from path and checks them all: names unique in the file and not taken, every pod
 // admitted. Any problem rejects the whole file.
-func (s *Source) prepare(path string, data []byte, existing map[podKey]*v1.Pod) ([]*model.Pod, error) {
-	pods, err := model.Decode(data)
+func (s *Source) prepare(path string, data []byte, existing map[podKey]*v1.Pod) ([]*model.Pod, []model.Object, error) {
+	m, err := model.DecodeManifest(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	pods := make([]*model.Pod, len(m.Pods))
+	for i, d := range m.Pods {
+		pods[i] = d.Pod
 	}
 	var errs []error
+	if len(m.Objects) > 0 && s.applyObject == nil {
+		errs = append(errs, errors.New("this agent takes no ConfigMaps or Secrets from manifest files"))
+	}
 	seen := map[podKey]bool{}
 	for _, p := range pods {
 		annotate(p, path)
@@ -154,9 +164,21 @@ func (s *Source) prepare(path string, data []byte, existing map[podKey]*v1.Pod) 
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
-	return pods, nil
+	return pods, m.Objects, nil
+}
+
+// applyObjects applies a file's ConfigMaps and Secrets, before its pods
+// (which may read them); every failure is in the error.
+func (s *Source) applyObjects(objs []model.Object) error {
+	var errs []error
+	for _, obj := range objs {
+		if err := s.applyObject(obj); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s/%s: %w", obj.Kind(), obj.Meta().Namespace, obj.Meta().Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkName makes sure the file at path may own the pod k: no other

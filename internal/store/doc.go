@@ -13,6 +13,8 @@
 //   - one opaque timeline per pod (its container instances and marks, kept
 //     bounded by the agent's timeline.History), only while the pod is
 //     stored, as its events;
+//   - the ConfigMaps and Secrets applied to a standalone agent
+//     (internal/objects/local), in a file only root reads (0600);
 //   - a few small meta values, such as the boot ID the agent last ran under.
 //
 // The file is locked while open: a second agent on the same file fails fast

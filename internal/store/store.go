@@ -51,6 +51,8 @@ const schemaVersion = "2"
 //	            big-endian per-pod sequence: every kept event, oldest first
 //	meta        key -> value
 //	timelines   uid -> opaque blob: the pod's timeline (timelines.go)
+//	configmaps  namespace/name -> JSON v1.ConfigMap (objects.go)
+//	secrets     namespace/name -> JSON v1.Secret (objects.go)
 //
 // Every event bucket belongs to a stored pod, or to the node
 // (events.IsNodeUID): an event is kept only while its pod is (AppendEvent,
@@ -96,7 +98,8 @@ type Store struct {
 	maxEvents    int
 }
 
-// Open opens the database at path, creating it (mode 0600) and its parent
+// Open opens the database at path, creating it (mode 0600, and an
+// existing file is made 0600: it holds Secrets) and its parent
 // directory (mode 0700) when missing. The file stays locked until Close.
 //
 // When another process, or another Store of this process, holds the file,
@@ -124,6 +127,11 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	// An older podward's file may be readable by others: it holds Secrets.
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	s := &Store{db: db, path: path, eventsPerPod: opts.EventsPerPod, maxEvents: opts.MaxEvents}
 	if err := s.init(); err != nil {
 		// The init error is the one worth reporting.
@@ -139,7 +147,7 @@ func Open(path string, opts Options) (*Store, error) {
 // those beyond Options.MaxEvents.
 func (s *Store) init() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketEventLog, bucketMeta, bucketTimelines} {
+		for _, name := range [][]byte{bucketInfo, bucketPods, bucketCheckpoints, bucketEvents, bucketEventLog, bucketMeta, bucketTimelines, bucketConfigMaps, bucketSecrets} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}

@@ -67,7 +67,7 @@ var invalidCases = map[string]struct {
 		`yaml: unmarshal errors: line 9: key "image" already set in map`,
 	}},
 	"kind-deployment": {want: []string{
-		`kind "Deployment" is not supported: podward runs Pods only`,
+		`kind "Deployment" is not supported: podward runs Pods, ConfigMaps and Secrets`,
 	}},
 	"legacy-and-init-containers": {want: []string{
 		`metadata.annotations[pod.beta.kubernetes.io/init-containers]: may not be set together with spec.initContainers`,
