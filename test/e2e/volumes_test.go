@@ -68,6 +68,7 @@ kind: Pod
 metadata:
   name: {{.Name}}
 spec:
+  restartPolicy: Never
   terminationGracePeriodSeconds: 3
   volumes:
   - name: settings
@@ -76,7 +77,7 @@ spec:
   - name: app
     image: bash
     command: ["{{.Bash}}", "-c"]
-    args: ["ls -A /etc/app | grep -v '^[.][.]' || echo empty; trap 'exit 0' TERM; while true; do sleep 100 & wait; done"]
+    args: ["ls -A /etc/app | grep -v '^[.][.]' || echo empty"]
     volumeMounts:
     - {name: settings, mountPath: /etc/app}
 `
@@ -95,9 +96,70 @@ func TestMissingConfigMapVolume(t *testing.T) {
 			t.Errorf("phase %s, want Pending", p.Status.Phase)
 		}
 		a.apply("optional", rt.manifest(t, t.TempDir(), missingConfigMapPod, map[string]string{"Name": "optional", "Optional": "true"}))
-		a.waitPod("optional", "condition=Ready", exitTimeout)
+		a.waitPod("optional", "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}=0", exitTimeout)
 		if got := a.mustCLI("logs", "optional"); got != "empty\n" {
 			t.Errorf("logs %q, want the optional volume empty", got)
+		}
+	})
+}
+
+// objectVolumesFile is a ConfigMap, a Secret and a pod that mounts them,
+// waits until the ConfigMap's mode says fast and prints what it read.
+const objectVolumesFile = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-settings}
+data: {mode: "{{.Mode}}"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: app-creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 3
+  volumes:
+  - {name: settings, configMap: {name: app-settings}}
+  - {name: creds, secret: {secretName: app-creds, defaultMode: 0400}}
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c"]
+    args: ["cat /etc/creds/password; echo; until grep -q fast /etc/app/mode; do sleep 0.05; done; echo mode fast"]
+    volumeMounts:
+    - {name: settings, mountPath: /etc/app}
+    - {name: creds, mountPath: /etc/creds}
+`
+
+// TestObjectVolumes: a pod reads its ConfigMap and Secret volumes, and a
+// changed ConfigMap reaches it while it runs; a pod applied before its
+// ConfigMap waits for it and starts once it is applied.
+func TestObjectVolumes(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		needRoot(t)
+		a := startAgent(t, rt.Args...)
+		a.pods = append(a.pods, "reader", "waits")
+		a.mustCLI("apply", "-f", rt.manifest(t, t.TempDir(), objectVolumesFile, map[string]string{"Mode": "slow"}))
+		a.waitPod("reader", "jsonpath={.status.containerStatuses[0].started}=true", exitTimeout)
+		out := a.mustCLI("apply", "-f", rt.manifest(t, t.TempDir(), objectVolumesFile, map[string]string{"Mode": "fast"}))
+		if !strings.Contains(out, "configmap/app-settings configured") {
+			t.Fatalf("apply of the changed ConfigMap: %q", out)
+		}
+		a.waitPod("reader", "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}=0", lineTimeout)
+		if got, want := a.mustCLI("logs", "reader"), "s3cret\nmode fast\n"; got != want {
+			t.Errorf("logs %q, want %q", got, want)
+		}
+
+		a.apply("waits", rt.manifest(t, t.TempDir(), strings.ReplaceAll(missingConfigMapPod, "app-settings", "late"), map[string]string{"Name": "waits", "Optional": "false"}))
+		a.waitEvent("waits", `Warning FailedMount  MountVolume.SetUp failed for volume "settings" : configmap "late" not found`, lineTimeout)
+		a.mustCLI("apply", "-f", writeManifest(t, t.TempDir(), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: late}\ndata: {k: v}\n", nil))
+		a.waitPod("waits", "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}=0", lineTimeout)
+		if got := a.mustCLI("logs", "waits"); got != "k\n" {
+			t.Errorf("logs %q, want the ConfigMap's key", got)
 		}
 	})
 }
