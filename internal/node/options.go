@@ -121,8 +121,10 @@ type RuntimeOptions struct {
 	Kind string
 	// CRIEndpoint is the CRI runtime's socket (RuntimeCRI).
 	CRIEndpoint string
-	// PullSecretsDir holds the image pull secrets: spec.imagePullSecrets
-	// name N is the dockerconfigjson file N.json (RuntimeCRI).
+	// PullSecretsDir holds the image pull secrets not found as Secrets of
+	// the pod's namespace, by namespace: spec.imagePullSecrets name N of a
+	// pod of namespace NS is the dockerconfigjson file NS/N.json, and for
+	// namespace default N.json too (RuntimeCRI).
 	PullSecretsDir string
 	// PodNetwork gives pods without hostNetwork their own network
 	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every

@@ -113,9 +113,13 @@ type Config struct {
 	// has none), each stop event pokes a relist and the period is ten
 	// times longer. Default DefaultRelistPeriod.
 	RelistPeriod time.Duration
-	// PullSecretsDir holds the pods' image pull secrets: the secret named
-	// in spec.imagePullSecrets is the file <PullSecretsDir>/<name>.json, a
-	// dockerconfigjson ({"auths":{"registry:port":{"auth":"..."}}}).
+	// PullSecretsDir holds the pods' image pull secrets that
+	// Objects.Getter does not have, by namespace: the secret named in
+	// spec.imagePullSecrets of a pod of namespace ns is the file
+	// <PullSecretsDir>/<ns>/<name>.json, a dockerconfigjson
+	// ({"auths":{"registry:port":{"auth":"..."}}}); for namespace default
+	// only, <PullSecretsDir>/<name>.json too, the older layout
+	// (pullsecrets.go).
 	PullSecretsDir string
 	// PodNetwork gives pods that ask for their own network
 	// (spec.hostNetwork false) a network namespace of their own, set up by
@@ -173,6 +177,7 @@ var (
 	_ runtime.GracefulStopper = (*Runtime)(nil)
 	_ runtime.PodAddresser    = (*Runtime)(nil)
 	_ runtime.PodLogRemover   = (*Runtime)(nil)
+	_ runtime.Warner          = (*Runtime)(nil)
 )
 
 // Runtime runs pods as OCI containers through a CRI v1 runtime (containerd,
@@ -212,7 +217,9 @@ type Runtime struct {
 	img  runtimeapi.ImageServiceClient
 
 	events chan runtime.Event
-	poke   chan struct{} // 1 slot: a relist is wanted now
+	// warnings are the pods' warnings (pullsecrets.go).
+	warnings chan runtime.Warning
+	poke     chan struct{} // 1 slot: a relist is wanted now
 	// ctx ends with Close: the relist loop, the event stream, stops in
 	// flight and pending deliveries end with it.
 	ctx       context.Context
@@ -304,6 +311,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rt:             runtimeapi.NewRuntimeServiceClient(conn),
 		img:            runtimeapi.NewImageServiceClient(conn),
 		events:         make(chan runtime.Event, eventBuffer),
+		warnings:       make(chan runtime.Warning, warningBuffer),
 		poke:           make(chan struct{}, 1),
 		ctx:            life,
 		cancel:         cancel,
