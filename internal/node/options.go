@@ -149,6 +149,11 @@ type RuntimeOptions struct {
 	// process.Config.ShimBinary): "" finds podward-shim beside this
 	// executable or in PATH, else re-executes this binary.
 	ShimBinary string
+
+	// objects is what the runtime reads the pods' ConfigMaps, Secrets and
+	// tokens through: set by the daemon (cluster mode: its API server's,
+	// cluster_objects.go), never a flag.
+	objects runtime.Objects
 }
 
 // What RuntimeOptions.Cgroups says.
@@ -286,7 +291,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		}
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
-			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
+			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary, Objects: o.objects,
 		})
 	case RuntimeCRI:
 		h, err := o.cgroups(log)
@@ -296,7 +301,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
-			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids,
+			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids, Objects: o.objects,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)
