@@ -291,7 +291,15 @@ func TestTokenManagerAsANode(t *testing.T) {
 	client := nodeIdentity(t, cp, name)
 	ctx := t.Context()
 	ns := namespace(t, cp, "tokens")
-	pod := boundPod(t, cp, ns, name, nil)
+	// The Node authorizer lets a node request a token of an audience
+	// (the API server's own too) only when a pod of the node asks for it in
+	// a volume.
+	pod := boundPod(t, cp, ns, name, func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", Audience: "podward-test", ExpirationSeconds: new(int64(3600))}},
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "api-token", ExpirationSeconds: new(int64(3600))}},
+		}}}}}
+	})
 	tm := clusterobjects.NewTokenManager(clusterobjects.TokenConfig{Client: client})
 	t.Cleanup(tm.Close)
 	req := objects.TokenRequest{Pod: pod, ServiceAccount: "default", Audience: "podward-test", ExpirationSeconds: 3600}
