@@ -185,10 +185,20 @@ func (m *Managers) listWatch(ref objects.Ref) *cache.ListWatch {
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
+			var w watch.Interface
+			var err error
 			if ref.Kind == objects.KindSecret {
-				return core.Secrets(ref.Namespace).Watch(ctx, opts)
+				w, err = core.Secrets(ref.Namespace).Watch(ctx, opts)
+			} else {
+				w, err = core.ConfigMaps(ref.Namespace).Watch(ctx, opts)
 			}
-			return core.ConfigMaps(ref.Namespace).Watch(ctx, opts)
+			if err != nil && ctx.Err() != nil {
+				// A watch stopped as it started (its last pod went): a
+				// watch's normal end for the reflector, not an error it
+				// would log.
+				return nil, io.EOF
+			}
+			return w, err
 		},
 	}
 }

@@ -3,10 +3,14 @@ package clusterobjects
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/podward/podward/internal/objects"
 )
@@ -152,5 +156,50 @@ func TestLastValueServesWhileTheAPIServerIsAway(t *testing.T) {
 	receive(t, s.listed, "second failed list")
 	if cm, err := get(t, m, "ns", "cm"); err != nil || cm.Data["k"] != "v" {
 		t.Errorf("ConfigMap while the API server is away = %v, %v; want the last value", cm, err)
+	}
+}
+
+func TestWatchStoppedAsItStartsIsNoError(t *testing.T) {
+	s := newAPIServer()
+	s.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, nil, context.Canceled
+	})
+	m, _ := newManagers(t, s)
+	lw := m.listWatch(objects.Ref{Kind: objects.KindConfigMap, Namespace: "ns", Name: "cm"})
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := lw.WatchFuncWithContext(ctx, metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("watch failing while its ctx lives = %v, want the error", err)
+	}
+	cancel()
+	if _, err := lw.WatchFuncWithContext(ctx, metav1.ListOptions{}); err != io.EOF {
+		t.Errorf("watch failing as its ctx ends = %v, want io.EOF, a watch's normal end", err)
+	}
+}
+
+func TestHandlerTellsOnlyChanges(t *testing.T) {
+	var got []objects.Change
+	m := New(context.Background(), Config{OnChange: func(c objects.Change) { got = append(got, c) }})
+	ref := objects.Ref{Kind: objects.KindConfigMap, Namespace: "ns", Name: "cm"}
+	h := m.handler(ref)
+	cm, cm2, other := configMap("ns", "cm", "v"), configMap("ns", "cm", "w"), configMap("ns", "other", "v")
+	cm2.ResourceVersion = "2"
+	for _, tc := range []struct {
+		name string
+		do   func()
+		want int
+	}{
+		{"first list's add", func() { h.OnAdd(cm, true) }, 0},
+		{"add of a creation", func() { h.OnAdd(cm, false) }, 1},
+		{"relist of an unchanged object", func() { h.OnUpdate(cm, cm.DeepCopy()) }, 0},
+		{"update", func() { h.OnUpdate(cm, cm2) }, 1},
+		{"another object", func() { h.OnAdd(other, false) }, 0},
+		{"deletion", func() { h.OnDelete(cm2) }, 1},
+		{"deletion seen by a relist", func() { h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/cm", Obj: cm2}) }, 1},
+	} {
+		got = nil
+		tc.do()
+		if len(got) != tc.want || (tc.want == 1 && got[0] != objects.Change{Ref: ref}) {
+			t.Errorf("%s: changes %+v, want %d of %s", tc.name, got, tc.want, ref)
+		}
 	}
 }
