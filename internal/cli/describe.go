@@ -315,6 +315,9 @@ func describeContainers(w prefixWriter, label string, containers []v1.Container,
 			w.write(2, "Restart Count:\t%d\n", st.RestartCount)
 		}
 		describeResources(w, c.Resources)
+		if len(c.EnvFrom) > 0 {
+			describeEnvFrom(w, c)
+		}
 		describeEnv(w, c, p)
 		if len(c.VolumeMounts) == 0 {
 			w.write(2, "Mounts:\t<none>\n")
@@ -438,7 +441,8 @@ func describeEnv(w prefixWriter, c v1.Container, p *v1.Pod) {
 			ref := e.ValueFrom.FieldRef
 			w.write(3, "%s:\t%s (%s:%s)\n", e.Name, podField(p, ref.FieldPath), ref.APIVersion, ref.FieldPath)
 		case e.ValueFrom.ResourceFieldRef != nil:
-			w.write(3, "%s:\t(%s)\n", e.Name, e.ValueFrom.ResourceFieldRef.Resource)
+			res := e.ValueFrom.ResourceFieldRef.Resource
+			w.write(3, "%s:\t%s (%s)\n", e.Name, resourceFieldValue(e.ValueFrom.ResourceFieldRef, &c), res)
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
 			w.write(3, "%s:\t<set to the key '%s' in secret '%s'>\tOptional: %t\n", e.Name, ref.Key, ref.Name, ref.Optional != nil && *ref.Optional)

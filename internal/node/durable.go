@@ -83,7 +83,11 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	if err != nil {
 		return nil, err
 	}
-	rt, err := o.Runtime.open(ctx, root, clk, log, nil, false, rotation)
+	// The Node's allocatable is what resizes are admitted against, in
+	// standalone mode too, and what a resourceFieldRef to a missing limit
+	// reads.
+	allocatable, machine := machineAllocatable(root, o.MaxPods, log)
+	rt, err := o.Runtime.open(ctx, root, clk, log, nil, false, rotation, allocatable)
 	if err != nil {
 		return nil, err
 	}
@@ -92,15 +96,7 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	cfg.Runtime, cfg.Clock, cfg.Planner, cfg.Logger, cfg.Store = rt, clk, o.plannerConfig(), log, st
 	cfg.EventsPerPod, cfg.MaxEvents, cfg.KeepTerminatedPodLogs = o.EventsPerPod, o.MaxEvents, o.KeepTerminatedPodLogs
 	cfg.MaxPods, cfg.Metrics, cfg.Sysctls = o.MaxPods, m, sysctls
-	// The Node's allocatable is what resizes are admitted against, in
-	// standalone mode too.
-	var machine *cluster.Machine
-	if mc, err := cluster.DetectMachine(root); err == nil {
-		machine = &mc
-		cfg.Allocatable = mc.Allocatable(int64(o.MaxPods))
-	} else {
-		log.Warn("cannot read the machine's capacity: resizes are not checked against it", "err", err)
-	}
+	cfg.Allocatable = allocatable
 	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop, shutdownDone: make(chan struct{}), metrics: m, profiling: o.Profiling, machine: machine}
 	d.shutdown = shutdown.New(shutdown.Config{Groups: groups, Node: d.Agent, Store: st, Clock: clk, Logger: log, OnChange: onShutdown})
 	m.AddSources(metrics.Sources{Pods: d.Workers(), Store: st, Shutdown: d.shutdown})

@@ -85,7 +85,8 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 	if tempRoot != "" {
 		leftovers = cleanStaleRuns(ctx, &o, tempRoot, clk, log)
 	}
-	rt, err := o.Runtime.open(ctx, root, clk, log, output, true, rotation)
+	allocatable, _ := machineAllocatable(root, o.MaxPods, log)
+	rt, err := o.Runtime.open(ctx, root, clk, log, output, true, rotation, allocatable)
 	if err != nil {
 		lock.Close()
 		return fail(err)

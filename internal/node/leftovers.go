@@ -137,7 +137,7 @@ func cleanStaleRun(ctx context.Context, o *Options, dir string, clk clock.Clock,
 		}
 		ro := o.Runtime
 		ro.Kind = kind
-		rt, err := ro.open(ctx, dir, clk, log, nil, false, crilog.Rotation{MaxSize: o.ContainerLogMaxSize, MaxFiles: o.ContainerLogMaxFiles})
+		rt, err := ro.open(ctx, dir, clk, log, nil, false, crilog.Rotation{MaxSize: o.ContainerLogMaxSize, MaxFiles: o.ContainerLogMaxFiles}, nil)
 		if err != nil {
 			return fmt.Sprintf("could not clean %s, left by an earlier run that was killed: %v", dir, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
@@ -277,8 +278,9 @@ type openRuntime interface {
 // containers' logs rotated as rotation says. output, when set, receives
 // every line the containers write. foreground ties the process runtime's
 // containers to this process (process.Config.Tethered): a `podward run`'s
-// must die with it.
-func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation) (openRuntime, error) {
+// must die with it. allocatable is the node's (machineAllocatable), nil
+// when unknown.
+func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation, allocatable v1.ResourceList) (openRuntime, error) {
 	switch o.Kind {
 	case RuntimeProcess:
 		h, err := o.cgroups(log)
@@ -291,7 +293,8 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		}
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
-			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary, Objects: o.objects,
+			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
+			Allocatable: allocatable, Objects: o.objects,
 		})
 	case RuntimeCRI:
 		h, err := o.cgroups(log)
@@ -301,7 +304,8 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		rt, err := cri.New(ctx, cri.Config{
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
-			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids, Objects: o.objects,
+			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids,
+			Allocatable: allocatable, Objects: o.objects,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)

@@ -80,6 +80,14 @@ type Observed struct {
 	// once whatever the restart policy (see resizeRestart), and a new
 	// instance starts without it.
 	ResizeRestart bool
+	// ConfigErrorAt is when the container's last start failed because its
+	// configuration could not be made (a ConfigMap or Secret its
+	// environment needs is missing: CreateContainerConfigError), zero when
+	// it did not; ConfigErrorChanges is Input.ObjectChanges at that
+	// moment. The container keeps its state: no instance started. See
+	// configRetries.
+	ConfigErrorAt      time.Time
+	ConfigErrorChanges uint64
 }
 
 // Input is everything Next may look at. Next does not modify it.
@@ -95,8 +103,13 @@ type Input struct {
 	// RestartAll is the restart of all containers in progress, nil when
 	// none (see restartAllContainers).
 	RestartAll *RestartAll
-	Now        time.Time
-	Config     Config
+	// ObjectChanges counts the changes of the objects pods read
+	// (ConfigMaps, Secrets) the worker was told of: one after a
+	// container's ConfigErrorChanges means its configuration may be made
+	// now (see configRetries).
+	ObjectChanges uint64
+	Now           time.Time
+	Config        Config
 }
 
 // Kind is what an Action does.
@@ -302,10 +315,14 @@ func (p *Plan) killWhenDue(in *Input, ref model.ContainerRef, o Observed, bound 
 // modified. The worker calls it after every event and at the plan's WakeAt.
 func Next(in Input) Plan {
 	refs := in.Pod.Containers()
+	var p Plan
 	if in.Termination == nil {
-		return planSync(in, refs)
+		p = planSync(in, refs)
+	} else {
+		p = planTerminating(in, refs)
 	}
-	return planTerminating(in, refs)
+	p.configRetries(&in)
+	return p
 }
 
 // obs is what was observed of the named container; a container never

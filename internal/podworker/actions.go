@@ -199,6 +199,12 @@ func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool,
 	if err != nil && sc.ctx.Err() != nil {
 		return false, time.Time{}
 	}
+	var configErr *runtime.ContainerConfigError
+	if errors.As(err, &configErr) {
+		pw.configFailed(c, configErr)
+		return true, time.Time{}
+	}
+	c.configErr = ""
 	if err != nil {
 		pw.w.cfg.Metrics.ContainerStartFailed(c.ref.Role, StartErrorRunContainer)
 	}

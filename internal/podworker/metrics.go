@@ -43,6 +43,7 @@ type Metrics interface {
 // (pkg/kubelet/container/sync_result.go, pkg/kubelet/images/types.go).
 const (
 	StartErrorRunContainer = "RunContainerError"
+	StartErrorConfig       = reasonCreateContainerConfigError
 	StartErrorImagePull    = reasonErrImagePull
 	StartErrorNeverPull    = reasonErrImageNeverPull
 )

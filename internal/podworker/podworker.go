@@ -94,6 +94,10 @@ type podWorker struct {
 	// from the plan that triggers it to the one that resets the
 	// containers; nil when none.
 	restartAll *planner.RestartAll
+	// objectChanges counts the changes of ConfigMaps and Secrets the
+	// worker was told of (retryConfigNow), the planner's
+	// Input.ObjectChanges.
+	objectChanges uint64
 	// resizing is the in-place resize as the status reports it (resize).
 	resizing resizeState
 	// allocated is what the node allocated to the pod's regular
@@ -165,6 +169,9 @@ type ctr struct {
 	ready bool
 	// image is what the last pulls of its image gave.
 	image imageState
+	// configErr is the message of its last start's configuration error
+	// (CreateContainerConfigError), "" when that start did not fail so.
+	configErr string
 	// applied is the resources its running instance has (the kubelet's
 	// actuated resources: what the node had allocated to it when it
 	// started, or a resize applied since); checkpointed; nil when unknown
@@ -466,7 +473,7 @@ func (pw *podWorker) plan(now time.Time) planner.Plan {
 	if deadlinePassed {
 		pw.cutPreStopHooks()
 	}
-	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, RestartAll: pw.restartAll, Now: now, Config: pw.w.cfg.Planner})
+	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, RestartAll: pw.restartAll, ObjectChanges: pw.objectChanges, Now: now, Config: pw.w.cfg.Planner})
 	pw.noteBackoffs(plan)
 	switch {
 	case deadlinePassed && (!plan.Done || plan.DeferIncomplete != nil):

@@ -44,6 +44,16 @@ func (s *scenario) apply(d plannertest.Directive) (bool, error) {
 		}
 		s.rt.FailResize(err2)
 		return false, nil
+	case "fail-config":
+		// fail-config NAME on|off: NAME's starts fail for its
+		// configuration (`configmap "cfg" not found`), or no more.
+		if len(d.Args) != 2 || d.Args[0].HasVal || d.Args[1].HasVal || (d.Args[1].Key != "on" && d.Args[1].Key != "off") {
+			return false, d.Errorf("want fail-config NAME on|off")
+		}
+		s.mu.Lock()
+		s.failConfig[d.Args[0].Key] = d.Args[1].Key == "on"
+		s.mu.Unlock()
+		return false, nil
 	case "fail-checkpoints", "fail-list", "fail-setup":
 		on, err := onOff(d)
 		if err != nil {
@@ -158,6 +168,23 @@ func (s *scenario) act(d plannertest.Directive) error {
 			opts.Kill = k
 		}
 		s.w.UpdatePod(opts)
+	case "objects-changed":
+		// ConfigMaps or Secrets changed. Until the inbox has the input
+		// that carries such news, the worker is told as that input's
+		// handling will: on its goroutine's behalf while it is blocked
+		// (the settle), then woken. The ring orders the write before
+		// the goroutine's reads.
+		if s.w == nil {
+			return d.Errorf("the agent is down")
+		}
+		s.w.mu.Lock()
+		pw := s.w.pods[s.pod.UID]
+		s.w.mu.Unlock()
+		if pw == nil {
+			return d.Errorf("no worker")
+		}
+		pw.retryConfigNow()
+		pw.inbox.ring()
 	case "activedeadline":
 		// An update of the running pod that sets or lowers its
 		// spec.activeDeadlineSeconds, as the agent hands it over: a new

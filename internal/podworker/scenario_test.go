@@ -80,6 +80,9 @@ type scenario struct {
 	// failList makes the runtime's listing fail; failSetup the pod's
 	// setup (PreparePod).
 	failList, failSetup bool
+	// failConfig names the containers whose configuration cannot be made
+	// (fail-config): their starts fail with a ContainerConfigError.
+	failConfig map[string]bool
 	// gates are the hook goroutines waiting for their turn.
 	gates []*gate
 }
@@ -163,6 +166,12 @@ func (s *scenario) newPod(d plannertest.Directive) error {
 		return err
 	}
 	s.rt.StartHook = func(ctx context.Context, ref model.ContainerRef) error {
+		s.mu.Lock()
+		failConfig := s.failConfig[ref.Name]
+		s.mu.Unlock()
+		if failConfig {
+			return fmt.Errorf("start container %q: %w", ref.Name, runtime.ConfigErrorf(`configmap "cfg" not found`))
+		}
 		_, err := s.hold(ctx, "start "+ref.Name)
 		return err
 	}
@@ -180,6 +189,7 @@ func (s *scenario) newPod(d plannertest.Directive) error {
 	s.allocatable, s.others = nil, map[string]*model.Pod{}
 	s.mu.Lock()
 	s.held, s.release, s.failHooks, s.failList, s.failSetup, s.gates = map[string]bool{}, make(chan struct{}), map[string]hookResultSpec{}, false, false, nil
+	s.failConfig = map[string]bool{}
 	s.mu.Unlock()
 	s.startAgent()
 	return nil

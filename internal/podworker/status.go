@@ -19,6 +19,9 @@ const (
 	reasonPodInitializing   = "PodInitializing"
 	reasonContainerCreating = "ContainerCreating"
 	reasonCrashLoopBackOff  = "CrashLoopBackOff"
+	// reasonCreateContainerConfigError: the container's configuration
+	// cannot be made (a ConfigMap or Secret it needs is missing).
+	reasonCreateContainerConfigError = "CreateContainerConfigError"
 	// reasonDeferPending: a defer container waits for the pod to end.
 	reasonDeferPending = "WaitingForTermination"
 	// reasonDeferSkipped: the pod ended without running its defer
@@ -387,6 +390,13 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		cs.LastTerminationState.Terminated = c.last
 	}
 	switch {
+	case c.configErr != "" && c.obs.State != planner.Running && !terminated:
+		// The next instance cannot start: its configuration cannot be made.
+		if c.obs.State == planner.Exited {
+			cs.LastTerminationState.Terminated = c.terminatedState()
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reasonCreateContainerConfigError, Message: c.configErr}
+		return cs
 	case c.image.reason != "" && c.obs.State != planner.Running && !terminated:
 		// The next instance cannot start: its image did not come.
 		if c.obs.State == planner.Exited {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -25,6 +26,37 @@ var ErrUnsupported = errors.New("not supported by this runtime")
 // key): the container waits with reason CreateContainerConfigError, as the
 // kubelet's, and its start is tried again later; it is no exit.
 var ErrContainerConfig = errors.New("cannot make the container's configuration")
+
+// ContainerConfigError is why a container's configuration cannot be made
+// now, with the kubelet's message (`configmap "x" not found`, `couldn't
+// find key k in ConfigMap ns/x`): the pod worker shows Message as the
+// container's CreateContainerConfigError. It matches ErrContainerConfig
+// and its cause (errors.Is, errors.As).
+type ContainerConfigError struct {
+	Message string
+	Err     error // the cause; may be nil
+}
+
+func (e *ContainerConfigError) Error() string { return e.Message }
+
+// Unwrap is ErrContainerConfig and the cause.
+func (e *ContainerConfigError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrContainerConfig}
+	}
+	return []error{ErrContainerConfig, e.Err}
+}
+
+// ConfigError is a ContainerConfigError with the message of err, which it
+// wraps.
+func ConfigError(err error) error {
+	return &ContainerConfigError{Message: err.Error(), Err: err}
+}
+
+// ConfigErrorf is a ContainerConfigError with a message of its own.
+func ConfigErrorf(format string, args ...any) error {
+	return &ContainerConfigError{Message: fmt.Sprintf(format, args...)}
+}
 
 // ExitReason is why a container instance ended, as Kubernetes reports it in
 // ContainerStateTerminated.reason. It is package exitstatus's, which the

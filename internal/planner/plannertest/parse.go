@@ -254,6 +254,8 @@ func Observe(d Directive, containers map[string]planner.Observed) error {
 //	.probeKilled            the instance was stopped because a probe failed (kept after it exited)
 //	.restartedAll           a restart of all containers reset the container
 //	.resizeRestart          the instance was stopped for a resize that restarts it (kept after it exited)
+//	.configError(T)         the last start failed at T for its configuration (CreateContainerConfigError)
+//	.configErrorChanges(N)  the objects had changed N times when it failed (see the objects directive)
 func ParseObserved(s string) (planner.Observed, error) {
 	calls := splitCalls(s)
 	var o planner.Observed
@@ -308,11 +310,11 @@ func modify(o *planner.Observed, c string) error {
 	var t time.Time
 	var n int
 	switch name {
-	case "ranFrom", "stopping", "signalled", "killAt":
+	case "ranFrom", "stopping", "signalled", "killAt", "configError":
 		if t, err = ParseTime(args[0]); err != nil {
 			return err
 		}
-	case "steps", "restarts":
+	case "steps", "restarts", "configErrorChanges":
 		if n, err = strconv.Atoi(args[0]); err != nil {
 			return fmt.Errorf(".%s: %w", name, err)
 		}
@@ -347,6 +349,10 @@ func modify(o *planner.Observed, c string) error {
 		o.BackoffSteps = n
 	case "restarts":
 		o.Restarts = n
+	case "configError":
+		o.ConfigErrorAt = t
+	case "configErrorChanges":
+		o.ConfigErrorChanges = uint64(n)
 	default:
 		return fmt.Errorf("unknown modifier .%s", name)
 	}
@@ -471,13 +477,17 @@ type Scenario struct {
 	// RestartAll is the restart of all containers in progress; nil until
 	// a restartall directive sets it.
 	RestartAll *planner.RestartAll
-	Config     planner.Config
+	// ObjectChanges is the planner's Input.ObjectChanges (objects
+	// changes=N).
+	ObjectChanges uint64
+	Config        planner.Config
 }
 
 // Apply carries out one of the input directives — pod (which starts a new
 // scenario: no observations, no termination, no start time, the default
 // config), observe, terminate, starttime (starttime at=T), restartall,
-// config and activedeadline (activedeadline seconds=N: the pod's
+// config, objects (objects changes=N: Input.ObjectChanges) and
+// activedeadline (activedeadline seconds=N: the pod's
 // spec.activeDeadlineSeconds becomes N, everything else kept, as an update
 // of the running pod sets or lowers it) — and reports whether d was one of
 // them.
@@ -489,7 +499,7 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 		if p, err = Pod(d); err == nil {
 			*s = Scenario{Pod: p, Containers: map[string]planner.Observed{}, Config: planner.DefaultConfig()}
 		}
-	case "observe", "terminate", "starttime", "restartall", "config", "activedeadline":
+	case "observe", "terminate", "starttime", "restartall", "config", "activedeadline", "objects":
 		if s.Pod == nil {
 			return true, d.Errorf("no pod yet")
 		}
@@ -502,6 +512,8 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 			s.Termination, err = Terminate(d)
 		case "starttime":
 			s.StartTime, err = d.Time("at")
+		case "objects":
+			err = s.setObjectChanges(d)
 		case "restartall":
 			s.RestartAll, err = RestartAll(d)
 		case "config":
@@ -511,6 +523,20 @@ func (s *Scenario) Apply(d Directive) (bool, error) {
 		return false, nil
 	}
 	return true, err
+}
+
+// setObjectChanges reads objects changes=N: the objects pods read have
+// changed N times (Input.ObjectChanges).
+func (s *Scenario) setObjectChanges(d Directive) error {
+	if len(d.Args) != 1 || d.Args[0].Key != "changes" || !d.Args[0].HasVal {
+		return d.Errorf("want objects changes=N")
+	}
+	n, err := strconv.ParseUint(d.Args[0].Val, 10, 64)
+	if err != nil {
+		return d.Errorf("changes: %v", err)
+	}
+	s.ObjectChanges = n
+	return nil
 }
 
 // setActiveDeadline reads activedeadline seconds=N: a new pod, the
@@ -531,7 +557,7 @@ func (s *Scenario) setActiveDeadline(d Directive) error {
 
 // Input is the planner input of the scenario at now.
 func (s *Scenario) Input(now time.Time) planner.Input {
-	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, StartTime: s.StartTime, RestartAll: s.RestartAll, Now: now, Config: s.Config}
+	return planner.Input{Pod: s.Pod, Containers: s.Containers, Termination: s.Termination, StartTime: s.StartTime, RestartAll: s.RestartAll, ObjectChanges: s.ObjectChanges, Now: now, Config: s.Config}
 }
 
 // RenderPlan writes a plan one line per item: the actions in order, the

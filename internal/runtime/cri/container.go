@@ -242,7 +242,7 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 	if err != nil {
 		return nil, err
 	}
-	envs, vars, err := r.containerEnv(pod, c, ref.SpecPath())
+	envs, vars, err := r.containerEnv(ctx, pod, c, ref.SpecPath())
 	if err != nil {
 		return nil, err
 	}

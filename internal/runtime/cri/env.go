@@ -1,21 +1,39 @@
 package cri
 
 import (
+	"context"
+
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/podspec"
 )
 
-// containerEnv is the container's env as CRI key/values (podspec.Env: in
-// spec order, a later duplicate replacing an earlier one in place), and the
-// variables $(VAR) references in command, args and subPathExpr may use.
-// Unlike the process runtime's, it adds no PATH or HOSTNAME: those come
-// from the image and the CRI runtime. path is the container's field path
-// for error messages.
-func (r *Runtime) containerEnv(pod *model.Pod, c *v1.Container, path string) ([]*runtimeapi.KeyValue, podspec.Vars, error) {
-	env, vars, err := podspec.Env(pod, c, path, r.addresses(pod))
+var _ runtime.Warner = (*Runtime)(nil)
+
+// warningBuffer is how many warnings wait for the consumer before new ones
+// are dropped (and logged).
+const warningBuffer = 64
+
+// containerEnv is the container's env as CRI key/values (podspec.Env:
+// envFrom then env, a later duplicate replacing an earlier one in place,
+// read through the Runtime's objects and allocatable), and the variables
+// $(VAR) references in command, args and subPathExpr may use. Unlike the
+// process runtime's, it adds no PATH or HOSTNAME: those come from the
+// image and the CRI runtime. An exec in the container has the env the CRI
+// runtime keeps with it. path is the container's field path for error
+// messages; a missing object is a runtime.ContainerConfigError.
+func (r *Runtime) containerEnv(ctx context.Context, pod *model.Pod, c *v1.Container, path string) ([]*runtimeapi.KeyValue, podspec.Vars, error) {
+	env, vars, err := podspec.Env(ctx, pod, c, path, podspec.EnvSources{
+		Objects:     r.objects.Getter,
+		Allocatable: r.allocatable,
+		Addresses:   r.addresses(pod),
+		Warn: func(reason, message string) {
+			r.warn(runtime.Warning{PodUID: pod.UID, Container: c.Name, Reason: runtime.WarningReason(reason), Message: message})
+		},
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -24,6 +42,21 @@ func (r *Runtime) containerEnv(pod *model.Pod, c *v1.Container, path string) ([]
 		kvs[i] = &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)}
 	}
 	return kvs, vars, nil
+}
+
+// Warnings reports what a pod's owner should see of its containers'
+// configuration that does not stop them (envFrom keys that are no
+// variable names). A warning is dropped (and logged) when the consumer
+// does not keep up.
+func (r *Runtime) Warnings() <-chan runtime.Warning { return r.warnings }
+
+// warn hands w to the consumer, or drops it when the buffer is full.
+func (r *Runtime) warn(w runtime.Warning) {
+	select {
+	case r.warnings <- w:
+	default:
+		r.log.Warn("warning dropped: nobody reads them", "podUID", w.PodUID, "container", w.Container, "reason", w.Reason, "message", w.Message)
+	}
 }
 
 // addresses are the host's and the pod's IPs for the downward API: the

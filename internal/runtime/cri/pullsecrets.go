@@ -21,10 +21,6 @@ import (
 // the pull goes on without them.
 const WarningFailedToRetrieveImagePullSecret runtime.WarningReason = "FailedToRetrieveImagePullSecret"
 
-// warningBuffer is how many warnings wait for the consumer before new ones
-// are dropped (and logged).
-const warningBuffer = 64
-
 // pullSecret is the content of one image pull secret: a dockerconfigjson,
 // or a legacy dockercfg.
 type pullSecret struct {
@@ -116,17 +112,4 @@ func dockerConfigOf(s *v1.Secret) []byte {
 		return s.Data[v1.DockerConfigKey]
 	}
 	return nil
-}
-
-// Warnings implements runtime.Warner: a pod's image pull secrets that
-// could not be read. A warning is dropped (and logged) when nobody reads
-// them.
-func (r *Runtime) Warnings() <-chan runtime.Warning { return r.warnings }
-
-func (r *Runtime) warn(w runtime.Warning) {
-	select {
-	case r.warnings <- w:
-	default:
-		r.log.Warn("warning dropped: nobody reads them", "podUID", w.PodUID, "reason", w.Reason, "message", w.Message)
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -89,6 +90,10 @@ type Config struct {
 	// Objects reads what the pods reference (ConfigMaps, Secrets, tokens,
 	// image pull secrets).
 	Objects runtime.Objects
+	// Allocatable is the node's allocatable resources, which a
+	// resourceFieldRef to a limit a container does not set reads
+	// (podspec.EnvSources). nil: such a value is 0.
+	Allocatable v1.ResourceList
 	// Logger gets the runtime's own messages. Default: discarded.
 	Logger *slog.Logger
 	// LogRotation is how the running containers' logs are rotated, as the
@@ -177,15 +182,17 @@ var (
 	_ runtime.GracefulStopper = (*Runtime)(nil)
 	_ runtime.PodAddresser    = (*Runtime)(nil)
 	_ runtime.PodLogRemover   = (*Runtime)(nil)
-	_ runtime.Warner          = (*Runtime)(nil)
 )
 
 // Runtime runs pods as OCI containers through a CRI v1 runtime (containerd,
 // CRI-O): a pod sandbox per pod, a container per instance. All its methods
 // are safe for concurrent use.
 type Runtime struct {
-	root         string
-	objects      runtime.Objects
+	root        string
+	objects     runtime.Objects
+	allocatable v1.ResourceList
+	// warnings: see Warnings.
+	warnings     chan runtime.Warning
 	rootLabel    string // LabelRoot's value: a hash of root
 	clock        clock.Clock
 	log          *slog.Logger
@@ -217,9 +224,7 @@ type Runtime struct {
 	img  runtimeapi.ImageServiceClient
 
 	events chan runtime.Event
-	// warnings are the pods' warnings (pullsecrets.go).
-	warnings chan runtime.Warning
-	poke     chan struct{} // 1 slot: a relist is wanted now
+	poke   chan struct{} // 1 slot: a relist is wanted now
 	// ctx ends with Close: the relist loop, the event stream, stops in
 	// flight and pending deliveries end with it.
 	ctx       context.Context
@@ -297,6 +302,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rotationPeriod: cmpOr(cfg.LogRotationPeriod, DefaultLogRotationPeriod),
 		secretsDir:     cfg.PullSecretsDir,
 		objects:        cfg.Objects,
+		allocatable:    cfg.Allocatable,
+		warnings:       make(chan runtime.Warning, warningBuffer),
 		podNetwork:     cfg.PodNetwork,
 		cgroupParent:   cfg.CgroupParent,
 		cgroupRoot:     "/sys/fs/cgroup",
@@ -311,7 +318,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		rt:             runtimeapi.NewRuntimeServiceClient(conn),
 		img:            runtimeapi.NewImageServiceClient(conn),
 		events:         make(chan runtime.Event, eventBuffer),
-		warnings:       make(chan runtime.Warning, warningBuffer),
 		poke:           make(chan struct{}, 1),
 		ctx:            life,
 		cancel:         cancel,

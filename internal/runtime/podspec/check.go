@@ -34,7 +34,7 @@ func CheckVolume(vol *v1.Volume, i int) error {
 
 // CheckContainer refuses what no podward runtime can do for container ref
 // of pod, c (pod.Container(ref)): a c that is nil (runtime.ErrNotFound),
-// an env that Env refuses, volumeDevices, and a
+// an env source CheckEnv refuses, volumeDevices, and a
 // volumeMount that names no volume of the pod, mounts over the root, is
 // recursively read-only (Enabled; IfPossible falls back to a read-only
 // mount) or has a subPath that could leave its volume. It returns the
@@ -46,7 +46,7 @@ func CheckContainer(pod *model.Pod, ref model.ContainerRef, c *v1.Container) err
 		return fmt.Errorf("pod %s has no %s container %q: %w", pod.Key(), ref.Role, ref.Name, runtime.ErrNotFound)
 	}
 	p := ref.SpecPath()
-	if _, _, err := Env(pod, c, p, Addresses{}); err != nil {
+	if err := CheckEnv(c, p); err != nil {
 		return err
 	}
 	if len(c.VolumeDevices) > 0 {

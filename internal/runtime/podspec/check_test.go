@@ -71,8 +71,10 @@ func TestCheckContainer(t *testing.T) {
 			c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "a/b", RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyIfPossible)}}
 		}},
 		"env it cannot read": {
-			mod:  func(c *v1.Container) { c.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{}}} },
-			want: "spec.containers[0].envFrom: Unsupported value: podward has no ConfigMaps or Secrets to read",
+			mod: func(c *v1.Container) {
+				c.Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}}
+			},
+			want: "spec.containers[0].env[0].valueFrom.fileKeyRef: Unsupported value: podward does not read environment variables from files",
 		},
 		"volumeDevices": {
 			mod:  func(c *v1.Container) { c.VolumeDevices = []v1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}} },

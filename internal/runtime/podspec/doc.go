@@ -2,15 +2,18 @@
 // alike, so that each exists once and says one thing for one mistake:
 //
 //   - Check's shared refusals (CheckVolume, CheckContainer): the volume
-//     kinds and emptyDir media podward supports, hostPath types, envFrom
-//     and the env sources it cannot read, volumeDevices,
+//     kinds and emptyDir media podward supports, hostPath types, the env
+//     sources it cannot read (CheckEnv: fileKeyRef), volumeDevices,
 //     and the volumeMounts that name no volume, mount over the root, ask
 //     for a recursively read-only mount or a subPath that leaves its
 //     volume. Each names the field, Kubernetes-style, and wraps
 //     runtime.ErrUnsupported;
-//   - a container's environment as its spec writes it (Env): values in
-//     spec order, $(VAR) references to earlier variables, downward-API
-//     fieldRefs resolved through model.Pod.FieldRef;
+//   - a container's environment as the kubelet makes it (Env): envFrom
+//     ConfigMaps and Secrets, then env in spec order, $(VAR) references to
+//     earlier variables, downward-API fieldRefs (model.Pod.FieldRef),
+//     resourceFieldRefs (ResourceValue, the node's allocatable for a
+//     missing limit), configMapKeyRef and secretKeyRef read through an
+//     objects.Getter; a missing object is a runtime.ContainerConfigError;
 //   - $(VAR) expansion, with Kubernetes' semantics (Vars.Expand), for
 //     command, args, env values and subPathExpr;
 //   - the host path a volumeMount mounts, and its subPath checked and
@@ -27,7 +30,7 @@
 // in that runtime's Check, which calls CheckContainer first. What is done
 // on the host's filesystem is package hostfs's.
 //
-// It imports the model, the runtime vocabulary, exitstatus, hostfs, the
+// It imports the model, the runtime vocabulary, objects (the Getter), exitstatus, hostfs, the
 // Kubernetes API types and the standard library; never the pod worker, the agent or the
 // CLI. Nothing in it keeps state: every function is safe for concurrent
 // use.

@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -71,13 +72,9 @@ func TestEnv(t *testing.T) {
 				{"HOST_IP", "10.0.0.1"}, {"POD_IP", "10.1.0.7"}, {"REF", "web.default"},
 			},
 		},
-		"envFrom": {
-			envFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}},
-			wantErr: "spec.containers[0].envFrom: Unsupported value: podward has no ConfigMaps or Secrets to read",
-		},
-		"secretKeyRef": {
-			env:     []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "pw"}}}},
-			wantErr: "spec.containers[0].env[1].valueFrom: Unsupported value: podward supports only fieldRef",
+		"fileKeyRef": {
+			env:     []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}},
+			wantErr: "spec.containers[0].env[0].valueFrom.fileKeyRef: Unsupported value: podward does not read environment variables from files",
 		},
 		"unknown fieldPath": {
 			env:     []v1.EnvVar{{Name: "X", ValueFrom: fieldRef("status.phase")}},
@@ -87,7 +84,7 @@ func TestEnv(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := &v1.Container{Name: "app", Env: tc.env, EnvFrom: tc.envFrom}
-			env, vars, err := Env(testPod(), c, "spec.containers[0]", addrs)
+			env, vars, err := Env(context.Background(), testPod(), c, "spec.containers[0]", EnvSources{Addresses: addrs})
 			if tc.wantErr != "" {
 				if !errors.Is(err, runtime.ErrUnsupported) || err.Error() != tc.wantErr {
 					t.Fatalf("Env = %v, want ErrUnsupported %q", err, tc.wantErr)

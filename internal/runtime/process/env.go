@@ -1,11 +1,13 @@
 package process
 
 import (
+	"context"
 	"os"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/podspec"
 )
 
@@ -24,8 +26,19 @@ const localIP = "127.0.0.1"
 // vars holds only the spec's variables, which are what $(VAR) references in
 // command, args and subPathExpr may use, as in Kubernetes. path is the
 // container's field path for error messages, such as "spec.containers[0]".
-func containerEnv(pod *model.Pod, c *v1.Container, path string) (env []string, vars podspec.Vars, err error) {
-	spec, vars, err := podspec.Env(pod, c, path, podspec.Addresses{HostIP: localIP, PodIP: localIP})
+// The objects and the node's allocatable are the Runtime's; invalid
+// envFrom keys become a Warning of the pod. A missing object is a
+// runtime.ContainerConfigError.
+func (r *Runtime) containerEnv(ctx context.Context, pod *model.Pod, c *v1.Container, path string) (env []string, vars podspec.Vars, err error) {
+	spec, vars, err := podspec.Env(ctx, pod, c, path, podspec.EnvSources{
+		Objects:     r.objects.Getter,
+		Allocatable: r.allocatable,
+		Addresses:   podspec.Addresses{HostIP: localIP, PodIP: localIP},
+		Warn: func(reason, message string) {
+			r.warn(runtime.Warning{PodUID: pod.UID, Container: c.Name, Reason: runtime.WarningReason(reason), Message: message},
+				r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", c.Name))
+		},
+	})
 	if err != nil {
 		return nil, nil, err
 	}

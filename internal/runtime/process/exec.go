@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
@@ -58,7 +60,7 @@ func (r *Runtime) Exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 }
 
 func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string) ([]byte, int, error) {
-	spec, release, err := r.execSpec(pod, ref, argv)
+	spec, release, err := r.execSpec(ctx, pod, ref, argv)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -83,13 +85,17 @@ func (r *Runtime) exec(ctx context.Context, pod *model.Pod, ref model.ContainerR
 // namespaces of its own with the volumes and host name the container
 // started with (prepare's). The caller calls release once the command
 // started or failed to.
-func (r *Runtime) execSpec(pod *model.Pod, ref model.ContainerRef, argv []string) (spec launch.Spec, release func(), err error) {
+func (r *Runtime) execSpec(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string) (spec launch.Spec, release func(), err error) {
 	in := r.running(pod.UID, ref.Name)
 	termFile := ""
 	if in != nil {
 		termFile = in.termFile
 	}
-	if spec, _, err = r.prepare(pod, ref, pod.Container(ref), argv, termFile); err != nil {
+	ev, err := r.execEnv(ctx, pod, ref, in)
+	if err != nil {
+		return launch.Spec{}, nil, err
+	}
+	if spec, _, err = r.prepare(pod, ref, pod.Container(ref), ev, argv, termFile); err != nil {
 		return launch.Spec{}, nil, err
 	}
 	if in == nil {
@@ -100,6 +106,25 @@ func (r *Runtime) execSpec(pod *model.Pod, ref model.ContainerRef, argv []string
 		return launch.Spec{}, nil, fmt.Errorf("container %s: %w", in.id, err)
 	}
 	return spec, spec.Join.Close, nil
+}
+
+// execEnv is the environment of an exec in container ref of pod: that
+// its running instance in started with, as a CRI runtime's exec has its
+// container's (a ConfigMap changed or deleted since does not change it);
+// the container's as it would start now when none runs (or its instance
+// was started by an agent that did not record it).
+func (r *Runtime) execEnv(ctx context.Context, pod *model.Pod, ref model.ContainerRef, in *instance) (containerEnviron, error) {
+	if in != nil && in.env != nil {
+		vars := make(podspec.Vars, len(in.env))
+		for _, kv := range in.env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+		return containerEnviron{env: in.env, vars: vars}, nil
+	}
+	env, vars, err := r.containerEnv(ctx, pod, pod.Container(ref), ref.SpecPath())
+	return containerEnviron{env, vars}, err
 }
 
 // containerNamespaces opens the mount and UTS namespaces of in's

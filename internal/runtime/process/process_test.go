@@ -444,7 +444,7 @@ func TestContainerEnv(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := v1.Container{Name: "main", Command: []string{"true"}, Env: tc.env}
-			env, vars, err := containerEnv(newPod(t, c), &c, "spec.containers[0]")
+			env, vars, err := (&Runtime{}).containerEnv(context.Background(), newPod(t, c), &c, "spec.containers[0]")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -628,13 +628,13 @@ func TestCheck(t *testing.T) {
 			},
 			wantErr: `spec.volumes[1]: Unsupported value: volume "cfg"`,
 		},
-		"secret env": {
+		"env from a file": {
 			pod: func(t *testing.T) *model.Pod {
 				c := shell("main", "true")
-				c.Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "pw"}}}}
+				c.Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{Key: "pw"}}}}
 				return newPod(t, c)
 			},
-			wantErr: "spec.containers[0].env[0].valueFrom: Unsupported value",
+			wantErr: "spec.containers[0].env[0].valueFrom.fileKeyRef: Unsupported value",
 		},
 		"unknown fieldRef": {
 			pod: func(t *testing.T) *model.Pod {

@@ -59,6 +59,10 @@ type Config struct {
 	Clock clock.Clock
 	// Objects reads what the pods reference (ConfigMaps, Secrets, tokens).
 	Objects runtime.Objects
+	// Allocatable is the node's allocatable resources, which a
+	// resourceFieldRef to a limit a container does not set reads
+	// (podspec.EnvSources). nil: such a value is 0.
+	Allocatable v1.ResourceList
 	// Logger gets the runtime's own messages, and the shims' warnings and
 	// errors (their notices). Default: discarded.
 	Logger *slog.Logger
@@ -118,11 +122,12 @@ var (
 // Runtime runs containers as host processes, each under a shim of its own
 // that outlives the Runtime. All its methods are safe for concurrent use.
 type Runtime struct {
-	root    string
-	objects runtime.Objects
-	clock   clock.Clock
-	log     *slog.Logger
-	output  func(pod *model.Pod, container string, stream string, line []byte)
+	root        string
+	objects     runtime.Objects
+	allocatable v1.ResourceList
+	clock       clock.Clock
+	log         *slog.Logger
+	output      func(pod *model.Pod, container string, stream string, line []byte)
 	// tethered: see Config.Tethered.
 	tethered bool
 	// shimBinary is what runs as the shims and the init helpers
@@ -226,6 +231,7 @@ func New(cfg Config) (*Runtime, error) {
 	r := &Runtime{
 		cgroups:     cg,
 		objects:     cfg.Objects,
+		allocatable: cfg.Allocatable,
 		root:        root,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
@@ -363,6 +369,9 @@ type instance struct {
 	proc shim.Ident
 	// termFile is its termination-message file, "" when it has none.
 	termFile string
+	// env is the environment its container started with ("NAME=value"),
+	// which an exec in it gets too; nil when unknown.
+	env []string
 	// cgroup is its container's cgroup, nil without cgroups.
 	cgroup *cgroups.Placement
 
@@ -391,6 +400,7 @@ func newInstance(spec *shim.Spec, dir string, pod *model.Pod, started shim.Start
 		proc:      started.Process,
 		termFile:  spec.TerminationMessage.File,
 		cgroup:    spec.Process.Cgroup,
+		env:       spec.Process.Env,
 	}
 }
 

@@ -17,22 +17,26 @@ import (
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
-// prepare builds the launch spec of c for pod; argv, when not nil, replaces
-// the container's command (for Exec). termFile, when not "", is the
-// instance's termination-message file, mounted at c's
-// terminationMessagePath. It also returns the created mountpoints the pod
-// counts as a user of.
-func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, argv []string, termFile string) (launch.Spec, []shim.Mountpoint, error) {
+// containerEnviron is a container's environment (containerEnv): its
+// variables as "NAME=value", and those of its spec by name.
+type containerEnviron struct {
+	env  []string
+	vars podspec.Vars
+}
+
+// prepare builds the launch spec of c for pod with the environment ev;
+// argv, when not nil, replaces the container's command (for Exec).
+// termFile, when not "", is the instance's termination-message file,
+// mounted at c's terminationMessagePath. It also returns the created
+// mountpoints the pod counts as a user of.
+func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Container, ev containerEnviron, argv []string, termFile string) (launch.Spec, []shim.Mountpoint, error) {
 	if err := hostfs.CheckUID(pod.UID); err != nil {
 		return launch.Spec{}, nil, err
 	}
 	if err := r.checkContainer(pod, ref, c); err != nil {
 		return launch.Spec{}, nil, err
 	}
-	env, vars, err := containerEnv(pod, c, ref.SpecPath())
-	if err != nil {
-		return launch.Spec{}, nil, err
-	}
+	env, vars := ev.env, ev.vars
 	if argv == nil {
 		argv = append(vars.ExpandAll(c.Command), vars.ExpandAll(c.Args)...)
 	}
@@ -104,14 +108,7 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	termFile := ""
-	if join == nil {
-		// Mounted in the target's namespace, it would be the target's: a
-		// container that joins one has its message from its log alone.
-		termFile = r.terminationFile(c, dir)
-	}
-	term := podspec.NewTerminationMessage(pod, c, termFile)
-	proc, created, err := r.prepare(pod, ref, c, nil, term.File)
+	proc, created, term, err := r.instanceLaunch(ctx, pod, ref, c, dir, join != nil)
 	if err != nil {
 		return runtime.Container{}, err
 	}
@@ -177,6 +174,27 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 		"pid", started.Process.Pid, "shimPid", shimProc.Ident().Pid, "attempt", attempt)
 	r.track(in, shimProc, offset)
 	return runtime.Container{ID: id, StartedAt: started.StartedAt, LogPath: logPath}, nil
+}
+
+// instanceLaunch is the launch spec of an instance of c whose state
+// directory is dir (prepare, with the environment it starts with, which
+// its shim keeps for the execs in it), its created mountpoints and its
+// termination message. A container that joins another's namespaces
+// (joins) gets no termination-message file: mounted in the target's
+// namespace, it would be the target's, so its message comes from its log
+// alone. A missing ConfigMap or Secret is a runtime.ContainerConfigError.
+func (r *Runtime) instanceLaunch(ctx context.Context, pod *model.Pod, ref model.ContainerRef, c *v1.Container, dir string, joins bool) (launch.Spec, []shim.Mountpoint, podspec.TerminationMessage, error) {
+	termFile := ""
+	if !joins {
+		termFile = r.terminationFile(c, dir)
+	}
+	term := podspec.NewTerminationMessage(pod, c, termFile)
+	env, vars, err := r.containerEnv(ctx, pod, c, ref.SpecPath())
+	if err != nil {
+		return launch.Spec{}, nil, term, err
+	}
+	proc, created, err := r.prepare(pod, ref, c, containerEnviron{env, vars}, nil, term.File)
+	return proc, created, term, err
 }
 
 // unstarted removes what there is of the instance of spec in dir that did

@@ -97,7 +97,7 @@ func (r *Runtime) ExecStream(ctx context.Context, pod *model.Pod, ref model.Cont
 }
 
 func (r *Runtime) execStream(ctx context.Context, pod *model.Pod, ref model.ContainerRef, argv []string, streams runtime.ExecStreams) (int, error) {
-	spec, release, err := r.execSpec(pod, ref, argv)
+	spec, release, err := r.execSpec(ctx, pod, ref, argv)
 	if err != nil {
 		return 0, err
 	}
