@@ -56,6 +56,12 @@ var rules = []rule{
 		Why:   "runtimes implement the contract in internal/runtime; they never know their consumers",
 	},
 	{
+		From:  "internal/clusterobjects",
+		Only:  []string{"internal/objects", "internal/model"},
+		Tests: true,
+		Why:   "the node's managers of ConfigMaps, Secrets and tokens implement internal/objects' contract against the API server; internal/node wires them to the runtime and the agent",
+	},
+	{
 		From:  "internal/runtime/cgroups",
 		Only:  []string{},
 		Tests: true,
