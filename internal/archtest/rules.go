@@ -62,6 +62,12 @@ var rules = []rule{
 		Why:   "what a configMap, secret, downwardAPI or projected volume holds is one rule both runtimes call (they keep only where the files go); it knows neither",
 	},
 	{
+		From:  "internal/clusterobjects",
+		Only:  []string{"internal/objects", "internal/model"},
+		Tests: true,
+		Why:   "the node's managers of ConfigMaps, Secrets and tokens implement internal/objects' contract against the API server; internal/node wires them to the runtime and the agent",
+	},
+	{
 		From:  "internal/runtime/cgroups",
 		Only:  []string{},
 		Tests: true,

@@ -79,7 +79,7 @@ func addShutdownFlags(f *pflag.FlagSet, o *node.ShutdownOptions) {
 func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeOptions) {
 	f.StringVar(&o.Kind, "runtime", def.Kind, "container runtime: process (host processes, nothing to install) or cri (containers through a CRI runtime such as containerd)")
 	f.StringVar(&o.CRIEndpoint, "cri-endpoint", def.CRIEndpoint, "the CRI runtime's socket (--runtime cri)")
-	f.StringVar(&o.PullSecretsDir, "image-pull-secrets-dir", "", "directory of image pull secrets: spec.imagePullSecrets name N is the dockerconfigjson file N.json (--runtime cri)")
+	f.StringVar(&o.PullSecretsDir, "image-pull-secrets-dir", "", "directory of image pull secrets not found as Secrets, by namespace: spec.imagePullSecrets name N of a pod of namespace NS is the dockerconfigjson file NS/N.json (namespace default: N.json too) (--runtime cri)")
 	f.StringVar(&o.ShimBinary, "shim-binary", "", "the process runtime's shim binary, run for each container and exec (default: podward-shim beside this executable, else in PATH, else this binary re-executed, at some MB more memory per container)")
 	f.BoolVar(&o.PodNetwork, "cri-pod-network", false, "give pods without hostNetwork their own network namespace through the CRI runtime's CNI (--runtime cri; default: every pod on the host network)")
 	f.StringVar(&o.Cgroups, "cgroups", def.Cgroups, "enforce resource limits in cgroups (process runtime: the pods' and containers'; cri: each pod's, its cgroup parent, as the kubelet): auto (when podward can: root and a usable cgroup v1 or v2 hierarchy; it logs when it cannot), on (fail when it cannot) or off")

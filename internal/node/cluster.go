@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
@@ -74,6 +75,9 @@ type ClusterNode struct {
 	node             *cluster.Node
 	pods             *cluster.Pods
 	kubelet          *cluster.KubeletServer
+	// objects are the ConfigMaps, Secrets and tokens the pods read, from
+	// the API server (cluster_objects.go).
+	objects *clusterObjects
 	// poked is node once made, for the shutdown manager's changes.
 	poked atomic.Pointer[cluster.Node]
 	// ln is the local socket of the node shutdown (ClusterOptions.Socket),
@@ -122,9 +126,12 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	if n.ln, err = listenLocal(o.Socket); err != nil {
 		return nil, err
 	}
-	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP}, n.pokeNode); err != nil {
+	n.objects = newClusterObjects(ctx, client, clock.RealClock{}, log)
+	o.Runtime.objects = n.objects.runtimeObjects()
+	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP, Objects: o.Runtime.objects}, n.pokeNode); err != nil {
 		return nil, err
 	}
+	n.objects.connect(n.agent.Agent)
 	info, ok := n.agent.rt.(runtime.Info)
 	if !ok {
 		return nil, internal(fmt.Errorf("runtime %s cannot report its status", o.Runtime.Kind))
@@ -289,6 +296,7 @@ func (n *ClusterNode) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	n.agent.close()
+	n.objects.close()
 	select {
 	case err := <-errs:
 		return err
@@ -306,6 +314,9 @@ func (n *ClusterNode) Close() {
 	}
 	if n.agent != nil {
 		n.agent.close()
+	}
+	if n.objects != nil {
+		n.objects.close()
 	}
 	if n.store != nil {
 		_ = n.store.Close()

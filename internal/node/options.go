@@ -122,8 +122,10 @@ type RuntimeOptions struct {
 	Kind string
 	// CRIEndpoint is the CRI runtime's socket (RuntimeCRI).
 	CRIEndpoint string
-	// PullSecretsDir holds the image pull secrets: spec.imagePullSecrets
-	// name N is the dockerconfigjson file N.json (RuntimeCRI).
+	// PullSecretsDir holds the image pull secrets not found as Secrets of
+	// the pod's namespace, by namespace: spec.imagePullSecrets name N of a
+	// pod of namespace NS is the dockerconfigjson file NS/N.json, and for
+	// namespace default N.json too (RuntimeCRI).
 	PullSecretsDir string
 	// PodNetwork gives pods without hostNetwork their own network
 	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every
@@ -149,8 +151,9 @@ type RuntimeOptions struct {
 	// executable or in PATH, else re-executes this binary.
 	ShimBinary string
 
-	// objects is what the runtime reads the pods' ConfigMaps and Secrets
-	// through: the daemon's own, set by its constructor (not a flag).
+	// objects is what the runtime reads the pods' ConfigMaps, Secrets and
+	// tokens through: set by the daemon (standalone: its own store's, serve.go;
+	// cluster mode: its API server's, cluster_objects.go), never a flag.
 	objects runtime.Objects
 }
 

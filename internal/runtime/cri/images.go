@@ -7,10 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -133,23 +130,21 @@ func (r *Runtime) ImagePresent(ctx context.Context, image string) (bool, error) 
 }
 
 // PullImage pulls the image (normalized with NormalizeImage) with the
-// pod's pull credentials: the entries of its imagePullSecrets (files in
-// Config.PullSecretsDir) that match the image's registry, tried in order
-// until one works, or none when no entry matches. It returns the runtime's
-// reference to the image, its size and how long the pull took (by the
-// Config.Clock). It is bounded by Config.PullTimeout. A pull secret whose
-// file is missing or malformed is an error naming it, before any pull.
+// pod's pull credentials: the entries of its imagePullSecrets (Secrets of
+// its namespace, or files of Config.PullSecretsDir: pullSecrets) that
+// match the image's registry, tried in order until one works, or none when
+// no entry matches. It returns the runtime's reference to the image, its
+// size and how long the pull took (by the Config.Clock). It is bounded by
+// Config.PullTimeout. A pull secret found nowhere is a Warning of the pod
+// and the pull goes on without it; a malformed one is an error naming it,
+// before any pull.
 func (r *Runtime) PullImage(ctx context.Context, pod *model.Pod, image string) (runtime.PulledImage, error) {
 	ref, err := parseImage(image)
 	if err != nil {
 		return runtime.PulledImage{}, err
 	}
 	name := ref.String()
-	var secrets []string
-	for _, s := range pod.Spec.ImagePullSecrets {
-		secrets = append(secrets, s.Name)
-	}
-	auths, err := r.credentials(secrets, ref)
+	auths, err := credentials(r.pullSecrets(ctx, pod), ref)
 	if err != nil {
 		return runtime.PulledImage{}, fmt.Errorf("pull image %s for pod %s: %w", name, pod.Key(), err)
 	}
@@ -203,29 +198,15 @@ type dockerAuth struct {
 	RegistryToken string `json:"registrytoken"`
 }
 
-// credentials are the entries of the named secrets that match ref's
+// credentials are the entries of the pull secrets that match ref's
 // registry: secret by secret in order, the most specific key (the longest
 // path) first within a secret, then by key.
-func (r *Runtime) credentials(secrets []string, ref imageRef) ([]*runtimeapi.AuthConfig, error) {
+func credentials(secrets []pullSecret, ref imageRef) ([]*runtimeapi.AuthConfig, error) {
 	var out []*runtimeapi.AuthConfig
-	for _, name := range secrets {
-		if r.secretsDir == "" {
-			return nil, fmt.Errorf("image pull secret %q: no pull secrets directory is configured", name)
-		}
-		if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
-			return nil, fmt.Errorf("image pull secret %q: not a secret name", name)
-		}
-		file := filepath.Join(r.secretsDir, name+".json")
-		data, err := os.ReadFile(file)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("image pull secret %q: %s does not exist", name, file)
-		}
+	for _, s := range secrets {
+		auths, err := parseDockerConfig(s.data)
 		if err != nil {
-			return nil, fmt.Errorf("image pull secret %q: %w", name, err)
-		}
-		auths, err := parseDockerConfig(data)
-		if err != nil {
-			return nil, fmt.Errorf("image pull secret %q (%s): %w", name, file, err)
+			return nil, fmt.Errorf("image pull secret %q (%s): %w", s.name, s.source, err)
 		}
 		type match struct {
 			specificity int
@@ -240,7 +221,7 @@ func (r *Runtime) credentials(secrets []string, ref imageRef) ([]*runtimeapi.Aut
 			}
 			cfg, err := authConfig(a, host)
 			if err != nil {
-				return nil, fmt.Errorf("image pull secret %q (%s): entry %q: %w", name, file, key, err)
+				return nil, fmt.Errorf("image pull secret %q (%s): entry %q: %w", s.name, s.source, key, err)
 			}
 			matches = append(matches, match{specificity: len(prefix), key: key, auth: cfg})
 		}

@@ -118,9 +118,13 @@ type Config struct {
 	// has none), each stop event pokes a relist and the period is ten
 	// times longer. Default DefaultRelistPeriod.
 	RelistPeriod time.Duration
-	// PullSecretsDir holds the pods' image pull secrets: the secret named
-	// in spec.imagePullSecrets is the file <PullSecretsDir>/<name>.json, a
-	// dockerconfigjson ({"auths":{"registry:port":{"auth":"..."}}}).
+	// PullSecretsDir holds the pods' image pull secrets that
+	// Objects.Getter does not have, by namespace: the secret named in
+	// spec.imagePullSecrets of a pod of namespace ns is the file
+	// <PullSecretsDir>/<ns>/<name>.json, a dockerconfigjson
+	// ({"auths":{"registry:port":{"auth":"..."}}}); for namespace default
+	// only, <PullSecretsDir>/<name>.json too, the older layout
+	// (pullsecrets.go).
 	PullSecretsDir string
 	// PodNetwork gives pods that ask for their own network
 	// (spec.hostNetwork false) a network namespace of their own, set up by
