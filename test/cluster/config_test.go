@@ -13,8 +13,7 @@ import (
 
 // tokenPod reads the API server as its service account, with the token,
 // the CA and the namespace of the kube-api-access-* volume ServiceAccount
-// admission gave it (automountServiceAccountToken is left as admission
-// sees it: the harness's apply adds an opt-out only where none is said).
+// admission gave it.
 const tokenPod = `
 apiVersion: v1
 kind: Pod
@@ -22,7 +21,6 @@ metadata:
   name: whoami
   namespace: {{.NS}}
 spec:
-  automountServiceAccountToken: true
   restartPolicy: Never
   containers:
   - name: app
