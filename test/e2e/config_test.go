@@ -69,12 +69,12 @@ spec:
       - configMap: {name: app-config, items: [{key: mode, path: mode}]}
 `
 
-// TestConfigMapsAndSecrets: a file of a ConfigMap, a Secret and the pod
+// TestPodReadsConfigMapsAndSecrets: a file of a ConfigMap, a Secret and the pod
 // that reads them runs with `podward apply -f` on both runtimes; the pod
 // sees each value where the kubelet puts it, and a changed ConfigMap,
 // applied again, reaches the mounted file of the running pod within a few
 // seconds (the kubelet: up to about a minute).
-func TestConfigMapsAndSecrets(t *testing.T) {
+func TestPodReadsConfigMapsAndSecrets(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
 		needRoot(t)
 		dir := t.TempDir()
