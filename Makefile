@@ -66,13 +66,13 @@ timeline-picture: build ## run the defer-containers demo pod for real (root) and
 # podward with it off (docs/conformance.md). Make 1 the default when issue 21 lands.
 FOCUS ?= \[NodeConformance\]
 SHARDS ?= 1
-SA_ADMISSION ?= 0
+SA_ADMISSION ?= 1
 
 node-conformance: ## Kubernetes' [NodeConformance] e2e specs against a podward node on a full control plane (root; hack/node-conformance.sh): FOCUS=, SKIP=, ALL=1, SHARDS=N, SA_ADMISSION=0|1; writes _output/node-conformance/results.md (~2 h serially, ~45 min with SHARDS=3; cold builds ~45 min more)
 	FOCUS='$(FOCUS)' SHARDS=$(SHARDS) SA_ADMISSION=$(SA_ADMISSION) hack/node-conformance.sh
 
 node-conformance-smoke: ## the CI subset of node-conformance (test/nodeconformance/smoke.txt), each of which must pass (root)
-	FOCUS_FILE=test/nodeconformance/smoke.txt SA_ADMISSION=0 STRICT=1 OUT=_output/node-conformance-smoke hack/node-conformance.sh
+	FOCUS_FILE=test/nodeconformance/smoke.txt SA_ADMISSION=1 STRICT=1 OUT=_output/node-conformance-smoke hack/node-conformance.sh
 
 cri-up: ## start the CRI test environment by hand (containerd + docker.io mirror); prints CRI_ENDPOINT
 	hack/cri-up.sh

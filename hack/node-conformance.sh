@@ -26,11 +26,9 @@
 #                                 (keeps only the focus)
 #   SHARDS=1                      ginkgo processes at once (each serial, on the same node)
 #   STRICT=0                      1: exit 1 unless every selected spec passed (the CI subset)
-#   SA_ADMISSION=0                1: the API server's ServiceAccount admission plugin on, as in
-#                                 every real cluster (every pod gets the kube-api-access-* token
-#                                 volume, which podward refuses until issue 21 lands: nearly every
-#                                 spec then fails on its first pod). 0 (until then the default):
-#                                 off, so that the rest of podward is measured
+#   SA_ADMISSION=1                1 (the default): the API server's ServiceAccount admission plugin
+#                                 on, as in every real cluster (every pod gets the kube-api-access-*
+#                                 token volume); 0: off, as the runs before issue 21 were measured
 #   DRY_RUN=0                     1: only list the selected specs into $OUT/specs.txt
 #   TIMEOUT=6h                    the suite's timeout (each shard's)
 #   OUT=_output/node-conformance  results directory (emptied first)
@@ -57,7 +55,7 @@ FOCUS=${FOCUS:-'\[NodeConformance\]'}
 if [ -n "${FOCUS_FILE:-}" ]; then
   FOCUS=$(grep -v '^[[:space:]]*\(#\|$\)' "$FOCUS_FILE" | paste -sd'|') || { echo "no regexp in FOCUS_FILE $FOCUS_FILE" >&2; exit 2; }
 fi
-SA_ADMISSION=${SA_ADMISSION:-0}
+SA_ADMISSION=${SA_ADMISSION:-1}
 SKIP=${SKIP-'\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Feature:'}
 [ "${ALL:-0}" = 1 ] && SKIP=''
 SHARDS=${SHARDS:-1}

@@ -66,13 +66,11 @@ func TestSchedulerPlacesPodOnNode(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, c, nodeName(t, "a"))
 	ns := testNamespace(t, c)
-	automount := false
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "scheduled", Namespace: ns},
 		Spec: v1.PodSpec{
 			// only this test's node: the other tests' nodes run beside it
-			NodeSelector:                 map[string]string{v1.LabelHostname: n.name},
-			AutomountServiceAccountToken: &automount,
+			NodeSelector: map[string]string{v1.LabelHostname: n.name},
 			Containers: []v1.Container{{
 				Name: "app", Image: "busybox",
 				Command: []string{"/bin/bash", "-c", "trap 'exit 0' TERM; while true; do sleep 100 & wait; done"},

@@ -329,17 +329,12 @@ func (n *node) signal(sig syscall.Signal) {
 }
 
 // apply applies a pod manifest bound to the node: spec.nodeName is set,
-// so that the scheduler does not place it on another test's node. The pod
-// also says automountServiceAccountToken: false: the control plane's
-// ServiceAccount admission would otherwise give it the kube-api-access-*
-// projected volume, which podward does not mount yet (issue 21).
+// so that the scheduler does not place it on another test's node. The
+// control plane's ServiceAccount admission gives the pod its
+// kube-api-access-* volume, as in every real cluster.
 func (n *node) apply(t *testing.T, manifest string) {
 	t.Helper()
-	spec := "\nspec:\n  nodeName: " + n.name + "\n"
-	if !strings.Contains(manifest, "automountServiceAccountToken:") {
-		spec += "  automountServiceAccountToken: false\n"
-	}
-	manifest = strings.Replace(manifest, "\nspec:\n", spec, 1)
+	manifest = strings.Replace(manifest, "\nspec:\n", "\nspec:\n  nodeName: "+n.name+"\n", 1)
 	path := filepath.Join(t.TempDir(), "pod.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)

@@ -309,7 +309,8 @@ type containerStatus struct {
 
 type containerState struct {
 	Waiting *struct {
-		Reason string `json:"reason,omitempty"`
+		Reason  string `json:"reason,omitempty"`
+		Message string `json:"message,omitempty"`
 	} `json:"waiting,omitempty"`
 	Running *struct {
 		StartedAt string `json:"startedAt,omitempty"`

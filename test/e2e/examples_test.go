@@ -39,6 +39,21 @@ func TestExamples(t *testing.T) {
 				}
 			},
 		},
+		"config-demo": {
+			file: "config-demo.yaml",
+			check: func(t *testing.T, r result) {
+				for _, line := range []string{
+					"greeting from env: hello, podward",
+					"greeting from file: hello",
+					"password from env: s3cret",
+					"password file: 400 6 bytes",
+					`labels: app="config-demo"`,
+				} {
+					r.mustFind(t, output("app", line))
+				}
+				r.mustFind(t, contains("podward: pod/config-demo Succeeded"))
+			},
+		},
 		"sidecar-job": {
 			file: "sidecar-job.yaml",
 			check: func(t *testing.T, r result) {
