@@ -20,21 +20,6 @@ type Cause struct {
 // Known are the causes of the failures seen so far, most specific first.
 var Known = []Cause{
 	{
-		Name:      "the service-account token volume (kube-api-access-*) refused",
-		Rejection: regexp.MustCompile(`volume "kube-api-access-[^"]*": podward supports only`),
-		Note:      "ServiceAccount admission gives every pod a projected token volume: issue 21 (ConfigMaps, Secrets, the downward API and service-account tokens)",
-	},
-	{
-		Name:      "configMap, secret, projected and downwardAPI volumes refused",
-		Rejection: regexp.MustCompile(`volume "[^"]*": podward supports only emptyDir and hostPath`),
-		Note:      "issue 21",
-	},
-	{
-		Name:      "env from ConfigMaps and Secrets, and resourceFieldRef, refused",
-		Rejection: regexp.MustCompile(`valueFrom.*podward supports only fieldRef|envFrom.*ConfigMaps or Secrets`),
-		Note:      "issue 21",
-	},
-	{
 		Name:      "seLinuxOptions refused on the CRI runtime",
 		Rejection: regexp.MustCompile(`seLinuxOptions`),
 		Note:      "issue 20: passed to the CRI runtime as the kubelet does",

@@ -55,7 +55,7 @@ func TestReadJUnit(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	specs := readFixture(t)
-	log := `time=2026-12-06T10:00:00Z level=INFO msg="rejecting a pod this node cannot run" pod=configmap-4242/pod-configmaps-1 uid=x err="invalid pod: spec.volumes[0]: Unsupported value: volume \"configmap-volume\": podward supports only emptyDir and hostPath volumes"
+	log := `time=2026-12-06T10:00:00Z level=INFO msg="rejecting a pod this node cannot run" pod=configmap-4242/pod-configmaps-1 uid=x err="invalid pod: spec.securityContext.seLinuxOptions: Unsupported value: podward's CRI runtime does not pass seLinuxOptions"
 time=2026-12-06T10:00:01Z level=INFO msg="something else" pod=other-1/p
 `
 	rejected, err := Rejections(strings.NewReader(log))
@@ -67,7 +67,7 @@ time=2026-12-06T10:00:01Z level=INFO msg="something else" pod=other-1/p
 	}
 	Classify(specs, rejected, Known)
 	want := map[string]string{
-		"[sig-storage] ConfigMap should be consumable from pods in volume [NodeConformance]":                                     "configMap, secret, projected and downwardAPI volumes refused",
+		"[sig-storage] ConfigMap should be consumable from pods in volume [NodeConformance]":                                     "seLinuxOptions refused on the CRI runtime",
 		"[sig-node] Probing container should *not* be restarted with a non-local redirect http liveness probe [NodeConformance]": "no ProbeWarning event for a probe's non-local redirect",
 		"[sig-node] Something new [NodeConformance]":                                                                             "other",
 		"[sig-node] Pods should get a host IP [NodeConformance]":                                                                 "",
