@@ -509,11 +509,64 @@ func describeVolumes(w prefixWriter, vols []v1.Volume) {
 			w.write(2, "Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n")
 			w.write(2, "Medium:\t%s\n", vol.EmptyDir.Medium)
 			w.write(2, "SizeLimit:\t%s\n", limit)
+		case vol.ConfigMap != nil:
+			w.write(2, "Type:\tConfigMap (a volume populated by a ConfigMap)\n")
+			w.write(2, "Name:\t%s\n", vol.ConfigMap.Name)
+			w.write(2, "Optional:\t%v\n", isTrue(vol.ConfigMap.Optional))
+		case vol.Secret != nil:
+			w.write(2, "Type:\tSecret (a volume populated by a Secret)\n")
+			w.write(2, "SecretName:\t%s\n", vol.Secret.SecretName)
+			w.write(2, "Optional:\t%v\n", isTrue(vol.Secret.Optional))
+		case vol.DownwardAPI != nil:
+			w.write(2, "Type:\tDownwardAPI (a volume populated by information about the pod)\n")
+			w.write(2, "Items:\n")
+			describeDownwardAPIItems(w, vol.DownwardAPI.Items)
+		case vol.Projected != nil:
+			w.write(2, "Type:\tProjected (a volume that contains injected data from multiple sources)\n")
+			describeProjections(w, vol.Projected.Sources)
 		default:
 			w.write(2, "<unknown>\n")
 		}
 	}
 }
+
+// describeDownwardAPIItems lists a downward API volume's files as kubectl
+// does: what each holds, then its path.
+func describeDownwardAPIItems(w prefixWriter, items []v1.DownwardAPIVolumeFile) {
+	for _, item := range items {
+		if item.FieldRef != nil {
+			w.write(3, "%s -> %s\n", item.FieldRef.FieldPath, item.Path)
+		}
+		if item.ResourceFieldRef != nil {
+			w.write(3, "%s -> %s\n", item.ResourceFieldRef.Resource, item.Path)
+		}
+	}
+}
+
+// describeProjections is a projected volume's sources, one or two lines
+// each, as kubectl shows them.
+func describeProjections(w prefixWriter, sources []v1.VolumeProjection) {
+	for _, src := range sources {
+		switch {
+		case src.Secret != nil:
+			w.write(2, "SecretName:\t%s\n", src.Secret.Name)
+			w.write(2, "Optional:\t%v\n", isTrue(src.Secret.Optional))
+		case src.DownwardAPI != nil:
+			w.write(2, "DownwardAPI:\ttrue\n")
+		case src.ConfigMap != nil:
+			w.write(2, "ConfigMapName:\t%s\n", src.ConfigMap.Name)
+			w.write(2, "Optional:\t%v\n", isTrue(src.ConfigMap.Optional))
+		case src.ServiceAccountToken != nil:
+			seconds := int64(3600)
+			if src.ServiceAccountToken.ExpirationSeconds != nil {
+				seconds = *src.ServiceAccountToken.ExpirationSeconds
+			}
+			w.write(2, "TokenExpirationSeconds:\t%d\n", seconds)
+		}
+	}
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 // qosClass is the pod's quality of service class, computed as Kubernetes
 // does from its containers' requests and limits (cpu and memory).
