@@ -77,7 +77,7 @@ var (
 
 // needControlPlane returns the control plane, or skips (fails under
 // PODWARD_REQUIRE_CLUSTER=1) without one.
-func needControlPlane(t *testing.T) *controlPlane {
+func needControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
 	path := os.Getenv(cpEnvEnv)
 	if path == "" {
@@ -143,7 +143,7 @@ func (c *controlPlane) mustKubectl(t *testing.T, args ...string) string {
 }
 
 // nodeName makes a node name unique to the test.
-func nodeName(t *testing.T, suffix string) string {
+func nodeName(t testing.TB, suffix string) string {
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 40 {
 		name = name[:40]

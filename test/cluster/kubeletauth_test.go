@@ -189,7 +189,7 @@ func containsAll(s string, parts []string) bool {
 	return true
 }
 
-func randomSuffix(t *testing.T) string {
+func randomSuffix(t testing.TB) string {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -251,7 +251,7 @@ type clusterCA struct {
 
 // loadClusterCA is the control plane's CA (CP_CA_FILE) with its key
 // (CP_CA_KEY_FILE, else pki/ca.key of its base directory).
-func loadClusterCA(t *testing.T, c *controlPlane) *clusterCA {
+func loadClusterCA(t testing.TB, c *controlPlane) *clusterCA {
 	t.Helper()
 	keyFile := c.env["CP_CA_KEY_FILE"]
 	if keyFile == "" {
@@ -300,7 +300,7 @@ func (ca *clusterCA) clientCert(t *testing.T, cn string) *tls.Certificate {
 // issue signs tmpl, given a fresh P-256 key, a random serial number, a
 // day's validity (from an hour ago, for clocks a little apart) and
 // digital-signature use, and returns the key and the certificate (DER).
-func (ca *clusterCA) issue(t *testing.T, tmpl *x509.Certificate) (*ecdsa.PrivateKey, []byte) {
+func (ca *clusterCA) issue(t testing.TB, tmpl *x509.Certificate) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

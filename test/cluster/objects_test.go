@@ -6,6 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ import (
 
 // nodeIdentity registers a Node named name (removed at the end, with the
 // pods bound to it) and returns a client that is that node.
-func nodeIdentity(t *testing.T, cp *controlPlane, name string) kubernetes.Interface {
+func nodeIdentity(t testing.TB, cp *controlPlane, name string) kubernetes.Interface {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := cp.client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
@@ -76,7 +77,7 @@ func nodeIdentity(t *testing.T, cp *controlPlane, name string) kubernetes.Interf
 
 // namespace makes a namespace of the test (deleted at the end) and waits
 // for its default ServiceAccount, which ServiceAccount admission needs.
-func namespace(t *testing.T, cp *controlPlane, prefix string) string {
+func namespace(t testing.TB, cp *controlPlane, prefix string) string {
 	t.Helper()
 	ns, err := cp.client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -98,7 +99,7 @@ func namespace(t *testing.T, cp *controlPlane, prefix string) string {
 
 // boundPod creates a pod of namespace ns bound to node (it never runs: no
 // agent is there), changed by mod, and returns it as the agent sees it.
-func boundPod(t *testing.T, cp *controlPlane, ns, node string, mod func(*v1.Pod)) *model.Pod {
+func boundPod(t testing.TB, cp *controlPlane, ns, node string, mod func(*v1.Pod)) *model.Pod {
 	t.Helper()
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "objects-", Namespace: ns},
@@ -127,7 +128,7 @@ type timedChange struct {
 	at time.Time
 }
 
-func startManagers(t *testing.T, client kubernetes.Interface) (*clusterobjects.Managers, chan timedChange) {
+func startManagers(t testing.TB, client kubernetes.Interface) (*clusterobjects.Managers, chan timedChange) {
 	t.Helper()
 	changes := make(chan timedChange, 256)
 	m := clusterobjects.New(context.Background(), clusterobjects.Config{Client: client, OnChange: func(c objects.Change) {
@@ -208,7 +209,7 @@ func TestObjectManagersAsANode(t *testing.T) {
 }
 
 // unthrottled is an admin client without client-go's rate limit.
-func unthrottled(t *testing.T, cp *controlPlane) kubernetes.Interface {
+func unthrottled(t testing.TB, cp *controlPlane) kubernetes.Interface {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.env["KUBECONFIG"])
 	if err != nil {
@@ -223,7 +224,7 @@ func unthrottled(t *testing.T, cp *controlPlane) kubernetes.Interface {
 }
 
 // waitChange waits for want among the changes.
-func waitChange(t *testing.T, changes <-chan timedChange, want objects.Change) timedChange {
+func waitChange(t testing.TB, changes <-chan timedChange, want objects.Change) timedChange {
 	t.Helper()
 	deadline := time.After(waitTimeout)
 	for {
@@ -377,5 +378,43 @@ func TestTokenManagerAsANode(t *testing.T) {
 	})
 	if _, err := tm.Token(tctx, objects.TokenRequest{Pod: other, ServiceAccount: "default", ExpirationSeconds: 3600}); !apierrors.IsForbidden(err) {
 		t.Errorf("token for another node's pod: %v, want forbidden", err)
+	}
+}
+
+// BenchmarkConfigMapUpdateToOnChange is the node's side of the update
+// latency: from an update of a ConfigMap a pod of the node references, at
+// the API server, to the node's managers telling of it (OnChange, which
+// the agent turns into a rewrite of the pod's volumes:
+// BenchmarkObjectChangedToRefresh in internal/agent, the write itself
+// BenchmarkRefreshVolumes in internal/runtime/process). Run with
+// hack/with-control-plane.sh go test -run X -bench ConfigMapUpdateToOnChange ./test/cluster/
+func BenchmarkConfigMapUpdateToOnChange(b *testing.B) {
+	cp := needControlPlane(b)
+	name := nodeName(b, randomSuffix(b))
+	client := nodeIdentity(b, cp, name)
+	ns := namespace(b, cp, "bench")
+	ctx := b.Context()
+	cms := unthrottled(b, cp).CoreV1().ConfigMaps(ns)
+	cm, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "watched"}, Data: map[string]string{"k": "0"}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := boundPod(b, cp, ns, name, func(p *v1.Pod) { p.Spec.Volumes = []v1.Volume{configMapVolume("watched")} })
+	m, changes := startManagers(b, client)
+	m.RegisterPod(pod)
+	gctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	if _, err := m.ConfigMap(gctx, ns, "watched"); err != nil {
+		b.Fatal(err)
+	}
+	want := objects.Change{Ref: objects.Ref{Kind: objects.KindConfigMap, Namespace: ns, Name: "watched"}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cm = cm.DeepCopy()
+		cm.Data["k"] = strconv.Itoa(i + 1)
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		waitChange(b, changes, want)
 	}
 }
