@@ -37,6 +37,8 @@ type podsHarness struct {
 	client *fake.Clientset
 	rt     *rtfake.Runtime
 	agent  *agent.Agent
+	// spy records the agent's SyncMetadata calls.
+	spy *metaSpy
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -70,7 +72,8 @@ func newPodsHarnessWith(t *testing.T, acfg agent.Config) *podsHarness {
 	acfg.Runtime, acfg.Clock, acfg.Planner, acfg.Logger = h.rt, clk, cfg, slog.New(slog.DiscardHandler)
 	acfg.NodeName, acfg.NodeIP = "node-a", "10.0.0.7"
 	h.agent = agent.New(ctx, acfg)
-	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.agent, StatusDelay: time.Millisecond})
+	h.spy = &metaSpy{Agent: h.agent, h: h}
+	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.spy, StatusDelay: time.Millisecond})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = pods.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; h.agent.Wait() })
