@@ -134,3 +134,60 @@ func TestConfigMapUpdateReachesPod(t *testing.T) {
 		t.Logf("update to %q seen by the pod within %v", value, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// labelsPod prints its downwardAPI labels file, on one line, each time it
+// changes.
+const labelsPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: labelled
+  namespace: {{.NS}}
+  labels: {app: labelled}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox
+    command: ["/bin/bash", "-c"]
+    args:
+    - |
+      last=
+      while true; do
+        v=$(tr '\n' ' ' < /etc/podinfo/labels)
+        if [ "$v" != "$last" ]; then echo "labels=$v"; last=$v; fi
+        sleep 0.05
+      done
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
+  volumes:
+  - name: podinfo
+    downwardAPI:
+      items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]
+`
+
+// TestLabelChangeReachesDownwardAPIVolume: `kubectl label` of a running
+// pod on the node rewrites its downwardAPI volume's labels file, as the
+// kubelet does, without restarting its container.
+func TestLabelChangeReachesDownwardAPIVolume(t *testing.T) {
+	c := needControlPlane(t)
+	needControllers(t, c)
+	t.Parallel()
+	n := startNode(t, c, nodeName(t, "a"))
+	ns := testNamespace(t, c)
+	n.apply(t, strings.ReplaceAll(labelsPod, "{{.NS}}", ns))
+	c.waitPod(t, ns, "labelled", "Running", waitTimeout, func(p *v1.Pod) bool {
+		return p != nil && p.Status.Phase == v1.PodRunning
+	})
+	waitLogs(t, c, `labels=app="labelled"`, "-n", ns, "labelled")
+	start := time.Now()
+	c.mustKubectl(t, "label", "pod", "-n", ns, "labelled", "x=y", "--overwrite")
+	waitLogs(t, c, `labels=app="labelled" x="y"`, "-n", ns, "labelled")
+	t.Logf("the label change seen by the pod within %v", time.Since(start).Round(time.Millisecond))
+	p, err := c.client.CoreV1().Pods(ns).Get(t.Context(), "labelled", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the container restarted for a label change: %s", podSummary(p))
+	}
+}
