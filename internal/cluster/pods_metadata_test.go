@@ -23,6 +23,7 @@ type metaSpy struct {
 
 	mu    sync.Mutex
 	calls []podMeta
+	uids  []types.UID
 }
 
 var _ PodAgent = (*metaSpy)(nil)
@@ -30,10 +31,24 @@ var _ PodAgent = (*metaSpy)(nil)
 func (s *metaSpy) SyncMetadata(uid types.UID, labels, annotations map[string]string) error {
 	s.mu.Lock()
 	s.calls = append(s.calls, podMeta{labels: maps.Clone(labels), annotations: maps.Clone(annotations)})
+	s.uids = append(s.uids, uid)
 	s.mu.Unlock()
 	err := s.Agent.SyncMetadata(uid, labels, annotations)
 	s.h.ring()
 	return err
+}
+
+// callsOf is the calls for uid.
+func (s *metaSpy) callsOf(uid types.UID) []podMeta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []podMeta
+	for i, u := range s.uids {
+		if u == uid {
+			out = append(out, s.calls[i])
+		}
+	}
+	return out
 }
 
 func (s *metaSpy) metaCalls() []podMeta {
@@ -129,5 +144,41 @@ func TestPodsUnchangedPodDoesNotSyncMetadata(t *testing.T) {
 	h.waitFor("the label change handed to the agent", func() bool { return len(h.spy.metaCalls()) > 0 })
 	if calls := h.spy.metaCalls(); len(calls) != 1 || calls[0].labels["x"] != "y" {
 		t.Fatalf("SyncMetadata calls %v; want only the label change's", calls)
+	}
+}
+
+// After a restart, the pods the agent already runs are compared with what
+// the agent has of them: one whose labels changed while the node was down
+// is handed its new labels once, one whose did not is handed nothing until
+// they change.
+func TestPodsRestartedNodeSyncsChangedMetadata(t *testing.T) {
+	seed := func(h *podsHarness) {
+		for _, uid := range []types.UID{"uid-changed", "uid-same"} {
+			pod := apiPod(string(uid), uid, nil)
+			pod.Labels = map[string]string{"app": "web"}
+			mp, err := fromAPI(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.agent.Sync(mp); err != nil {
+				t.Fatal(err)
+			}
+			if uid == "uid-changed" {
+				pod.Labels["x"] = "y"
+			}
+			if _, err := h.client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h := newPodsHarnessSeeded(t, agent.Config{}, seed)
+	h.waitFor("the changed labels handed to the agent", func() bool { return len(h.spy.callsOf("uid-changed")) > 0 })
+	h.patchPod("uid-same", `{"metadata": {"labels": {"x": "z"}}}`)
+	h.waitFor("the later label change handed to the agent", func() bool { return len(h.spy.callsOf("uid-same")) > 0 })
+	if calls := h.spy.callsOf("uid-changed"); len(calls) != 1 || calls[0].labels["x"] != "y" {
+		t.Errorf("SyncMetadata calls of the pod changed while the node was down: %v; want one with x=y", calls)
+	}
+	if calls := h.spy.callsOf("uid-same"); len(calls) != 1 || calls[0].labels["x"] != "z" {
+		t.Errorf("SyncMetadata calls of the unchanged pod: %v; want only its later change's", calls)
 	}
 }

@@ -53,6 +53,14 @@ func newPodsHarness(t *testing.T) *podsHarness {
 // (the harness fills in its runtime, clock, planner, logger and node).
 func newPodsHarnessWith(t *testing.T, acfg agent.Config) *podsHarness {
 	t.Helper()
+	return newPodsHarnessSeeded(t, acfg, nil)
+}
+
+// newPodsHarnessSeeded is newPodsHarnessWith that calls seed, when not
+// nil, before the pod source starts: what it gives the agent and the API
+// server is what a node restarted with them finds.
+func newPodsHarnessSeeded(t *testing.T, acfg agent.Config, seed func(*podsHarness)) *podsHarness {
+	t.Helper()
 	h := &podsHarness{t: t, client: fake.NewClientset(), changed: make(chan struct{})}
 	// Every change through the API wakes the waiters (reads do not: the
 	// waiters read).
@@ -73,6 +81,9 @@ func newPodsHarnessWith(t *testing.T, acfg agent.Config) *podsHarness {
 	acfg.NodeName, acfg.NodeIP = "node-a", "10.0.0.7"
 	h.agent = agent.New(ctx, acfg)
 	h.spy = &metaSpy{Agent: h.agent, h: h}
+	if seed != nil {
+		seed(h)
+	}
 	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.spy, StatusDelay: time.Millisecond})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = pods.Run(ctx) }()
