@@ -135,8 +135,8 @@ func TestConfigMapUpdateReachesPod(t *testing.T) {
 	}
 }
 
-// labelsPod prints its downwardAPI labels file, on one line, each time it
-// changes.
+// labelsPod prints its downwardAPI labels and annotations files, each on
+// one line, each time one changes.
 const labelsPod = `
 apiVersion: v1
 kind: Pod
@@ -154,20 +154,23 @@ spec:
     - |
       last=
       while true; do
-        v=$(tr '\n' ' ' < /etc/podinfo/labels)
-        if [ "$v" != "$last" ]; then echo "labels=$v"; last=$v; fi
+        v="labels=$(tr '\n' ' ' < /etc/podinfo/labels) annotations=$(tr '\n' ' ' < /etc/podinfo/annotations)"
+        if [ "$v" != "$last" ]; then echo "$v"; last=$v; fi
         sleep 0.05
       done
     volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
   volumes:
   - name: podinfo
     downwardAPI:
-      items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
 `
 
-// TestLabelChangeReachesDownwardAPIVolume: `kubectl label` of a running
-// pod on the node rewrites its downwardAPI volume's labels file, as the
-// kubelet does, without restarting its container.
+// TestLabelChangeReachesDownwardAPIVolume: `kubectl label` and `kubectl
+// annotate` of a running pod on the node rewrite its downwardAPI volume's
+// labels and annotations files, as the kubelet does, without restarting
+// its container.
 func TestLabelChangeReachesDownwardAPIVolume(t *testing.T) {
 	c := needControlPlane(t)
 	needControllers(t, c)
@@ -181,8 +184,10 @@ func TestLabelChangeReachesDownwardAPIVolume(t *testing.T) {
 	waitLogs(t, c, `labels=app="labelled"`, "-n", ns, "labelled")
 	start := time.Now()
 	c.mustKubectl(t, "label", "pod", "-n", ns, "labelled", "x=y", "--overwrite")
-	waitLogs(t, c, `labels=app="labelled" x="y"`, "-n", ns, "labelled")
+	waitLogs(t, c, `labels=app="labelled" x="y" `, "-n", ns, "labelled")
 	t.Logf("the label change seen by the pod within %v", time.Since(start).Round(time.Millisecond))
+	c.mustKubectl(t, "annotate", "pod", "-n", ns, "labelled", "note=hi")
+	waitLogs(t, c, `note="hi"`, "-n", ns, "labelled")
 	p, err := c.client.CoreV1().Pods(ns).Get(t.Context(), "labelled", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
