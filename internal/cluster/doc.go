@@ -5,9 +5,12 @@
 //     runtime's version), keeps its Ready condition in step with the
 //     runtime's Status and renews its Lease in kube-node-lease;
 //   - Pods watches the pods bound to the node and hands them to the agent
-//     (PodAgent), kills those deleted or gone, writes their status and defer
-//     statuses back as coalesced patches, posts events, and deletes a pod's
-//     object once its worker terminated it;
+//     (PodAgent), hands a running pod's updates to it (conditions, active
+//     deadline, ephemeral containers, resizes, and labels and annotations
+//     for its downwardAPI volumes, pods_metadata.go), kills those deleted
+//     or gone, writes their status and defer statuses back as coalesced
+//     patches, posts events, and deletes a pod's object once its worker
+//     terminated it;
 //   - KubeletServer serves the kubelet's log API (`kubectl logs`) and its
 //     streaming paths (`kubectl exec`, `port-forward`, `cp`, through
 //     internal/streaming) over TLS, authenticating clients by the cluster

@@ -35,6 +35,10 @@ type PodAgent interface {
 	SyncEphemeralContainers(uid types.UID, generation int64, ecs []v1.EphemeralContainer) error
 	SyncResources(uid types.UID, pod *v1.Pod) error
 	SyncConditions(uid types.UID, conds []v1.PodCondition) error
+	// SyncMetadata updates the labels and annotations of a pod the agent
+	// runs and writes its downwardAPI volumes again; the same ones are
+	// nothing to do.
+	SyncMetadata(uid types.UID, labels, annotations map[string]string) error
 	SetActiveDeadline(uid types.UID, seconds *int64, generation int64) error
 	Known(uid types.UID) bool
 	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
@@ -96,6 +100,9 @@ type Pods struct {
 	// refused are the ephemeral containers of each pod that the agent
 	// refused (syncEphemeral), by name, with the status that says why.
 	refused map[types.UID]map[string]refusedContainer
+	// handed is the metadata of each pod last handed to the agent
+	// (syncMetadata), to hand it only what changed.
+	handed map[types.UID]podMeta
 }
 
 // refusedContainer is an ephemeral container the node will not run: its
@@ -128,6 +135,7 @@ func NewPods(cfg PodsConfig) *Pods {
 		written: map[types.UID]writtenStatus{},
 		deleted: map[types.UID]bool{},
 		refused: map[types.UID]map[string]refusedContainer{},
+		handed:  map[types.UID]podMeta{},
 	}
 }
 
@@ -245,6 +253,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		p.mu.Lock()
 		delete(p.api, uid)
 		delete(p.refused, uid)
+		delete(p.handed, uid)
 		p.deleted[uid] = true
 		p.mu.Unlock()
 		if known {
@@ -273,6 +282,9 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		if err := p.syncEphemeral(pod); err != nil {
 			return err
 		}
+		if err := p.syncMetadata(pod); err != nil {
+			return err
+		}
 		return p.syncResources(pod)
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// It ran to its end (here, before a reboot, or was rejected):
@@ -282,6 +294,9 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 	mp, err := fromAPI(pod)
 	if err == nil {
 		err = p.cfg.Agent.Sync(mp)
+	}
+	if err == nil {
+		p.setHanded(uid, metaOf(mp.Pod))
 	}
 	if errors.Is(err, agent.ErrInvalid) || errors.Is(err, model.ErrInvalidManifest) || errors.Is(err, agent.ErrRejected) {
 		return p.reject(ctx, pod, err)

@@ -37,6 +37,8 @@ type podsHarness struct {
 	client *fake.Clientset
 	rt     *rtfake.Runtime
 	agent  *agent.Agent
+	// spy records the agent's SyncMetadata calls.
+	spy *metaSpy
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -50,6 +52,14 @@ func newPodsHarness(t *testing.T) *podsHarness {
 // newPodsHarnessWith is newPodsHarness with an agent configured by cfg
 // (the harness fills in its runtime, clock, planner, logger and node).
 func newPodsHarnessWith(t *testing.T, acfg agent.Config) *podsHarness {
+	t.Helper()
+	return newPodsHarnessSeeded(t, acfg, nil)
+}
+
+// newPodsHarnessSeeded is newPodsHarnessWith that calls seed, when not
+// nil, before the pod source starts: what it gives the agent and the API
+// server is what a node restarted with them finds.
+func newPodsHarnessSeeded(t *testing.T, acfg agent.Config, seed func(*podsHarness)) *podsHarness {
 	t.Helper()
 	h := &podsHarness{t: t, client: fake.NewClientset(), changed: make(chan struct{})}
 	// Every change through the API wakes the waiters (reads do not: the
@@ -70,7 +80,11 @@ func newPodsHarnessWith(t *testing.T, acfg agent.Config) *podsHarness {
 	acfg.Runtime, acfg.Clock, acfg.Planner, acfg.Logger = h.rt, clk, cfg, slog.New(slog.DiscardHandler)
 	acfg.NodeName, acfg.NodeIP = "node-a", "10.0.0.7"
 	h.agent = agent.New(ctx, acfg)
-	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.agent, StatusDelay: time.Millisecond})
+	h.spy = &metaSpy{Agent: h.agent, h: h}
+	if seed != nil {
+		seed(h)
+	}
+	pods := NewPods(PodsConfig{Client: h.client, NodeName: "node-a", Agent: h.spy, StatusDelay: time.Millisecond})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = pods.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; h.agent.Wait() })

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
@@ -219,16 +220,38 @@ func (o *ClusterOptions) auditLogger() *slog.Logger {
 // connect builds the API server's client from the kubeconfig; host is the
 // server's address.
 func (o *ClusterOptions) connect() (client kubernetes.Interface, host string, err error) {
-	restCfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	restCfg, err := o.restConfig()
 	if err != nil {
-		return nil, "", badOptions(fmt.Errorf("--kubeconfig: %w", err))
+		return nil, "", err
 	}
-	restCfg.UserAgent = "podward/" + cluster.KubeletVersion
 	c, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, "", badOptions(err)
 	}
 	return c, restCfg.Host, nil
+}
+
+// Client rate limits of the node's API client: the kubelet's defaults
+// (--kube-api-qps 50, --kube-api-burst 100, pkg/kubelet/apis/config/v1beta1
+// defaults). client-go's own (5 and 10) throttle a node, which watches each
+// ConfigMap and Secret its pods reference as an object of its own and
+// writes every pod's status: a few pods starting at once would wait on the
+// limiter for seconds.
+const (
+	kubeAPIQPS   = 50
+	kubeAPIBurst = 100
+)
+
+// restConfig is the API server's client configuration from the
+// kubeconfig, with the node's user agent and rate limits.
+func (o *ClusterOptions) restConfig() (*rest.Config, error) {
+	restCfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, badOptions(fmt.Errorf("--kubeconfig: %w", err))
+	}
+	restCfg.UserAgent = "podward/" + cluster.KubeletVersion
+	restCfg.QPS, restCfg.Burst = kubeAPIQPS, kubeAPIBurst
+	return restCfg, nil
 }
 
 // nodeName is NodeName, or the host name.

@@ -134,3 +134,65 @@ func TestConfigMapUpdateReachesPod(t *testing.T) {
 		t.Logf("update to %q seen by the pod within %v", value, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// labelsPod prints its downwardAPI labels and annotations files, each on
+// one line, each time one changes.
+const labelsPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: labelled
+  namespace: {{.NS}}
+  labels: {app: labelled}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox
+    command: ["/bin/bash", "-c"]
+    args:
+    - |
+      last=
+      while true; do
+        v="labels=$(tr '\n' ' ' < /etc/podinfo/labels) annotations=$(tr '\n' ' ' < /etc/podinfo/annotations)"
+        if [ "$v" != "$last" ]; then echo "$v"; last=$v; fi
+        sleep 0.05
+      done
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
+  volumes:
+  - name: podinfo
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
+`
+
+// TestLabelChangeReachesDownwardAPIVolume: `kubectl label` and `kubectl
+// annotate` of a running pod on the node rewrite its downwardAPI volume's
+// labels and annotations files, as the kubelet does, without restarting
+// its container.
+func TestLabelChangeReachesDownwardAPIVolume(t *testing.T) {
+	c := needControlPlane(t)
+	needControllers(t, c)
+	t.Parallel()
+	n := startNode(t, c, nodeName(t, "a"))
+	ns := testNamespace(t, c)
+	n.apply(t, strings.ReplaceAll(labelsPod, "{{.NS}}", ns))
+	c.waitPod(t, ns, "labelled", "Running", waitTimeout, func(p *v1.Pod) bool {
+		return p != nil && p.Status.Phase == v1.PodRunning
+	})
+	waitLogs(t, c, `labels=app="labelled"`, "-n", ns, "labelled")
+	start := time.Now()
+	c.mustKubectl(t, "label", "pod", "-n", ns, "labelled", "x=y", "--overwrite")
+	waitLogs(t, c, `labels=app="labelled" x="y" `, "-n", ns, "labelled")
+	t.Logf("the label change seen by the pod within %v", time.Since(start).Round(time.Millisecond))
+	c.mustKubectl(t, "annotate", "pod", "-n", ns, "labelled", "note=hi")
+	waitLogs(t, c, `note="hi"`, "-n", ns, "labelled")
+	p, err := c.client.CoreV1().Pods(ns).Get(t.Context(), "labelled", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the container restarted for a label change: %s", podSummary(p))
+	}
+}
