@@ -75,19 +75,9 @@ func fetchObjects(ctx context.Context, c *client.Client, kind objectKind, ns str
 	if len(names) == 0 {
 		return listObjects(ctx, c, kind, ns)
 	}
-	for _, name := range names {
-		obj, err := getObject(ctx, c, kind, ns, name)
-		if err != nil {
-			var connErr *client.ConnError
-			if errors.As(err, &connErr) {
-				return nil, nil, err
-			}
-			failures = append(failures, err)
-			continue
-		}
-		objs = append(objs, obj)
-	}
-	return objs, failures, nil
+	return getEach(names, func(name string) (metav1.Object, error) {
+		return getObject(ctx, c, kind, ns, name)
+	})
 }
 
 func listObjects(ctx context.Context, c *client.Client, kind objectKind, ns string) ([]metav1.Object, []error, error) {
