@@ -51,6 +51,24 @@ type Getter interface {
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
+// GetConfigMap reads the ConfigMap namespace/name through g, as
+// g.ConfigMap does; with no g (nothing holds objects) no ConfigMap
+// exists: the error is NotFound's.
+func GetConfigMap(ctx context.Context, g Getter, namespace, name string) (*v1.ConfigMap, error) {
+	if g == nil {
+		return nil, NotFound(KindConfigMap, name)
+	}
+	return g.ConfigMap(ctx, namespace, name)
+}
+
+// GetSecret is GetConfigMap for a Secret.
+func GetSecret(ctx context.Context, g Getter, namespace, name string) (*v1.Secret, error) {
+	if g == nil {
+		return nil, NotFound(KindSecret, name)
+	}
+	return g.Secret(ctx, namespace, name)
+}
+
 // Registrar is the optional side of a Getter that needs to know which pods
 // reference what, as the kubelet's managers do (RegisterPod,
 // UnregisterPod): a cluster's getter watches exactly the objects of the

@@ -16,18 +16,12 @@ import (
 
 // configMap reads the ConfigMap name of the pod's namespace.
 func (r *envReader) configMap(name string) (*v1.ConfigMap, error) {
-	if r.src.Objects == nil {
-		return nil, objects.NotFound(objects.KindConfigMap, name)
-	}
-	return r.src.Objects.ConfigMap(r.ctx, r.pod.Namespace, name)
+	return objects.GetConfigMap(r.ctx, r.src.Objects, r.pod.Namespace, name)
 }
 
 // secret reads the Secret name of the pod's namespace.
 func (r *envReader) secret(name string) (*v1.Secret, error) {
-	if r.src.Objects == nil {
-		return nil, objects.NotFound(objects.KindSecret, name)
-	}
-	return r.src.Objects.Secret(r.ctx, r.pod.Namespace, name)
+	return objects.GetSecret(r.ctx, r.src.Objects, r.pod.Namespace, name)
 }
 
 // readFailed is the error of an object that could not be read: nil when it
