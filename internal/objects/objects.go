@@ -69,6 +69,13 @@ func GetSecret(ctx context.Context, g Getter, namespace, name string) (*v1.Secre
 	return g.Secret(ctx, namespace, name)
 }
 
+// MissingOptional reports whether err, a Getter's, is of an object that
+// does not exist where the pod's reference to it is optional: the kubelet
+// then goes on without it (an env source, a volume's files).
+func MissingOptional(err error, optional *bool) bool {
+	return apierrors.IsNotFound(err) && optional != nil && *optional
+}
+
 // Registrar is the optional side of a Getter that needs to know which pods
 // reference what, as the kubelet's managers do (RegisterPod,
 // UnregisterPod): a cluster's getter watches exactly the objects of the

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podward/podward/internal/objects"
@@ -29,7 +28,7 @@ func (r *envReader) secret(name string) (*v1.Secret, error) {
 // ContainerConfigError with the Getter's message (the kubelet's for a
 // missing object) otherwise.
 func (r *envReader) readFailed(err error, optional *bool) error {
-	if apierrors.IsNotFound(err) && optional != nil && *optional {
+	if objects.MissingOptional(err, optional) {
 		return nil
 	}
 	if ctxErr := r.ctx.Err(); ctxErr != nil {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/objects"
@@ -87,7 +86,7 @@ func itemMode(m *int32, def fs.FileMode) fs.FileMode {
 func configMapFiles(ctx context.Context, in Input, p hostfs.Payload, name string, items []v1.KeyToPath, optional *bool, def fs.FileMode) error {
 	cm, err := objects.GetConfigMap(ctx, in.Objects.Getter, in.Pod.Namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && isTrue(optional) {
+		if objects.MissingOptional(err, optional) {
 			return nil
 		}
 		return err
@@ -106,7 +105,7 @@ func configMapFiles(ctx context.Context, in Input, p hostfs.Payload, name string
 func secretFiles(ctx context.Context, in Input, p hostfs.Payload, name string, items []v1.KeyToPath, optional *bool, def fs.FileMode) error {
 	s, err := objects.GetSecret(ctx, in.Objects.Getter, in.Pod.Namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && isTrue(optional) {
+		if objects.MissingOptional(err, optional) {
 			return nil
 		}
 		return err
