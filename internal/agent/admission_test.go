@@ -108,7 +108,7 @@ func TestCreateBeyondMaxPodsIsRejected(t *testing.T) {
 	}
 	waitRunning(t, a, "one")
 	waitRunning(t, a, "two")
-	if n := countCalls(rt.Calls(), "start app"); n != 2 {
+	if n := rt.CountCalls("start app"); n != 2 {
 		t.Fatalf("started app %d times, want twice (not for the rejected pod): %q", n, rt.Calls())
 	}
 
@@ -226,7 +226,7 @@ func TestRecoverKeepsRejectedPod(t *testing.T) {
 	checkRejected(t, got)
 	n.waitPod("default", "one", func(err error, running bool) bool { return err == nil && running })
 	n.waitPod("default", "two", func(err error, running bool) bool { return err == nil && running })
-	if c := countCalls(n.rt.Calls(), "start app"); c != 2 {
+	if c := n.rt.CountCalls("start app"); c != 2 {
 		t.Fatalf("started app %d times, want twice: %q", c, n.rt.Calls())
 	}
 	if _, err := n.a.DeletePod("default", "three", nil); err != nil {

@@ -61,7 +61,7 @@ func TestSyncKeepsIdentity(t *testing.T) {
 	if got.Status.HostIP != "10.1.2.3" || got.Status.PodIP != "10.1.2.3" {
 		t.Fatalf("hostIP %q podIP %q, want the node's address", got.Status.HostIP, got.Status.PodIP)
 	}
-	if n := countCalls(rt.Calls(), "start app"); n != 1 {
+	if n := rt.CountCalls("start app"); n != 1 {
 		t.Fatalf("started app %d times, want once", n)
 	}
 }
@@ -77,16 +77,6 @@ func TestSyncRejectsWhatCannotRun(t *testing.T) {
 	if a.Known(pod.UID) {
 		t.Fatal("a rejected pod is kept")
 	}
-}
-
-func countCalls(calls []string, call string) int {
-	n := 0
-	for _, c := range calls {
-		if c == call {
-			n++
-		}
-	}
-	return n
 }
 
 // LogEnded closes once the instance whose log is followed exits.

@@ -144,7 +144,7 @@ func TestCreateWithForbiddenSysctlIsRejected(t *testing.T) {
 			t.Fatalf("message %q, want the kubelet's %q", got.Status.Message, msg)
 		}
 	}
-	if n := countCalls(rt.Calls(), "prepare"); n != 2 {
+	if n := rt.CountCalls("prepare"); n != 2 {
 		t.Fatalf("prepared %d pods, want the 2 admitted: %q", n, rt.Calls())
 	}
 	var rejected *RejectedError

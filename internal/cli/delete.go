@@ -96,18 +96,7 @@ func runDelete(ctx context.Context, s Streams, api *apiOptions, o deleteOptions,
 			return err
 		}
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	if err := d.waitAll(ctx); err != nil {
-		return err
-	}
-	if d.failed {
-		return &ExitError{Code: ExitFailed}
-	}
-	return nil
+	return d.finish(ctx)
 }
 
 // forceWarning is kubectl's warning for a forced delete.
@@ -188,16 +177,9 @@ func (d *deletion) deletePod(ctx context.Context, name string) error {
 		if w != nil {
 			w.Close()
 		}
-		if d.o.ignoreNotFound && apierrors.IsNotFound(err) {
-			return nil
-		}
-		var connErr *client.ConnError
-		if errors.As(err, &connErr) {
-			return report(d.s, err)
-		}
-		fmt.Fprintln(d.s.Err, errorText(err))
-		d.failed = true
-		return nil
+		failed, fatal := deleteFailed(d.s, d.o, err)
+		d.failed = d.failed || failed
+		return fatal
 	}
 	if d.o.gracePeriod == 0 {
 		fmt.Fprintf(d.s.Out, "pod %q force deleted\n", name)
@@ -206,6 +188,40 @@ func (d *deletion) deletePod(ctx context.Context, name string) error {
 	}
 	if w != nil {
 		d.waits = append(d.waits, pendingDeletion{name: name, uid: pod.UID, watch: w})
+	}
+	return nil
+}
+
+// deleteFailed sorts the error of one delete: a NotFound with
+// --ignore-not-found is no failure; a lost agent is reported and returned
+// as fatal, to end the command; any other error is printed on stderr and
+// is a failure (the next name is still deleted).
+func deleteFailed(s Streams, o deleteOptions, err error) (failed bool, fatal error) {
+	if o.ignoreNotFound && apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	var connErr *client.ConnError
+	if errors.As(err, &connErr) {
+		return true, report(s, err)
+	}
+	fmt.Fprintln(s.Err, errorText(err))
+	return true, nil
+}
+
+// finish ends a delete command once every name is deleted: it waits for
+// the pods deleted within --timeout, then fails (ExitFailed) if one of
+// the deletes did.
+func (d *deletion) finish(ctx context.Context) error {
+	if d.o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.o.timeout)
+		defer cancel()
+	}
+	if err := d.waitAll(ctx); err != nil {
+		return err
+	}
+	if d.failed {
+		return &ExitError{Code: ExitFailed}
 	}
 	return nil
 }

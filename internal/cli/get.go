@@ -139,8 +139,17 @@ func getPods(ctx context.Context, c *client.Client, ns string, names []string) (
 		}
 		return pods, nil, nil
 	}
+	return getEach(names, func(name string) (*v1.Pod, error) {
+		return c.GetPod(ctx, ns, name)
+	})
+}
+
+// getEach gets each name in turn, as get does for the names it is given:
+// a name that cannot be got is a failure and the others are still got;
+// a lost agent (a *client.ConnError) ends it and is err.
+func getEach[T any](names []string, get func(name string) (T, error)) (got []T, failures []error, err error) {
 	for _, name := range names {
-		p, err := c.GetPod(ctx, ns, name)
+		obj, err := get(name)
 		if err != nil {
 			var connErr *client.ConnError
 			if errors.As(err, &connErr) {
@@ -149,9 +158,9 @@ func getPods(ctx context.Context, c *client.Client, ns string, names []string) (
 			failures = append(failures, err)
 			continue
 		}
-		pods = append(pods, p)
+		got = append(got, obj)
 	}
-	return pods, failures, nil
+	return got, failures, nil
 }
 
 // printGot prints what a get found: "No resources found" on stderr for an

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/client"
@@ -76,19 +75,9 @@ func fetchObjects(ctx context.Context, c *client.Client, kind objectKind, ns str
 	if len(names) == 0 {
 		return listObjects(ctx, c, kind, ns)
 	}
-	for _, name := range names {
-		obj, err := getObject(ctx, c, kind, ns, name)
-		if err != nil {
-			var connErr *client.ConnError
-			if errors.As(err, &connErr) {
-				return nil, nil, err
-			}
-			failures = append(failures, err)
-			continue
-		}
-		objs = append(objs, obj)
-	}
-	return objs, failures, nil
+	return getEach(names, func(name string) (metav1.Object, error) {
+		return getObject(ctx, c, kind, ns, name)
+	})
 }
 
 func listObjects(ctx context.Context, c *client.Client, kind objectKind, ns string) ([]metav1.Object, []error, error) {
@@ -272,19 +261,11 @@ func deleteObjects(ctx context.Context, s Streams, api *apiOptions, o deleteOpti
 // deleteOneObject deletes one object and says so; a failure is reported
 // (ok false) unless it is --ignore-not-found's, a lost agent is the error.
 func deleteOneObject(ctx context.Context, s Streams, c *client.Client, o deleteOptions, kind objectKind, ns, name string) (ok bool, err error) {
-	err = deleteObject(ctx, c, kind, ns, name)
-	switch {
-	case err == nil:
-		fmt.Fprintf(s.Out, "%s %q deleted\n", kind, name)
-	case o.ignoreNotFound && apierrors.IsNotFound(err):
-	default:
-		var connErr *client.ConnError
-		if errors.As(err, &connErr) {
-			return false, report(s, err)
-		}
-		fmt.Fprintln(s.Err, errorText(err))
-		return false, nil
+	if err := deleteObject(ctx, c, kind, ns, name); err != nil {
+		failed, fatal := deleteFailed(s, o, err)
+		return !failed, fatal
 	}
+	fmt.Fprintf(s.Out, "%s %q deleted\n", kind, name)
 	return true, nil
 }
 
@@ -317,16 +298,5 @@ func deleteFiles(ctx context.Context, s Streams, api *apiOptions, o deleteOption
 		}
 		d.failed = d.failed || !ok
 	}
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
-	if err := d.waitAll(ctx); err != nil {
-		return err
-	}
-	if d.failed {
-		return &ExitError{Code: ExitFailed}
-	}
-	return nil
+	return d.finish(ctx)
 }

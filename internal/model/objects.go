@@ -306,20 +306,9 @@ func validateSecretType(s *v1.Secret, dataPath *field.Path) field.ErrorList {
 // the API server does: an immutable ConfigMap keeps its data and stays
 // immutable.
 func ValidateConfigMapUpdate(cm, old *v1.ConfigMap) field.ErrorList {
-	errs := ValidateConfigMap(cm)
-	if !isTrue(old.Immutable) {
-		return errs
-	}
-	if !isTrue(cm.Immutable) {
-		errs = append(errs, field.Forbidden(field.NewPath("immutable"), immutableMsg))
-	}
-	if !reflect.DeepEqual(cm.Data, old.Data) {
-		errs = append(errs, field.Forbidden(field.NewPath("data"), immutableMsg))
-	}
-	if !reflect.DeepEqual(cm.BinaryData, old.BinaryData) {
-		errs = append(errs, field.Forbidden(field.NewPath("binaryData"), immutableMsg))
-	}
-	return errs
+	return keepImmutable(ValidateConfigMap(cm), old.Immutable, cm.Immutable,
+		keptField{"data", reflect.DeepEqual(cm.Data, old.Data)},
+		keptField{"binaryData", reflect.DeepEqual(cm.BinaryData, old.BinaryData)})
 }
 
 // ValidateSecretUpdate validates a change of Secret old into s as the API
@@ -330,14 +319,31 @@ func ValidateSecretUpdate(s, old *v1.Secret) field.ErrorList {
 	if s.Type != old.Type {
 		errs = append(errs, field.Invalid(field.NewPath("type"), s.Type, "field is immutable"))
 	}
-	if !isTrue(old.Immutable) {
+	return keepImmutable(errs, old.Immutable, s.Immutable,
+		keptField{"data", reflect.DeepEqual(s.Data, old.Data)})
+}
+
+// keptField is a data field of an update and whether the update keeps it.
+type keptField struct {
+	name string
+	kept bool
+}
+
+// keepImmutable adds to errs the API server's rule for an update of a
+// ConfigMap or Secret that was immutable (wasImmutable): it stays
+// immutable and keeps each of its data fields. It returns errs as it is
+// for an object that was not immutable.
+func keepImmutable(errs field.ErrorList, wasImmutable, immutable *bool, fields ...keptField) field.ErrorList {
+	if !isTrue(wasImmutable) {
 		return errs
 	}
-	if !isTrue(s.Immutable) {
+	if !isTrue(immutable) {
 		errs = append(errs, field.Forbidden(field.NewPath("immutable"), immutableMsg))
 	}
-	if !reflect.DeepEqual(s.Data, old.Data) {
-		errs = append(errs, field.Forbidden(field.NewPath("data"), immutableMsg))
+	for _, f := range fields {
+		if !f.kept {
+			errs = append(errs, field.Forbidden(field.NewPath(f.name), immutableMsg))
+		}
 	}
 	return errs
 }

@@ -51,6 +51,31 @@ type Getter interface {
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
+// GetConfigMap reads the ConfigMap namespace/name through g, as
+// g.ConfigMap does; with no g (nothing holds objects) no ConfigMap
+// exists: the error is NotFound's.
+func GetConfigMap(ctx context.Context, g Getter, namespace, name string) (*v1.ConfigMap, error) {
+	if g == nil {
+		return nil, NotFound(KindConfigMap, name)
+	}
+	return g.ConfigMap(ctx, namespace, name)
+}
+
+// GetSecret is GetConfigMap for a Secret.
+func GetSecret(ctx context.Context, g Getter, namespace, name string) (*v1.Secret, error) {
+	if g == nil {
+		return nil, NotFound(KindSecret, name)
+	}
+	return g.Secret(ctx, namespace, name)
+}
+
+// MissingOptional reports whether err, a Getter's, is of an object that
+// does not exist where the pod's reference to it is optional: the kubelet
+// then goes on without it (an env source, a volume's files).
+func MissingOptional(err error, optional *bool) bool {
+	return apierrors.IsNotFound(err) && optional != nil && *optional
+}
+
 // Registrar is the optional side of a Getter that needs to know which pods
 // reference what, as the kubelet's managers do (RegisterPod,
 // UnregisterPod): a cluster's getter watches exactly the objects of the

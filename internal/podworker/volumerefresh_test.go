@@ -37,16 +37,6 @@ func (r *refresher) fail(err error) {
 
 var missing = &runtime.VolumeError{Volume: "cfg", Err: objects.NotFound(objects.KindConfigMap, "app")}
 
-func countCalls(calls []string, call string) int {
-	n := 0
-	for _, c := range calls {
-		if c == call {
-			n++
-		}
-	}
-	return n
-}
-
 func TestVolumesChangedRefreshesARunningPod(t *testing.T) {
 	var ref *refresher
 	h := newHarnessWith(t, func(rt *fake.Runtime) runtime.Runtime { ref = &refresher{Runtime: rt}; return ref })
@@ -60,21 +50,21 @@ func TestVolumesChangedRefreshesARunningPod(t *testing.T) {
 	// BackoffBase, then after twice that.
 	ref.fail(missing)
 	h.w.RefreshVolumes(p.UID)
-	h.waitFor("two refreshes", func() bool { return countCalls(h.rt.Calls(), "refresh volumes") == 2 })
+	h.waitFor("two refreshes", func() bool { return h.rt.CountCalls("refresh volumes") == 2 })
 	ev := h.waitEvent(p.UID, string(events.FailedMount))
 	if ev.Type != events.Warning || ev.Message != `MountVolume.SetUp failed for volume "cfg" : configmap "app" not found` {
 		t.Errorf("event %+v, want a Warning FailedMount with the kubelet's message", ev)
 	}
 	base := h.w.cfg.Planner.BackoffBase
 	h.step(base)
-	h.waitFor("the retry", func() bool { return countCalls(h.rt.Calls(), "refresh volumes") == 3 })
+	h.waitFor("the retry", func() bool { return h.rt.CountCalls("refresh volumes") == 3 })
 	h.step(base)
-	if n := countCalls(h.rt.Calls(), "refresh volumes"); n != 3 {
+	if n := h.rt.CountCalls("refresh volumes"); n != 3 {
 		t.Fatalf("%d refreshes one base after the second failure, want the backoff doubled", n)
 	}
 	ref.fail(nil)
 	h.step(base)
-	h.waitFor("the doubled retry", func() bool { return countCalls(h.rt.Calls(), "refresh volumes") == 4 })
+	h.waitFor("the doubled retry", func() bool { return h.rt.CountCalls("refresh volumes") == 4 })
 	if got := h.rt.Running(p.UID); len(got) != 1 {
 		t.Errorf("running %v: a failed refresh must not stop the pod", got)
 	}

@@ -140,29 +140,30 @@ func (o *Objects) stamp(obj model.Object, old metav1.Object) metav1.Object {
 // same reports whether obj would leave the stored object cur as it is:
 // they differ in nothing but what the agent sets.
 func same(cur metav1.Object, obj model.Object) bool {
-	norm := func(m metav1.ObjectMeta) metav1.ObjectMeta {
-		m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.Generation = "", "", metav1.Time{}, nil, 0
-		return m
-	}
 	switch c := cur.(type) {
 	case *v1.Secret:
-		if obj.Secret == nil {
-			return false
-		}
-		a, b := *c, *obj.Secret
-		a.ObjectMeta, b.ObjectMeta = norm(a.ObjectMeta), norm(b.ObjectMeta)
-		a.TypeMeta, b.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
-		return reflect.DeepEqual(a, b)
+		return obj.Secret != nil && sameButAgentSet(*c, *obj.Secret, func(s *v1.Secret) (*metav1.TypeMeta, *metav1.ObjectMeta) {
+			return &s.TypeMeta, &s.ObjectMeta
+		})
 	case *v1.ConfigMap:
-		if obj.ConfigMap == nil {
-			return false
-		}
-		a, b := *c, *obj.ConfigMap
-		a.ObjectMeta, b.ObjectMeta = norm(a.ObjectMeta), norm(b.ObjectMeta)
-		a.TypeMeta, b.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
-		return reflect.DeepEqual(a, b)
+		return obj.ConfigMap != nil && sameButAgentSet(*c, *obj.ConfigMap, func(cm *v1.ConfigMap) (*metav1.TypeMeta, *metav1.ObjectMeta) {
+			return &cm.TypeMeta, &cm.ObjectMeta
+		})
 	}
 	return false
+}
+
+// sameButAgentSet reports whether a and b, copies of two objects of one
+// type, are equal once their TypeMeta and what the agent sets in their
+// ObjectMeta (UID, resourceVersion, creation time, managed fields,
+// generation) are cleared; metas returns the two parts of an object.
+func sameButAgentSet[T any](a, b T, metas func(*T) (*metav1.TypeMeta, *metav1.ObjectMeta)) bool {
+	for _, x := range []*T{&a, &b} {
+		tm, m := metas(x)
+		*tm = metav1.TypeMeta{}
+		m.UID, m.ResourceVersion, m.CreationTimestamp, m.ManagedFields, m.Generation = "", "", metav1.Time{}, nil, 0
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 func (o *Objects) persist(obj metav1.Object) error {

@@ -2,16 +2,17 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/objects/objectstest"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 // TestIntegrationProjectedVolumes: configMap, secret and projected volumes
@@ -43,7 +44,12 @@ func TestIntegrationProjectedVolumes(t *testing.T) {
 		c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: "cm", MountPath: "/cm"}, v1.VolumeMount{Name: "secret", MountPath: "/secret"}, v1.VolumeMount{Name: "token", MountPath: "/token"})
 	}
 	setUp(t, r, pod)
-	if !isTmpfs(t, r.volumeDir(pod.UID, "secret")) || isTmpfs(t, r.volumeDir(pod.UID, "cm")) {
+	secretTmpfs, err1 := hostfs.IsTmpfs(r.volumeDir(pod.UID, "secret"))
+	cmTmpfs, err2 := hostfs.IsTmpfs(r.volumeDir(pod.UID, "cm"))
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	if !secretTmpfs || cmTmpfs {
 		t.Error("want the secret volume on a tmpfs, the configMap one on disk")
 	}
 
@@ -65,13 +71,4 @@ func TestIntegrationProjectedVolumes(t *testing.T) {
 	if got := readLog(t, main.LogPath); !slices.Equal(got, []string{"stdout: updated"}) {
 		t.Errorf("main log = %q, want the change seen", got)
 	}
-}
-
-func isTmpfs(t *testing.T, dir string) bool {
-	t.Helper()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Type == unix.TMPFS_MAGIC
 }

@@ -127,6 +127,19 @@ func (r *Runtime) Calls() []string {
 	return append([]string(nil), r.calls...)
 }
 
+// CountCalls returns how many of the calls so far are call, e.g. "start app".
+func (r *Runtime) CountCalls(call string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
 // IgnoreStopSignal makes the named container survive anything but SIGKILL,
 // like a shell that is PID 1.
 func (r *Runtime) IgnoreStopSignal(name string) {

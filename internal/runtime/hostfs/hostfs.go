@@ -63,6 +63,16 @@ func CheckSubPath(sub string) error {
 	return nil
 }
 
+// IsTmpfs says whether dir is on a tmpfs, as the volumes kept in memory
+// (a Secret's, a token's, a medium: Memory emptyDir) are.
+func IsTmpfs(dir string) (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false, os.NewSyscallError("statfs", err)
+	}
+	return st.Type == unix.TMPFS_MAGIC, nil
+}
+
 // IsMountpoint says whether dir is the root of a mount, by comparing its
 // device with its parent's.
 func IsMountpoint(dir string) (bool, error) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podward/podward/internal/objects"
@@ -16,18 +15,12 @@ import (
 
 // configMap reads the ConfigMap name of the pod's namespace.
 func (r *envReader) configMap(name string) (*v1.ConfigMap, error) {
-	if r.src.Objects == nil {
-		return nil, objects.NotFound(objects.KindConfigMap, name)
-	}
-	return r.src.Objects.ConfigMap(r.ctx, r.pod.Namespace, name)
+	return objects.GetConfigMap(r.ctx, r.src.Objects, r.pod.Namespace, name)
 }
 
 // secret reads the Secret name of the pod's namespace.
 func (r *envReader) secret(name string) (*v1.Secret, error) {
-	if r.src.Objects == nil {
-		return nil, objects.NotFound(objects.KindSecret, name)
-	}
-	return r.src.Objects.Secret(r.ctx, r.pod.Namespace, name)
+	return objects.GetSecret(r.ctx, r.src.Objects, r.pod.Namespace, name)
 }
 
 // readFailed is the error of an object that could not be read: nil when it
@@ -35,7 +28,7 @@ func (r *envReader) secret(name string) (*v1.Secret, error) {
 // ContainerConfigError with the Getter's message (the kubelet's for a
 // missing object) otherwise.
 func (r *envReader) readFailed(err error, optional *bool) error {
-	if apierrors.IsNotFound(err) && optional != nil && *optional {
+	if objects.MissingOptional(err, optional) {
 		return nil
 	}
 	if ctxErr := r.ctx.Err(); ctxErr != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/objects/objectstest"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
 func configMap(name string, data map[string]string) *v1.ConfigMap {
@@ -69,15 +70,6 @@ func newObjects() *objectstest.Objects {
 	return objs
 }
 
-func isTmpfs(t *testing.T, dir string) bool {
-	t.Helper()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Type == unix.TMPFS_MAGIC
-}
-
 func TestProjectedVolumesInAContainer(t *testing.T) {
 	requireRoot(t)
 	objs := newObjects()
@@ -91,7 +83,11 @@ func TestProjectedVolumesInAContainer(t *testing.T) {
 	h.prepare(pod)
 	h.prepare(pod) // idempotent
 	for vol, tmpfs := range map[string]bool{"cm": false, "down": false, "secret": true, "token": true} {
-		if got := isTmpfs(t, h.r.volumeDir(pod.UID, vol)); got != tmpfs {
+		got, err := hostfs.IsTmpfs(h.r.volumeDir(pod.UID, vol))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tmpfs {
 			t.Errorf("volume %s on a tmpfs: %v, want %v", vol, got, tmpfs)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/objects"
@@ -85,15 +84,9 @@ func itemMode(m *int32, def fs.FileMode) fs.FileMode {
 // configMapFiles adds a ConfigMap's keys (data and binaryData) to p: every
 // key under its own name, or only items, each at its path.
 func configMapFiles(ctx context.Context, in Input, p hostfs.Payload, name string, items []v1.KeyToPath, optional *bool, def fs.FileMode) error {
-	var cm *v1.ConfigMap
-	var err error
-	if in.Objects.Getter == nil {
-		err = objects.NotFound(objects.KindConfigMap, name)
-	} else {
-		cm, err = in.Objects.Getter.ConfigMap(ctx, in.Pod.Namespace, name)
-	}
+	cm, err := objects.GetConfigMap(ctx, in.Objects.Getter, in.Pod.Namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && isTrue(optional) {
+		if objects.MissingOptional(err, optional) {
 			return nil
 		}
 		return err
@@ -110,15 +103,9 @@ func configMapFiles(ctx context.Context, in Input, p hostfs.Payload, name string
 
 // secretFiles is configMapFiles for a Secret.
 func secretFiles(ctx context.Context, in Input, p hostfs.Payload, name string, items []v1.KeyToPath, optional *bool, def fs.FileMode) error {
-	var s *v1.Secret
-	var err error
-	if in.Objects.Getter == nil {
-		err = objects.NotFound(objects.KindSecret, name)
-	} else {
-		s, err = in.Objects.Getter.Secret(ctx, in.Pod.Namespace, name)
-	}
+	s, err := objects.GetSecret(ctx, in.Objects.Getter, in.Pod.Namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && isTrue(optional) {
+		if objects.MissingOptional(err, optional) {
 			return nil
 		}
 		return err
