@@ -93,6 +93,17 @@ stop_podward() {
   fi
   rm -f "$PODWARD_PID"
 }
+# unmount_under DIR: the mounts below DIR, deepest first (the pods' volumes: a secret, token or
+# projected volume is a tmpfs of its own, and the node leaves its pods' volumes mounted when it
+# stops, as the kubelet does), so that DIR can be removed.
+unmount_under() {
+  local m mounts
+  for _ in 1 2 3; do
+    mapfile -t mounts < <(awk -v d="$1/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r)
+    [ ${#mounts[@]} -eq 0 ] && return 0
+    for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+  done
+}
 down() {
   stop_podward
   "$here/control-plane-down.sh" || say "warning: hack/control-plane-down.sh failed"
@@ -104,6 +115,7 @@ down() {
   for c in /sys/fs/cgroup/*"$CGROUP_ROOT" /sys/fs/cgroup/*/"${CGROUP_ROOT#/}"; do
     [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
+  unmount_under "$NODE_ROOT"
   rm -rf "$NODE_ROOT"
   return 0
 }
@@ -151,6 +163,7 @@ set +a
 # ----------------------------------------------------------------------------- 4. the node
 ip -o -4 addr show dev lo | grep -qF " $NODE_IP/32 " || ip addr add "$NODE_IP/32" dev lo
 stop_podward
+unmount_under "$NODE_ROOT"
 rm -rf "$NODE_ROOT"
 mkdir -p "$NODE_ROOT"
 say "starting podward node $NODE (log $OUT/podward.log)"

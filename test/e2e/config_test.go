@@ -20,7 +20,7 @@ const configPod = `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: app-config}
-data: {greeting: "{{.Greeting}}", mode: fast}
+data: {greeting: "{{.Greeting}}", mode: fast, data-1: value-1}
 ---
 apiVersion: v1
 kind: Secret
@@ -41,6 +41,7 @@ spec:
     args:
     - |
       echo "env greeting=$CFG_greeting mode=$CFG_mode password=$PASSWORD memory=${MEMORY_MI}Mi pod=$POD_NAME"
+      echo "env no shell name: $(env | grep '^CFG_data-1=')"
       echo "secret mode=$(stat -L -c %a {{.Dir}}/sec/password) fs=$(awk '$2 == "{{.Dir}}/sec" {print $3}' /proc/self/mounts)"
       echo "projected labels=$(cat {{.Dir}}/info/labels) mode=$(cat {{.Dir}}/info/mode)"
       last=
@@ -70,7 +71,9 @@ spec:
 `
 
 // TestPodReadsConfigMapsAndSecrets: a file of a ConfigMap, a Secret and the pod
-// that reads them runs with `podward apply -f` on both runtimes; the pod
+// that reads them runs with `podward apply -f` on both runtimes (a key
+// that is no shell name, data-1, is a variable too: Kubernetes' relaxed
+// rule); the pod
 // sees each value where the kubelet puts it, and a changed ConfigMap,
 // applied again, reaches the mounted file of the running pod within a few
 // seconds (the kubelet: up to about a minute).
@@ -97,6 +100,7 @@ func TestPodReadsConfigMapsAndSecrets(t *testing.T) {
 		})
 		for _, want := range []string{
 			"env greeting=hello mode=fast password=s3cret memory=64Mi pod=config",
+			"env no shell name: CFG_data-1=value-1",
 			"secret mode=400 fs=tmpfs",
 			`projected labels=app="config" mode=fast`,
 			"mounted greeting=hello",
