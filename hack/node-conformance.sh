@@ -139,6 +139,8 @@ trap on_exit EXIT
 mkdir -p "$BASE" "$OUT"
 rm -rf "${OUT:?}"/*
 say "building podward"
+# the commit the node runs: the results name it, not the one checked out when the specs end
+REV=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?')
 go build -o "$BASE/bin/" ./cmd/podward ./cmd/podward-shim ./test/nodeconformance/report ||
   die "go build"
 say "building the e2e suite and the images' programs (hack/e2e-build.sh; cold ~10 min after the control plane)"
@@ -226,7 +228,7 @@ strict=()
   echo "# [NodeConformance] e2e specs against a podward node — $(date -u +%F)"
   echo
   echo "k8s.io/kubernetes v$K8S_VERSION e2e (test/nodeconformance/suite), focus \`$FOCUS\`, skip \`${SKIP:-none}\`;"
-  echo "podward $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?') as \`podward node --runtime cri --cri-pod-network\`,"
+  echo "podward $REV as \`podward node --runtime cri --cri-pod-network\`,"
   echo "$(containerd --version | awk '{print "containerd " $3}'), control plane $CP_K8S_VERSION (scheduler, controller-manager), ServiceAccount admission $([ "$SA_ADMISSION" = 1 ] && echo on || echo off); $SHARDS shard(s);"
   echo "run time $((SECONDS - T0)) s (hack/node-conformance.sh)."
   echo
