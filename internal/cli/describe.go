@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/podward/podward/internal/client"
 	"github.com/podward/podward/internal/model"
@@ -91,13 +92,17 @@ func runDescribe(ctx context.Context, s Streams, api *apiOptions, args []string)
 }
 
 // prefixWriter writes kubectl describe's indented "Key:\tvalue" lines into
-// a tab writer; each level indents by two spaces.
+// a tab writer; each level indents by two spaces. Every line is written
+// through cli-runtime's printers.WriteEscaped, as kubectl describe's own
+// PrefixWriter does since 1.26: ESC and CR from a container (a termination
+// message, an event's message) show as "^[" and "\r" instead of driving the
+// reader's terminal.
 type prefixWriter struct {
 	tw *tabwriter.Writer
 }
 
 func (w prefixWriter) write(level int, format string, args ...any) {
-	fmt.Fprintf(w.tw, strings.Repeat("  ", level)+format, args...)
+	_ = printers.WriteEscaped(w.tw, fmt.Sprintf(strings.Repeat("  ", level)+format, args...))
 }
 
 // describePod renders a pod the way kubectl describe pod does, with podward's

@@ -63,8 +63,26 @@ const (
 
 func newTable(w io.Writer) *table { return &table{w: w} }
 
-// row queues a row; flush prints it.
-func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+// row queues a row; flush prints it. Each cell is shown as kubectl's table
+// printer shows it (see tableCell).
+func (t *table) row(cells ...string) {
+	shown := make([]string, len(cells))
+	for i, c := range cells {
+		shown[i] = tableCell(c)
+	}
+	t.rows = append(t.rows, shown)
+}
+
+// tableCell is a cell as cli-runtime's table printer prints it since
+// kubectl 1.26: cut at the first line break (LF, CR or FF) with "..."
+// after it, and ESC shown as "^[" (printers.EscapeTerminal), so that text
+// from a container cannot move the cursor or clear the reader's screen.
+func tableCell(c string) string {
+	if i := strings.IndexAny(c, "\f\n\r"); i >= 0 {
+		return printers.EscapeTerminal(c[:i]) + "..."
+	}
+	return printers.EscapeTerminal(c)
+}
 
 // header queues the header row, the first time only: rows printed later
 // while watching go under the same one.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/cli-runtime/pkg/printers"
+
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
 )
@@ -45,6 +47,8 @@ func (p *printer) label(pod, container string) string {
 	return container
 }
 
+// output prints a line of a container's output as the container wrote it,
+// control characters included, as kubectl logs and kubectl run --attach do.
 func (p *printer) output(pod *model.Pod, container, stream string, line []byte) {
 	name := p.label(pod.Name, container)
 	prefix := fmt.Sprintf("%-*s | ", p.width, name)
@@ -56,11 +60,16 @@ func (p *printer) output(pod *model.Pod, container, stream string, line []byte) 
 	fmt.Fprintf(p.w, "%s%s\n", prefix, strings.TrimRight(string(line), "\n"))
 }
 
+// event prints an event's line with ESC and CR escaped
+// (printers.EscapeTerminal), as kubectl events prints a message since 1.26:
+// a message can carry a container's text (a termination message, a probe's
+// output). The colour is added after escaping.
 func (p *printer) event(e events.Event) {
 	line := e.Line()
 	if p.multi {
 		line = strings.Replace(line, " "+e.FieldPath+" ", " pod/"+e.Pod+"/"+e.FieldPath+" ", 1)
 	}
+	line = printers.EscapeTerminal(line)
 	if p.color && e.Type == events.Warning {
 		line = "\x1b[1;31m" + line + "\x1b[0m"
 	}
