@@ -63,7 +63,7 @@ func addAgentFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
 	f.IntVar(&o.MaxEvents, "max-events", def.MaxEvents, "events kept in all (the newest, whichever pod they are of)")
 	f.DurationVar(&o.KeepTerminatedPodLogs, "keep-terminated-pod-logs", def.KeepTerminatedPodLogs, "how long the logs of a removed pod are kept on disk (0: removed with the pod; negative: for good)")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "", "also serve /metrics (Prometheus) on this TCP address, host:port, without authentication (default: only on the socket, and the kubelet port in cluster mode)")
-	f.BoolVar(&o.Profiling, "pprof", false, "serve Go's net/http/pprof profiles under /debug/pprof/ on the socket (and on --metrics-bind-address)")
+	f.BoolVar(&o.Profiling, "pprof", false, "serve Go's net/http/pprof profiles under /debug/pprof/ on the socket (and on --metrics-bind-address, which must then be loopback)")
 	addShutdownFlags(f, &o.Shutdown)
 }
 

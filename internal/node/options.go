@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -88,7 +89,8 @@ type Options struct {
 	// port) serve /metrics whatever it says.
 	MetricsBindAddress string
 	// Profiling serves net/http/pprof under /debug/pprof/ on the daemon's
-	// socket and on MetricsBindAddress.
+	// socket and on MetricsBindAddress, which must then be a loopback
+	// address (ErrProfilingNotLoopback).
 	Profiling bool
 }
 
@@ -229,7 +231,31 @@ func (o *Options) check() error {
 	if _, err := o.sysctls(); err != nil {
 		return err
 	}
+	if o.Profiling && o.MetricsBindAddress != "" && !loopbackAddress(o.MetricsBindAddress) {
+		return badOptions(fmt.Errorf("--pprof with --metrics-bind-address %q: %w", o.MetricsBindAddress, ErrProfilingNotLoopback))
+	}
 	return nil
+}
+
+// ErrProfilingNotLoopback refuses --pprof with a --metrics-bind-address
+// other hosts can reach: that address has no authentication, and the
+// profiles show the agent's memory and command line and cost it CPU.
+var ErrProfilingNotLoopback = errors.New("the profiles are served without authentication, so only on a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); drop --pprof (the socket serves them too) or bind the metrics to loopback")
+
+// loopbackAddress reports whether host:port names only the loopback
+// interface: "localhost" or a loopback IP. An empty host (every interface),
+// an unspecified or other IP, any other name, or an address that does not
+// parse is not.
+func loopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // osReleaseFile holds the running kernel's release, as uname -r prints it.
