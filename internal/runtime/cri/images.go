@@ -149,21 +149,24 @@ func (r *Runtime) PullImage(ctx context.Context, pod *model.Pod, image string) (
 		return runtime.PulledImage{}, fmt.Errorf("pull image %s for pod %s: %w", name, pod.Key(), err)
 	}
 	if len(auths) == 0 {
-		auths = []*runtimeapi.AuthConfig{nil}
+		auths = []credential{{}}
 	}
 	start := r.clock.Now()
 	var imageRef string
 	var errs []error
-	for _, auth := range auths {
+	for _, c := range auths {
 		pctx, cancel := context.WithTimeout(ctx, r.pullTimeout)
-		resp, err := r.img.PullImage(pctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: name}, Auth: auth})
+		resp, err := r.img.PullImage(pctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: name}, Auth: c.auth})
 		cancel()
 		if err == nil {
 			imageRef = resp.ImageRef
 			break
 		}
-		if auth != nil {
-			err = fmt.Errorf("as %s on %s: %w", auth.Username, auth.ServerAddress, err)
+		if c.auth != nil {
+			// The secret and its entry, never the user name: this error
+			// becomes the pod's Failed event, which any reader of the
+			// namespace's events sees (issue 22, item 4).
+			err = fmt.Errorf("with image pull secret %q, entry %q: %w", c.secret, c.key, err)
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -198,11 +201,20 @@ type dockerAuth struct {
 	RegistryToken string `json:"registrytoken"`
 }
 
+// credential is one entry of a pull secret: the auth sent with the pull,
+// and, for errors, the secret's name and the entry's key (a registry, not
+// a user).
+type credential struct {
+	auth   *runtimeapi.AuthConfig // nil: an anonymous pull
+	secret string
+	key    string
+}
+
 // credentials are the entries of the pull secrets that match ref's
 // registry: secret by secret in order, the most specific key (the longest
 // path) first within a secret, then by key.
-func credentials(secrets []pullSecret, ref imageRef) ([]*runtimeapi.AuthConfig, error) {
-	var out []*runtimeapi.AuthConfig
+func credentials(secrets []pullSecret, ref imageRef) ([]credential, error) {
+	var out []credential
 	for _, s := range secrets {
 		auths, err := parseDockerConfig(s.data)
 		if err != nil {
@@ -229,7 +241,7 @@ func credentials(secrets []pullSecret, ref imageRef) ([]*runtimeapi.AuthConfig, 
 			return cmp.Or(cmp.Compare(b.specificity, a.specificity), cmp.Compare(a.key, b.key))
 		})
 		for _, m := range matches {
-			out = append(out, m.auth)
+			out = append(out, credential{auth: m.auth, secret: s.name, key: m.key})
 		}
 	}
 	return out, nil

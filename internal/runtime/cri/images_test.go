@@ -102,8 +102,8 @@ func TestCredentials(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, a := range auths {
-				got = append(got, a.Username+"@"+a.ServerAddress)
+			for _, c := range auths {
+				got = append(got, c.auth.Username+"@"+c.auth.ServerAddress)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("credentials = %q, want %q", got, tc.want)
@@ -113,8 +113,8 @@ func TestCredentials(t *testing.T) {
 	// Passwords come through decoded.
 	ref, _ := parseImage("busybox")
 	auths, _ := credentials(secrets([]string{"hub"}), ref)
-	if auths[0].Password != "hubpass" {
-		t.Fatalf("password = %q", auths[0].Password)
+	if auths[0].auth.Password != "hubpass" {
+		t.Fatalf("password = %q", auths[0].auth.Password)
 	}
 }
 

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/objects/objectstest"
@@ -160,5 +162,36 @@ func TestPullSecretsGetterBeforeDirectory(t *testing.T) {
 	}
 	if w := warning(t, h2); w.Reason != WarningFailedToRetrieveImagePullSecret {
 		t.Errorf("warning %+v", w)
+	}
+}
+
+// A failed pull with a pod's credentials names the pull secret and its
+// entry, never the registry user name: the error is the pod's Failed
+// event, which whoever reads the namespace's events sees (issue 22,
+// item 4). Both ways a user name is written (username, and auth's
+// base64 user:password) are checked.
+func TestFailedPullNamesTheSecretNotTheUser(t *testing.T) {
+	var objs objectstest.Objects
+	objs.Put(
+		pullSecretObject("a", "regcred", v1.SecretTypeDockerConfigJson, dockerConfigJSON("alice-registry-user")),
+		pullSecretObject("a", "basic", v1.SecretTypeDockerConfigJson, []byte(`{"auths":{"docker.io":{"auth":"`+basicAuth("bob-registry-user", "p")+`"}}}`)),
+	)
+	h := newHarness(t, func(c *Config) { c.Objects.Getter = &objs })
+	h.f.mu.Lock()
+	h.f.pullFn = func(*runtimeapi.PullImageRequest) error { return errors.New("unauthorized") }
+	h.f.mu.Unlock()
+	_, err := h.r.PullImage(context.Background(), podOf("a", "uid-a", "regcred", "basic"), "busybox")
+	if err == nil {
+		t.Fatal("the pull succeeded")
+	}
+	for _, user := range []string{"alice-registry-user", "bob-registry-user"} {
+		if strings.Contains(err.Error(), user) {
+			t.Errorf("the pull's error shows the user name %s: %v", user, err)
+		}
+	}
+	for _, want := range []string{`with image pull secret "regcred", entry "docker.io": `, `with image pull secret "basic", entry "docker.io": `} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the pull's error %q does not say %q", err, want)
+		}
 	}
 }
