@@ -59,6 +59,9 @@ type Server struct {
 	creation time.Duration
 }
 
+// Timeouts are the timeouts s serves with, the defaults filled in.
+func (s *Server) Timeouts() Timeouts { return Timeouts{Idle: s.idle, Creation: s.creation} }
+
 // WithTimeouts bounds the streams by t instead of the kubelet's defaults.
 // It is called before the Server serves.
 func (s *Server) WithTimeouts(t Timeouts) *Server {
