@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/httplimit"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/wire"
 )
@@ -84,6 +85,17 @@ type Server struct {
 	shutdown NodeShutdown
 	// objects are the ConfigMaps and Secrets (WithObjects), nil without.
 	objects Objects
+	// limits bound Serve's connections (WithLimits).
+	limits httplimit.Limits
+}
+
+// WithLimits bounds the connections Serve holds by l instead of
+// httplimit.Streaming (the kubelet's limits without the read and write
+// timeouts, which would end watches and `logs -f`). It is called before
+// Serve.
+func (s *Server) WithLimits(l httplimit.Limits) *Server {
+	s.limits = l
+	return s
 }
 
 // New returns a server for b that logs failed requests to log (nil: the
@@ -92,7 +104,7 @@ func New(b Backend, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{b: b, log: log, mux: http.NewServeMux()}
+	s := &Server{b: b, log: log, mux: http.NewServeMux(), limits: httplimit.Streaming()}
 	s.handle("/api/v1/pods", route{http.MethodGet: s.listPods})
 	s.handle("/api/v1/namespaces/{ns}/pods", route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
 	s.handle("/api/v1/namespaces/{ns}/pods/{name}", route{
@@ -119,7 +131,7 @@ func NewShutdownOnly(sh NodeShutdown, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{log: log, mux: http.NewServeMux(), shutdown: sh}
+	s := &Server{log: log, mux: http.NewServeMux(), shutdown: sh, limits: httplimit.Streaming()}
 	s.handleCommon()
 	return s
 }
@@ -137,20 +149,21 @@ func (s *Server) handleCommon() {
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Serve accepts connections on l until ctx is done or l fails. When ctx is
+// Serve accepts connections on l until ctx is done or l fails, holding
+// at most so many at once and closing idle ones (WithLimits). When ctx is
 // done it stops accepting, ends every watch and log stream (their request
 // contexts derive from ctx), waits a little for other requests to finish,
 // closes l and returns nil. It never touches the backend's lifecycle: the
 // caller stops the agent afterwards.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		Handler:     s,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.limits.Apply(srv)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(s.limits.Listener(l)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve API: %w", err)

@@ -47,6 +47,7 @@ The kubelet port serves /metrics to users allowed get on nodes/metrics.`,
 	f.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
 	f.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "take clients of the kubelet API without credentials as system:anonymous, authorized like any user (with --authorization-mode=AlwaysAllow anyone who reaches the port reads every log: development only)")
 	f.StringVar(&o.AuthorizationMode, "authorization-mode", "Webhook", "how the kubelet API authorizes requests: Webhook (ask the API server with a SubjectAccessReview, as the kubelet: a container's log needs get on nodes/proxy) or AlwaysAllow (every authenticated client reads every log)")
+	f.DurationVar(&o.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", node.DefaultStreamingConnectionIdleTimeout, "close an exec, attach or port-forward of the kubelet API none of whose streams carried data for so long, as the kubelet's flag")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
+	"github.com/podward/podward/internal/httplimit"
 )
 
 // The kubelet's HTTPS server, the part of it that podward serves: the API
@@ -143,6 +144,13 @@ type KubeletServerConfig struct {
 	// AuditLogger gets one line per request: who, what, and the decision.
 	// Default Logger.
 	AuditLogger *slog.Logger
+
+	// Limits bound the server's connections; zero is the kubelet's
+	// (httplimit.Kubelet): idle 90 s, a request and its response 4 h
+	// (exec, attach and port-forward leave the deadlines when they take
+	// the connection over; `logs -f` ends after 4 h as the kubelet's),
+	// and at most httplimit.DefaultMaxConns connections at once.
+	Limits httplimit.Limits
 
 	// Clock gives now for sinceSeconds and the certificate's validity;
 	// default the real clock.
@@ -293,6 +301,14 @@ func (s *KubeletServer) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
+// limits are the configured Limits, or the kubelet's.
+func (s *KubeletServer) limits() httplimit.Limits {
+	if s.cfg.Limits == (httplimit.Limits{}) {
+		return httplimit.Kubelet()
+	}
+	return s.cfg.Limits
+}
+
 // shutdownGrace bounds how long Serve waits for requests in flight once
 // its ctx is done; streams (follow) end at once, their ctx being
 // cancelled.
@@ -306,16 +322,16 @@ func (s *KubeletServer) Serve(ctx context.Context, ln net.Listener) error {
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           s.handler,
-		TLSConfig:         s.TLSConfig(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		Handler:     s.handler,
+		TLSConfig:   s.TLSConfig(),
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		// Failed handshakes (a client certificate of another CA, say)
 		// are only told here.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelInfo),
 	}
+	s.limits().Apply(srv)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	go func() { errc <- srv.ServeTLS(s.limits().Listener(ln), "", "") }()
 	s.log.Info("kubelet server listening", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:

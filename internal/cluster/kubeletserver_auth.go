@@ -18,6 +18,8 @@ import (
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+
+	"github.com/podward/podward/internal/httplimit"
 )
 
 // Who may use the kubelet API, decided as the kubelet decides it with its
@@ -376,6 +378,8 @@ func (s *KubeletServer) guard(next http.Handler) http.Handler {
 			} else {
 				audit(nil, decisionUnauthenticated)
 			}
+			// The client cannot keep a connection it has no right to.
+			httplimit.CloseAfter(w)
 			writeText(w, http.StatusUnauthorized, "Unauthorized\n")
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,10 @@ const RootNodeStateDir = "/var/lib/podward-node"
 
 // DefaultKubeletPort is the kubelet API's port by default, the kubelet's.
 const DefaultKubeletPort = cluster.DefaultKubeletPort
+
+// DefaultStreamingConnectionIdleTimeout is the kubelet's
+// --streaming-connection-idle-timeout by default.
+const DefaultStreamingConnectionIdleTimeout = streaming.DefaultIdleTimeout
 
 // ClusterOptions configure `podward node`.
 type ClusterOptions struct {
@@ -60,6 +65,11 @@ type ClusterOptions struct {
 	// API server for each, or "AlwaysAllow", every authenticated client
 	// may read every log.
 	AuthorizationMode string
+	// StreamingConnectionIdleTimeout closes an exec, attach or
+	// port-forward of the kubelet port none of whose streams carried data
+	// for so long, the kubelet's --streaming-connection-idle-timeout; zero
+	// is its default, streaming.DefaultIdleTimeout (4 h).
+	StreamingConnectionIdleTimeout time.Duration
 	// Socket, when set, is a unix socket on which the node serves its
 	// node shutdown (`podward shutdown --socket`); its pods are the API
 	// server's to serve. "": none.
@@ -150,11 +160,17 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, fmt.Errorf("register node %s: %w", name, err)
 	}
 	n.pods = cluster.NewPods(cluster.PodsConfig{Client: client, NodeName: name, Agent: n.agent.Agent, Logger: log})
-	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, streaming.New(n.agent.Agent, n.agent.rt, log), n.agent.metrics.Handler(), client, name, addrs, root); err != nil {
+	if n.kubelet, err = o.kubeletServer(log, n.agent.Agent, o.streams(n.agent, log), n.agent.metrics.Handler(), client, name, addrs, root); err != nil {
 		return nil, err
 	}
 	started = true
 	return n, nil
+}
+
+// streams is the kubelet port's streaming server of a's pods, with the
+// node's idle timeout.
+func (o *ClusterOptions) streams(a *durable, log *slog.Logger) *streaming.Server {
+	return streaming.New(a.Agent, a.rt, log).WithTimeouts(streaming.Timeouts{Idle: o.StreamingConnectionIdleTimeout})
 }
 
 // listenLocal listens on the node's local socket, for its node shutdown;

@@ -15,6 +15,7 @@ import (
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
 	"github.com/podward/podward/internal/cluster"
+	"github.com/podward/podward/internal/httplimit"
 	"github.com/podward/podward/internal/logind"
 	"github.com/podward/podward/internal/metrics"
 	"github.com/podward/podward/internal/shutdown"
@@ -41,7 +42,7 @@ type durable struct {
 	// address's server has returned, nil without one.
 	metrics   *metrics.Metrics
 	profiling bool
-	debugDone chan struct{}
+	debugDone <-chan struct{}
 
 	// machine is the host, as the agent counts its allocatable and a
 	// cluster's Node reports it; nil when it could not be read.
@@ -180,8 +181,9 @@ func (d *durable) close() {
 }
 
 // serveMetrics serves the metrics (and, with profiling, the profiles) on
-// the TCP address addr until ctx ends; nothing without one. Its error is a
-// bad option: the address cannot be listened on.
+// the TCP address addr, with the kubelet port's limits, until ctx ends;
+// nothing without one. Its error is a bad option: the address cannot be
+// listened on.
 func (d *durable) serveMetrics(ctx context.Context, addr string, log *slog.Logger) error {
 	if addr == "" {
 		return nil
@@ -191,26 +193,34 @@ func (d *durable) serveMetrics(ctx context.Context, addr string, log *slog.Logge
 	if err != nil {
 		return badOptions(fmt.Errorf("--metrics-bind-address: %w", err))
 	}
+	d.debugDone = serveLimited(ctx, ln, apiserver.DebugHandler(d.metrics.Handler(), d.profiling), httplimit.Kubelet(), log)
+	return nil
+}
+
+// serveLimited serves h on ln, bounded by lim, until ctx ends or ln fails
+// (logged to log), then closes the server and its connections. The
+// returned channel is closed once it has.
+func serveLimited(ctx context.Context, ln net.Listener, h http.Handler, lim httplimit.Limits, log *slog.Logger) <-chan struct{} {
 	srv := &http.Server{
-		Handler:           apiserver.DebugHandler(d.metrics.Handler(), d.profiling),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler:  h,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	d.debugDone = make(chan struct{})
+	lim.Apply(srv)
+	done := make(chan struct{})
 	go func() {
-		defer close(d.debugDone)
+		defer close(done)
 		errc := make(chan error, 1)
-		go func() { errc <- srv.Serve(ln) }()
+		go func() { errc <- srv.Serve(lim.Listener(ln)) }()
 		select {
 		case err := <-errc:
-			log.Error("serve metrics", "addr", addr, "err", err)
+			log.Error("serve metrics", "addr", ln.Addr().String(), "err", err)
 			return
 		case <-ctx.Done():
 		}
 		_ = srv.Close()
 		<-errc
 	}()
-	return nil
+	return done
 }
 
 // serveDebug adds the metrics, and the profiles when asked for, to an API

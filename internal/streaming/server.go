@@ -32,16 +32,47 @@ type Pods interface {
 // The kubelet's streaming timeouts (its --streaming-connection-idle-timeout
 // default, and cri-streaming's stream creation timeout).
 const (
-	idleTimeout           = 4 * time.Hour
-	streamCreationTimeout = remotecommandserver.DefaultStreamCreationTimeout
+	DefaultIdleTimeout           = 4 * time.Hour
+	DefaultStreamCreationTimeout = remotecommandserver.DefaultStreamCreationTimeout
 )
+
+// Timeouts bound the streams a Server serves itself (those it proxies to
+// a runtime's streaming server are bounded there).
+type Timeouts struct {
+	// Idle closes a connection none of whose streams carried data for so
+	// long: the kubelet's --streaming-connection-idle-timeout. Zero is
+	// DefaultIdleTimeout.
+	Idle time.Duration
+	// Creation closes a connection whose client has not opened the
+	// streams it asked for in so long. Zero is
+	// DefaultStreamCreationTimeout.
+	Creation time.Duration
+}
 
 // Server serves the streams of the pods of one agent on one runtime. Its
 // methods are safe for concurrent use.
 type Server struct {
-	pods Pods
-	rt   runtime.Runtime
-	log  *slog.Logger
+	pods     Pods
+	rt       runtime.Runtime
+	log      *slog.Logger
+	idle     time.Duration
+	creation time.Duration
+}
+
+// Timeouts are the timeouts s serves with, the defaults filled in.
+func (s *Server) Timeouts() Timeouts { return Timeouts{Idle: s.idle, Creation: s.creation} }
+
+// WithTimeouts bounds the streams by t instead of the kubelet's defaults.
+// It is called before the Server serves.
+func (s *Server) WithTimeouts(t Timeouts) *Server {
+	s.idle, s.creation = DefaultIdleTimeout, DefaultStreamCreationTimeout
+	if t.Idle > 0 {
+		s.idle = t.Idle
+	}
+	if t.Creation > 0 {
+		s.creation = t.Creation
+	}
+	return s
 }
 
 // New returns the streaming server of the pods' containers on rt; log gets
@@ -50,7 +81,7 @@ func New(pods Pods, rt runtime.Runtime, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{pods: pods, rt: rt, log: log}
+	return &Server{pods: pods, rt: rt, log: log, idle: DefaultIdleTimeout, creation: DefaultStreamCreationTimeout}
 }
 
 // Error is a request the Server refuses before any stream is opened: Code
@@ -180,9 +211,11 @@ func (s *Server) ServeExec(w http.ResponseWriter, r *http.Request, t Target, cmd
 	switch rt := s.rt.(type) {
 	case runtime.StreamExecer:
 		ex := executor{rt: rt, t: t}
+		w := closeHijacked(w)
+		defer w.close()
 		remotecommandserver.ServeExec(w, r, ex, t.Pod.Name, string(t.Pod.UID), t.Ref.Name, cmd,
 			&remotecommandserver.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY},
-			idleTimeout, streamCreationTimeout, remotecommandserver.SupportedStreamingProtocols)
+			s.idle, s.creation, remotecommandserver.SupportedStreamingProtocols)
 	case runtime.StreamLocator:
 		u, err := rt.ExecURL(r.Context(), t.Pod, t.Ref, cmd, o.Stdin, o.Stdout, o.Stderr, o.TTY)
 		if err != nil {
@@ -209,9 +242,11 @@ func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o
 	}
 	switch rt := s.rt.(type) {
 	case runtime.StreamAttacher:
+		w := closeHijacked(w)
+		defer w.close()
 		remotecommandserver.ServeAttach(w, r, attacher{rt: rt, t: t}, t.Pod.Name, string(t.Pod.UID), t.Ref.Name,
 			&remotecommandserver.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY},
-			idleTimeout, streamCreationTimeout, remotecommandserver.SupportedStreamingProtocols)
+			s.idle, s.creation, remotecommandserver.SupportedStreamingProtocols)
 	case runtime.AttachLocator:
 		u, err := rt.AttachURL(r.Context(), t.Pod, t.Ref, o.Stdin, o.Stdout, o.Stderr && !tty, tty)
 		if err != nil {
@@ -238,8 +273,10 @@ func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, na
 	}
 	switch rt := s.rt.(type) {
 	case runtime.PortForwarder:
+		w := closeHijacked(w)
+		defer w.close()
 		portforward.ServePortForward(w, r, forwarder{rt: rt, pod: mp}, mp.Name, string(mp.UID), opts,
-			idleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
+			s.idle, s.creation, portforward.SupportedProtocols)
 	case runtime.StreamLocator:
 		u, err := rt.PortForwardURL(r.Context(), mp, opts.Ports)
 		if err != nil {
