@@ -1,17 +1,15 @@
 package cluster
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/podward/podward/internal/httplimit"
+	"github.com/podward/podward/internal/httplimit/httplimittest"
 )
 
 // dial opens a TLS connection to f presenting certs.
@@ -25,35 +23,6 @@ func (f *kubeletFixture) dial(t *testing.T, certs ...tls.Certificate) *tls.Conn 
 	return c
 }
 
-// getOn sends a keep-alive GET of path on c and returns its status.
-func getOn(t *testing.T, c *tls.Conn, path string) int {
-	t.Helper()
-	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: kubelet\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(eventTimeout))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode
-}
-
-// awaitServerClose waits up to eventTimeout for the server to close c.
-func awaitServerClose(t *testing.T, c *tls.Conn) {
-	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(eventTimeout))
-	n, err := c.Read(make([]byte, 1))
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatal("the server kept the connection open")
-	}
-	if err == nil {
-		t.Fatalf("the server sent %d more bytes", n)
-	}
-}
-
 func shortLimits() httplimit.Limits {
 	l := httplimit.Kubelet()
 	l.IdleTimeout = 50 * time.Millisecond
@@ -63,19 +32,19 @@ func shortLimits() httplimit.Limits {
 func TestKubeletServerClosesIdleConnections(t *testing.T) {
 	f := startKubeletServer(t, func(c *KubeletServerConfig) { c.Limits = shortLimits() })
 	c := f.dial(t, f.ca.clientCert(t, "alice"))
-	if code := getOn(t, c, "/healthz"); code != http.StatusOK {
+	if code := httplimittest.Get(t, c, "/healthz", eventTimeout); code != http.StatusOK {
 		t.Fatalf("healthz: %d", code)
 	}
-	awaitServerClose(t, c)
+	httplimittest.AwaitClose(t, c, eventTimeout)
 }
 
 func TestKubeletServerClosesAfter401(t *testing.T) {
 	f := startKubeletServer(t, nil) // the kubelet's 90 s idle timeout
 	c := f.dial(t)
-	if code := getOn(t, c, "/healthz"); code != http.StatusUnauthorized {
+	if code := httplimittest.Get(t, c, "/healthz", eventTimeout); code != http.StatusUnauthorized {
 		t.Fatalf("healthz without a certificate: %d, want 401", code)
 	}
-	awaitServerClose(t, c)
+	httplimittest.AwaitClose(t, c, eventTimeout)
 }
 
 func TestKubeletServerCapsConnections(t *testing.T) {
@@ -85,7 +54,7 @@ func TestKubeletServerCapsConnections(t *testing.T) {
 	alice := f.ca.clientCert(t, "alice")
 	held := []*tls.Conn{f.dial(t, alice), f.dial(t, alice)}
 	for _, c := range held {
-		if code := getOn(t, c, "/healthz"); code != http.StatusOK {
+		if code := httplimittest.Get(t, c, "/healthz", eventTimeout); code != http.StatusOK {
 			t.Fatalf("healthz: %d", code)
 		}
 	}
