@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -256,40 +257,72 @@ type Runtime struct {
 // showed as exited as a repetition. New fails with ErrRootInUse while
 // another Runtime holds the root.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.Endpoint == "" {
-		return nil, errors.New("CRI runtime: Config.Endpoint is required")
-	}
-	if cfg.Root == "" {
-		return nil, errors.New("CRI runtime: Config.Root is required")
-	}
-	if err := cfg.LogRotation.Validate(); err != nil {
-		return nil, fmt.Errorf("CRI runtime: %w", err)
-	}
-	root, err := filepath.Abs(cfg.Root)
+	root, err := prepareRoot(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("CRI runtime root: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
-		return nil, fmt.Errorf("CRI runtime root: %w", err)
+		return nil, err
 	}
 	lock, err := hostfs.LockRoot(root, "CRI runtime", ErrRootInUse)
 	if err != nil {
 		return nil, err
 	}
-	endpoint := cfg.Endpoint
-	if strings.HasPrefix(endpoint, "/") {
-		endpoint = "unix://" + endpoint
+	conn, err := dialCRI(cfg.Endpoint)
+	if err != nil {
+		lock.Close()
+		return nil, err
 	}
-	conn, err := grpc.NewClient(endpoint,
+	// The lifetime is the Runtime's, not New's: only Close ends it.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := newRuntime(cfg, root, lock, conn)
+	r.ctx, r.cancel = life, cancel
+	if err := r.begin(ctx, cfg.Endpoint); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("CRI runtime at %s: %w", cfg.Endpoint, err)
+	}
+	return r, nil
+}
+
+// prepareRoot checks cfg and makes its root's pods directory; it returns
+// the root, absolute.
+func prepareRoot(cfg Config) (string, error) {
+	if cfg.Endpoint == "" {
+		return "", errors.New("CRI runtime: Config.Endpoint is required")
+	}
+	if cfg.Root == "" {
+		return "", errors.New("CRI runtime: Config.Root is required")
+	}
+	if err := cfg.LogRotation.Validate(); err != nil {
+		return "", fmt.Errorf("CRI runtime: %w", err)
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return "", fmt.Errorf("CRI runtime root: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
+		return "", fmt.Errorf("CRI runtime root: %w", err)
+	}
+	return root, nil
+}
+
+// dialCRI makes the gRPC client of the CRI endpoint (a bare path is a unix
+// socket's); it connects on first use.
+func dialCRI(endpoint string) (*grpc.ClientConn, error) {
+	target := endpoint
+	if strings.HasPrefix(target, "/") {
+		target = "unix://" + target
+	}
+	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
 	if err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("CRI runtime: connect to %s: %w", cfg.Endpoint, err)
+		return nil, fmt.Errorf("CRI runtime: connect to %s: %w", endpoint, err)
 	}
+	return conn, nil
+}
+
+// newRuntime is the Runtime of cfg on root, its defaults filled in, not
+// started.
+func newRuntime(cfg Config, root string, lock *os.File, conn *grpc.ClientConn) *Runtime {
 	sum := sha256.Sum256([]byte(root))
-	// The lifetime is the Runtime's, not New's: only Close ends it.
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Runtime{
 		root:           root,
 		rootLabel:      hex.EncodeToString(sum[:8]),
@@ -305,12 +338,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		allocatable:    cfg.Allocatable,
 		warnings:       make(chan runtime.Warning, warningBuffer),
 		podNetwork:     cfg.PodNetwork,
-		cgroupParent:   cfg.CgroupParent,
+		cgroupParent:   cmp.Or(cfg.CgroupParent, DefaultCgroupParent),
 		cgroupRoot:     "/sys/fs/cgroup",
 		cgroups:        cfg.Cgroups,
 		podPidsLimit:   cfg.PodPidsLimit,
 		cgroupV2:       isUnified("/sys/fs/cgroup"),
-		nodeIP:         cfg.NodeIP,
+		nodeIP:         cmp.Or(cfg.NodeIP, "127.0.0.1"),
 		output:         cfg.Output,
 		loopWaiting:    cfg.loopWaiting,
 		lock:           lock,
@@ -319,8 +352,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		img:            runtimeapi.NewImageServiceClient(conn),
 		events:         make(chan runtime.Event, eventBuffer),
 		poke:           make(chan struct{}, 1),
-		ctx:            life,
-		cancel:         cancel,
 		tracked:        make(map[string]*instance),
 		sandboxes:      make(map[types.UID]sandboxRef),
 	}
@@ -330,23 +361,21 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	if r.cgroupParent == "" {
-		r.cgroupParent = DefaultCgroupParent
-	}
 	r.memoryCapacity = nodeMemory(r.log)
-	if r.nodeIP == "" {
-		r.nodeIP = "127.0.0.1"
-	}
+	return r
+}
+
+// begin asks the CRI runtime its version, takes up what it runs of this
+// root (attach), and starts the relist, event and log rotation loops.
+func (r *Runtime) begin(ctx context.Context, endpoint string) error {
 	name, version, err := r.Version(ctx)
 	if err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("CRI runtime at %s: %w", cfg.Endpoint, err)
+		return err
 	}
 	if err := r.attach(ctx); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("CRI runtime at %s: %w", cfg.Endpoint, err)
+		return err
 	}
-	r.log.Debug("CRI runtime ready", "endpoint", cfg.Endpoint, "runtime", name, "version", version)
+	r.log.Debug("CRI runtime ready", "endpoint", endpoint, "runtime", name, "version", version)
 	r.wg.Add(2)
 	go r.relistLoop()
 	go r.watchEvents()
@@ -354,7 +383,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.wg.Add(1)
 		go r.rotateLoop()
 	}
-	return r, nil
+	return nil
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

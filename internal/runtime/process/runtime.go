@@ -227,6 +227,32 @@ func New(cfg Config) (*Runtime, error) {
 		lock.Close()
 		return nil, fmt.Errorf("process runtime root: %w", err)
 	}
+	r := newRuntime(cfg, root, shimBin, cg, lock, agentLock)
+	r.spares.log = r.log
+	if r.poller, err = newPoller(r.log); err != nil {
+		r.cancel()
+		agentLock.Close()
+		lock.Close()
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	if fallback {
+		r.log.Warn("no "+ShimBinaryName+" beside the executable or in PATH: the shims and init helpers are this binary re-executed, which costs each container several MB more memory (see --shim-binary)",
+			"executable", exe)
+	}
+	if err := r.killLeftExecs(); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("process runtime: execs left in %s: %w", root, err)
+	}
+	if err := r.attach(); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("process runtime: attach to %s: %w", root, err)
+	}
+	return r, nil
+}
+
+// newRuntime is the Runtime of cfg on root, its defaults filled in, its
+// poller not yet made and nothing of root's taken up.
+func newRuntime(cfg Config, root, shimBin string, cg *podCgroups, lock, agentLock *os.File) *Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
 		cgroups:     cg,
@@ -260,26 +286,7 @@ func New(cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	r.spares.log = r.log
-	if r.poller, err = newPoller(r.log); err != nil {
-		cancel()
-		agentLock.Close()
-		lock.Close()
-		return nil, fmt.Errorf("process runtime: %w", err)
-	}
-	if fallback {
-		r.log.Warn("no "+ShimBinaryName+" beside the executable or in PATH: the shims and init helpers are this binary re-executed, which costs each container several MB more memory (see --shim-binary)",
-			"executable", exe)
-	}
-	if err := r.killLeftExecs(); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("process runtime: execs left in %s: %w", root, err)
-	}
-	if err := r.attach(); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("process runtime: attach to %s: %w", root, err)
-	}
-	return r, nil
+	return r
 }
 
 // Events reports the exit of every container instance this Runtime
