@@ -1,0 +1,8 @@
+//go:build linux && amd64
+
+package seccomp
+
+import "golang.org/x/sys/unix"
+
+// auditArch is the seccomp_data.arch of this architecture's native ABI.
+const auditArch = unix.AUDIT_ARCH_X86_64
