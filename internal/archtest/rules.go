@@ -86,6 +86,12 @@ var rules = []rule{
 		Why:   "opening a path beneath a directory is a leaf that hostfs and the shim binary's init helper share",
 	},
 	{
+		From:  "internal/runtime/seccomp",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the RuntimeDefault seccomp filter is a leaf the shim binary's init helper links: no podward package, no Kubernetes one",
+	},
+	{
 		From:  "cmd/podward-shim",
 		Only:  []string{"internal/runtime/process/shim", "internal/runtime/process/launch"},
 		Tests: true,
@@ -197,8 +203,11 @@ var linkRules = []linkRule{
 		Module: []string{
 			"internal/runtime/process/shim", "internal/runtime/process/launch", "internal/crilog",
 			"internal/runtime/exitstatus", "internal/runtime/hostfs/beneath", "internal/runtime/cgroups",
+			"internal/runtime/seccomp",
 		},
-		External: []string{"golang.org/x/sys"},
+		// moby's default seccomp profile, as Go data, and the OCI types it
+		// is written in (pure Go, no cgo): internal/runtime/seccomp's.
+		External: []string{"golang.org/x/sys", "github.com/moby/profiles/seccomp", "github.com/opencontainers/runtime-spec/specs-go"},
 		Why: "one shim runs for every container and one init helper for every exec: the shim binary links no Kubernetes package (nor prometheus, cobra, bbolt, ...), " +
 			"whose initialisation and memory each of them would pay (docs/architecture.md, issue 14's 1 MB per container)",
 	},
