@@ -86,6 +86,12 @@ var rules = []rule{
 		Why:   "opening a path beneath a directory is a leaf that hostfs and the shim binary's init helper share",
 	},
 	{
+		From:  "internal/runtime/process/tcplisten",
+		Only:  []string{},
+		Tests: true,
+		Why:   "which processes own a listening socket is read from /proc alone: a leaf the process runtime's port-forward asks",
+	},
+	{
 		From:  "cmd/podward-shim",
 		Only:  []string{"internal/runtime/process/shim", "internal/runtime/process/launch"},
 		Tests: true,
