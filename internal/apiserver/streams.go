@@ -13,7 +13,7 @@ type Streams interface {
 	Resolve(ns, name, container string) (streaming.Target, error)
 	ServeExec(w http.ResponseWriter, r *http.Request, t streaming.Target, cmd []string, o streaming.ExecOptions)
 	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target, o streaming.ExecOptions)
-	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error
+	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name, uid string) error
 }
 
 var _ Streams = (*streaming.Server)(nil)
@@ -51,7 +51,7 @@ func (s *Server) WithStreams(st Streams) *Server {
 		}))
 	}
 	s.mux.HandleFunc("/api/v1/namespaces/{ns}/pods/{name}/portforward", s.streamHandler(func(w http.ResponseWriter, r *http.Request) error {
-		return st.ServePortForward(w, r, r.PathValue("ns"), r.PathValue("name"))
+		return st.ServePortForward(w, r, r.PathValue("ns"), r.PathValue("name"), "")
 	}))
 	return s
 }

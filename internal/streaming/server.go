@@ -262,10 +262,17 @@ func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o
 // ServePortForward serves port-forwards to pod ns/name's network: r is the
 // client's upgrade request, whose streams (SPDY) or query (WebSocket: ports)
 // name the ports. The pod needs no running container, as with the kubelet.
-func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error {
+// uid, when not empty, is the UID the client means (the kubelet's
+// /portForward/{ns}/{pod}/{uid}): a pod ns/name with another UID (the pod
+// was deleted and made again) is the kubelet's 404 "pod not found", and
+// the forwards go to the very pod whose UID was checked.
+func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, name, uid string) error {
 	_, mp, err := s.pod(ns, name)
 	if err != nil {
 		return err
+	}
+	if uid != "" && string(mp.UID) != uid {
+		return &Error{Code: http.StatusNotFound, Message: "pod not found"}
 	}
 	opts, err := portforward.NewV4Options(r)
 	if err != nil {
