@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/podward/podward/internal/streaming"
@@ -26,6 +27,11 @@ var _ Streams = (*streaming.Server)(nil)
 //	/api/v1/namespaces/{ns}/pods/{name}/attach?container=C&...
 //	/api/v1/namespaces/{ns}/pods/{name}/portforward   (SPDY: the ports in the streams' headers)
 //
+// Each exec and attach served, and each port a port-forward forwards to,
+// is logged at Info as one "audit" line (audit): the verb, the pod, the
+// container, the command (quoteArgv) or the port, and the client's
+// credentials (Serve reads them from the socket).
+//
 // Without it the paths answer 404. A refusal before the upgrade is a
 // Status (an unknown pod, a container to name) or, for one the kubelet
 // refuses (a container that does not run), the kubelet's text. It is
@@ -43,15 +49,21 @@ func (s *Server) WithStreams(st Streams) *Server {
 				return err
 			}
 			if sub == "attach" {
+				s.audit(r, "attach", t.Pod.Key(), t.Ref.Name)
 				st.ServeAttach(w, r, t, o)
 				return nil
 			}
+			s.audit(r, "exec", t.Pod.Key(), t.Ref.Name, slog.String("command", quoteArgv(q["command"])))
 			st.ServeExec(w, r, t, q["command"], o)
 			return nil
 		}))
 	}
 	s.mux.HandleFunc("/api/v1/namespaces/{ns}/pods/{name}/portforward", s.streamHandler(func(w http.ResponseWriter, r *http.Request) error {
-		return st.ServePortForward(w, r, r.PathValue("ns"), r.PathValue("name"), "")
+		ns, name := r.PathValue("ns"), r.PathValue("name")
+		ctx := streaming.ObservePorts(r.Context(), func(port int32) {
+			s.audit(r, "portforward", ns+"/"+name, "", slog.Int("port", int(port)))
+		})
+		return st.ServePortForward(w, r.WithContext(ctx), ns, name, "")
 	}))
 	return s
 }

@@ -278,13 +278,17 @@ func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, na
 	if err != nil {
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	}
+	seen := newPortsSeen(r.Context())
 	switch rt := s.rt.(type) {
 	case runtime.PortForwarder:
 		w := closeHijacked(w)
 		defer w.close()
-		portforward.ServePortForward(w, r, forwarder{rt: rt, pod: mp}, mp.Name, string(mp.UID), opts,
+		portforward.ServePortForward(w, r, forwarder{rt: rt, pod: mp, seen: seen}, mp.Name, string(mp.UID), opts,
 			s.idle, s.creation, portforward.SupportedProtocols)
 	case runtime.StreamLocator:
+		for _, p := range opts.Ports {
+			seen.observe(p)
+		}
 		u, err := rt.PortForwardURL(r.Context(), mp, opts.Ports)
 		if err != nil {
 			s.refuse(w, Target{Pod: mp}, "port-forward", err)
@@ -436,12 +440,14 @@ func relaySizes(from <-chan remotecommandserver.TerminalSize, to chan<- runtime.
 // forwarder dials the ports of one pod on a PortForwarder, for
 // ServePortForward.
 type forwarder struct {
-	rt  runtime.PortForwarder
-	pod *model.Pod
+	rt   runtime.PortForwarder
+	pod  *model.Pod
+	seen *portsSeen
 }
 
 var _ portforward.PortForwarder = forwarder{}
 
 func (f forwarder) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
+	f.seen.observe(port)
 	return f.rt.PortForward(ctx, f.pod, port, stream)
 }
