@@ -21,6 +21,10 @@
 // k8s.io/apimachinery/pkg/api/errors and is converted and logged in one
 // place, Server.fail.
 //
+// Each exec, attach and port-forward port served writes one "audit" line
+// (audit.go), naming the client's credentials, which Serve reads from the
+// socket (SO_PEERCRED).
+//
 // Listen opens the socket: it refuses a socket directory that breaks its
 // internal/sockdir rule, refuses to take over a socket another server
 // answers on, removes a stale one, and makes the socket appear with its

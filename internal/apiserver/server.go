@@ -150,7 +150,9 @@ func (s *Server) handleCommon() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Serve accepts connections on l until ctx is done or l fails, holding
-// at most so many at once and closing idle ones (WithLimits). When ctx is
+// at most so many at once and closing idle ones (WithLimits). It reads
+// the credentials of each unix-socket client (SO_PEERCRED), which the
+// audit line of each stream names. When ctx is
 // done it stops accepting, ends every watch and log stream (their request
 // contexts derive from ctx), waits a little for other requests to finish,
 // closes l and returns nil. It never touches the backend's lifecycle: the
@@ -159,11 +161,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:     s,
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: withPeer,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.limits.Apply(srv)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.limits.Listener(l)) }()
+	go func() { errc <- srv.Serve(s.limits.Listener(credListener{l})) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve API: %w", err)

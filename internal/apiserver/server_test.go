@@ -33,7 +33,12 @@ import (
 	"github.com/podward/podward/internal/streaming"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// spdystream's Connection.Close leaves a goroutine (shutdown) that waits
+// up to a second for someone to take its close error when the server
+// closed the connection first, as after a port-forward (TestStreamAuditLines).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/moby/spdystream.(*Connection).shutdown"))
+}
 
 // The agent is the backend the server is written for.
 var _ Backend = (*agent.Agent)(nil)

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/podward/podward/internal/streaming"
@@ -13,7 +14,7 @@ type Streams interface {
 	Resolve(ns, name, container string) (streaming.Target, error)
 	ServeExec(w http.ResponseWriter, r *http.Request, t streaming.Target, cmd []string, o streaming.ExecOptions)
 	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target, o streaming.ExecOptions)
-	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error
+	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name, uid string) error
 }
 
 var _ Streams = (*streaming.Server)(nil)
@@ -25,6 +26,11 @@ var _ Streams = (*streaming.Server)(nil)
 //	/api/v1/namespaces/{ns}/pods/{name}/exec?container=C&command=ARG...&stdin=&stdout=&stderr=&tty=
 //	/api/v1/namespaces/{ns}/pods/{name}/attach?container=C&...
 //	/api/v1/namespaces/{ns}/pods/{name}/portforward   (SPDY: the ports in the streams' headers)
+//
+// Each exec and attach served, and each port a port-forward forwards to,
+// is logged at Info as one "audit" line (audit): the verb, the pod, the
+// container, the command (quoteArgv) or the port, and the client's
+// credentials (Serve reads them from the socket).
 //
 // Without it the paths answer 404. A refusal before the upgrade is a
 // Status (an unknown pod, a container to name) or, for one the kubelet
@@ -43,15 +49,21 @@ func (s *Server) WithStreams(st Streams) *Server {
 				return err
 			}
 			if sub == "attach" {
+				s.audit(r, "attach", t.Pod.Key(), t.Ref.Name)
 				st.ServeAttach(w, r, t, o)
 				return nil
 			}
+			s.audit(r, "exec", t.Pod.Key(), t.Ref.Name, slog.String("command", quoteArgv(q["command"])))
 			st.ServeExec(w, r, t, q["command"], o)
 			return nil
 		}))
 	}
 	s.mux.HandleFunc("/api/v1/namespaces/{ns}/pods/{name}/portforward", s.streamHandler(func(w http.ResponseWriter, r *http.Request) error {
-		return st.ServePortForward(w, r, r.PathValue("ns"), r.PathValue("name"))
+		ns, name := r.PathValue("ns"), r.PathValue("name")
+		ctx := streaming.ObservePorts(r.Context(), func(port int32) {
+			s.audit(r, "portforward", ns+"/"+name, "", slog.Int("port", int(port)))
+		})
+		return st.ServePortForward(w, r.WithContext(ctx), ns, name, "")
 	}))
 	return s
 }

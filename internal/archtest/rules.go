@@ -92,6 +92,12 @@ var rules = []rule{
 		Why:   "the RuntimeDefault seccomp filter is a leaf the shim binary's init helper links: no podward package, no Kubernetes one",
 	},
 	{
+		From:  "internal/runtime/process/tcplisten",
+		Only:  []string{},
+		Tests: true,
+		Why:   "which processes own a listening socket is read from /proc alone: a leaf the process runtime's port-forward asks",
+	},
+	{
 		From:  "cmd/podward-shim",
 		Only:  []string{"internal/runtime/process/shim", "internal/runtime/process/launch"},
 		Tests: true,

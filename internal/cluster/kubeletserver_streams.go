@@ -17,7 +17,7 @@ type Streams interface {
 	Resolve(ns, name, container string) (streaming.Target, error)
 	ServeExec(w http.ResponseWriter, r *http.Request, t streaming.Target, cmd []string, o streaming.ExecOptions)
 	ServeAttach(w http.ResponseWriter, r *http.Request, t streaming.Target, o streaming.ExecOptions)
-	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error
+	ServePortForward(w http.ResponseWriter, r *http.Request, ns, name, uid string) error
 	Run(ctx context.Context, t streaming.Target, cmd []string) ([]byte, error)
 }
 
@@ -76,26 +76,16 @@ func (s *KubeletServer) streamHandler(st Streams, kind string) http.HandlerFunc 
 
 // serveStream serves r, or returns why it was refused before its upgrade.
 func (s *KubeletServer) serveStream(w http.ResponseWriter, r *http.Request, st Streams, kind, ns, name, uid string) error {
-	uidMismatch := &streaming.Error{Code: http.StatusNotFound, Message: "pod not found"}
 	if kind == "portForward" {
-		if uid != "" {
-			t, err := st.Resolve(ns, name, "")
-			var se *streaming.Error
-			if err != nil && !errors.As(err, &se) {
-				return err
-			}
-			if err == nil && string(t.Pod.UID) != uid {
-				return uidMismatch
-			}
-		}
-		return st.ServePortForward(w, r, ns, name)
+		// The UID is checked against the pod the forwards then go to.
+		return st.ServePortForward(w, r, ns, name, uid)
 	}
 	t, err := st.Resolve(ns, name, r.PathValue("container"))
 	if err != nil {
 		return err
 	}
 	if uid != "" && string(t.Pod.UID) != uid {
-		return uidMismatch
+		return &streaming.Error{Code: http.StatusNotFound, Message: "pod not found"}
 	}
 	switch kind {
 	case "exec":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,9 +12,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/streaming"
 )
 
@@ -63,8 +66,13 @@ func (f *fakeStreams) ServeAttach(w http.ResponseWriter, _ *http.Request, t stre
 	w.WriteHeader(http.StatusTeapot)
 }
 
-func (f *fakeStreams) ServePortForward(w http.ResponseWriter, _ *http.Request, ns, name string) error {
-	f.record("portForward %s/%s", ns, name)
+// ServePortForward refuses a UID other than its pod's, as
+// streaming.Server does.
+func (f *fakeStreams) ServePortForward(w http.ResponseWriter, _ *http.Request, ns, name, uid string) error {
+	f.record("portForward %s/%s %q", ns, name, uid)
+	if uid != "" && uid != "uid-1" {
+		return &streaming.Error{Code: http.StatusNotFound, Message: "pod not found"}
+	}
 	w.WriteHeader(http.StatusTeapot)
 	return nil
 }
@@ -108,9 +116,9 @@ func TestKubeletServerStreams(t *testing.T) {
 		{http.MethodPost, "/exec/ns/web/uid-2/app?command=true&output=1", http.StatusNotFound, "pod not found", ""},
 		{http.MethodPost, "/exec/ns/gone/app?command=true&output=1", http.StatusNotFound, "pod does not exist", ""},
 		{http.MethodPost, "/attach/ns/web/app?output=1", http.StatusTeapot, "", "attach app"},
-		{http.MethodPost, "/portForward/ns/web", http.StatusTeapot, "", "portForward ns/web"},
-		{http.MethodGet, "/portForward/ns/web/uid-1", http.StatusTeapot, "", "portForward ns/web"},
-		{http.MethodGet, "/portForward/ns/web/uid-2", http.StatusNotFound, "pod not found", ""},
+		{http.MethodPost, "/portForward/ns/web", http.StatusTeapot, "", `portForward ns/web ""`},
+		{http.MethodGet, "/portForward/ns/web/uid-1", http.StatusTeapot, "", `portForward ns/web "uid-1"`},
+		{http.MethodGet, "/portForward/ns/web/uid-2", http.StatusNotFound, "pod not found", `portForward ns/web "uid-2"`},
 		{http.MethodPost, "/run/ns/web/app?cmd=echo%20hi", http.StatusOK, "output", `run app ["echo" "hi"]`},
 	} {
 		before := st.count()
@@ -126,4 +134,52 @@ func TestKubeletServerStreams(t *testing.T) {
 
 func testV1Pod() *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
+}
+
+// onePod is a streaming.Pods of one pod.
+type onePod struct{ pod *v1.Pod }
+
+func (p onePod) GetPod(ns, name string) (*v1.Pod, error) {
+	if ns != p.pod.Namespace || name != p.pod.Name {
+		return nil, fmt.Errorf("pod %s/%s: %w", ns, name, agent.ErrNotFound)
+	}
+	return p.pod.DeepCopy(), nil
+}
+
+// forwardRuntime is a PortForwarder that records the UIDs of the pods it
+// forwards to.
+type forwardRuntime struct {
+	runtime.Runtime
+	forwarded chan types.UID
+}
+
+func (f forwardRuntime) PortForward(_ context.Context, pod *model.Pod, _ int32, stream io.ReadWriteCloser) error {
+	f.forwarded <- pod.UID
+	return stream.Close()
+}
+
+// TestKubeletServerPortForwardChecksUID: /portForward/{ns}/{pod}/{uid} to
+// a pod ns/name that now has another UID is the kubelet's 404 "pod not
+// found", also for a pod of several containers (which has no default
+// container to resolve), and nothing is forwarded; the pod's own UID is
+// served.
+func TestKubeletServerPortForwardChecksUID(t *testing.T) {
+	pod := testV1Pod()
+	pod.Spec.Containers = []v1.Container{{Name: "a"}, {Name: "b"}}
+	rt := forwardRuntime{forwarded: make(chan types.UID, 10)}
+	f := startKubeletServer(t, func(c *KubeletServerConfig) {
+		c.Streams = streaming.New(onePod{pod}, rt, slog.New(slog.DiscardHandler))
+	})
+	c := f.apiServer(t)
+	if code, body := kubeletGet(t, c, f.url+"/portForward/ns/web/uid-2"); code != http.StatusNotFound || strings.TrimSpace(body) != "pod not found" {
+		t.Errorf("port-forward with another UID: %d %q, want 404 \"pod not found\"", code, body)
+	}
+	if code, body := kubeletGet(t, c, f.url+"/portForward/ns/web/uid-1"); code == http.StatusNotFound {
+		t.Errorf("port-forward with the pod's UID: %d %q, want it served", code, body)
+	}
+	select {
+	case uid := <-rt.forwarded:
+		t.Errorf("forwarded to pod %s", uid)
+	default:
+	}
 }

@@ -262,22 +262,33 @@ func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o
 // ServePortForward serves port-forwards to pod ns/name's network: r is the
 // client's upgrade request, whose streams (SPDY) or query (WebSocket: ports)
 // name the ports. The pod needs no running container, as with the kubelet.
-func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, name string) error {
+// uid, when not empty, is the UID the client means (the kubelet's
+// /portForward/{ns}/{pod}/{uid}): a pod ns/name with another UID (the pod
+// was deleted and made again) is the kubelet's 404 "pod not found", and
+// the forwards go to the very pod whose UID was checked.
+func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, name, uid string) error {
 	_, mp, err := s.pod(ns, name)
 	if err != nil {
 		return err
+	}
+	if uid != "" && string(mp.UID) != uid {
+		return &Error{Code: http.StatusNotFound, Message: "pod not found"}
 	}
 	opts, err := portforward.NewV4Options(r)
 	if err != nil {
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	}
+	seen := newPortsSeen(r.Context())
 	switch rt := s.rt.(type) {
 	case runtime.PortForwarder:
 		w := closeHijacked(w)
 		defer w.close()
-		portforward.ServePortForward(w, r, forwarder{rt: rt, pod: mp}, mp.Name, string(mp.UID), opts,
+		portforward.ServePortForward(w, r, forwarder{rt: rt, pod: mp, seen: seen}, mp.Name, string(mp.UID), opts,
 			s.idle, s.creation, portforward.SupportedProtocols)
 	case runtime.StreamLocator:
+		for _, p := range opts.Ports {
+			seen.observe(p)
+		}
 		u, err := rt.PortForwardURL(r.Context(), mp, opts.Ports)
 		if err != nil {
 			s.refuse(w, Target{Pod: mp}, "port-forward", err)
@@ -429,12 +440,14 @@ func relaySizes(from <-chan remotecommandserver.TerminalSize, to chan<- runtime.
 // forwarder dials the ports of one pod on a PortForwarder, for
 // ServePortForward.
 type forwarder struct {
-	rt  runtime.PortForwarder
-	pod *model.Pod
+	rt   runtime.PortForwarder
+	pod  *model.Pod
+	seen *portsSeen
 }
 
 var _ portforward.PortForwarder = forwarder{}
 
 func (f forwarder) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
+	f.seen.observe(port)
 	return f.rt.PortForward(ctx, f.pod, port, stream)
 }

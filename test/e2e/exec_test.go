@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,6 +200,47 @@ func TestPortForward(t *testing.T) {
 		if err := f.Stop(cliTimeout); err != nil {
 			t.Errorf("port-forward after SIGINT: %v, want exit code 0", err)
 		}
+	})
+}
+
+// TestPortForwardReachesNoHostPort: a port-forward through a pod never
+// reaches a service of the host (a listener the test starts on
+// 127.0.0.1, outside any pod; on the process runtime the pod shares the
+// host's network), while the pod's own listener still answers through
+// the same port-forward.
+func TestPortForwardReachesNoHostPort(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		var hits atomic.Int64
+		host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			hits.Add(1)
+			_, _ = io.WriteString(w, "host-only\n")
+		}))
+		defer host.Close()
+		hostPort := host.Listener.Addr().(*net.TCPAddr).Port
+		if body := bintest.GetPage(t, host.URL, lineTimeout); body != "host-only\n" {
+			t.Fatalf("GET the host's service directly: %q", body)
+		}
+		hits.Store(0)
+
+		remote := freePort(t)
+		a, _ := startExecPod(t, rt, true, remote)
+		toHost, toPod := freePort(t), freePort(t)
+		// The host's port first: once the pod's answers, both listen.
+		f := bintest.StartForward(t, a.podwardCmd("port-forward", "shell",
+			fmt.Sprintf("%d:%d", toHost, hostPort), fmt.Sprintf("%d:web", toPod)), lineTimeout)
+		if body := bintest.GetPage(t, fmt.Sprintf("http://127.0.0.1:%d/", toPod), lineTimeout); body != "hello-from-pod\n" {
+			t.Errorf("GET the pod's port through the forward: %q", body)
+		}
+		client := &http.Client{Timeout: lineTimeout}
+		if resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", toHost)); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Errorf("GET the host's port %d through the pod: %s %q, want the connection refused", hostPort, resp.Status, b)
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the host's service got %d requests through the pod", n)
+		}
+		_ = f.Stop(cliTimeout)
 	})
 }
 

@@ -201,6 +201,17 @@
 // call ends with the agent's connection, and containerd then kills the
 // command.
 //
+// # Port-forward
+//
+// The pods share the host's network, so a port-forward dials the host's
+// loopback; it reaches only a socket of the pod's own (PortForward): a
+// TCP socket listening on the port, on the any or loopback address, that
+// one of the pod's processes has open (package tcplisten reads it from
+// /proc). The pod's processes are those of its running instances' cgroups
+// and, with or without cgroups, their main processes' process groups.
+// Any other port, the host's or another pod's, is refused
+// (ErrPortNotListened).
+//
 // The pod-spec rules it shares with the CRI runtime (Check's common
 // refusals, env and $(VAR) expansion, volume setup) are packages podspec's
 // and hostfs's; this package keeps only its own refusals (no command, user
@@ -208,8 +219,9 @@
 // its own defaults (PATH, HOSTNAME, loopback for the downward API's IPs).
 //
 // It imports the model, the runtime vocabulary, podspec, hostfs, crilog,
-// its sub-packages shim and launch, and the Kubernetes API types; only the
-// agent's wiring imports it. Its sub-packages, which are the shim binary
-// (cmd/podward-shim), import no Kubernetes package: what a shim needs of
-// a pod the runtime resolves into plain fields of spec.json.
+// its sub-packages shim, launch and tcplisten, and the Kubernetes API
+// types; only the agent's wiring imports it. Its sub-packages import no
+// Kubernetes package: shim and launch are the shim binary
+// (cmd/podward-shim), and what a shim needs of a pod the runtime resolves
+// into plain fields of spec.json; tcplisten is a leaf that reads /proc.
 package process

@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(pdeathsigEnv) != "" {
 		os.Exit(printPdeathsig())
 	}
+	if addr := os.Getenv(testListenEnv); addr != "" {
+		os.Exit(runTestListener(addr))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -2,12 +2,9 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"strconv"
 
 	"github.com/creack/pty"
 
@@ -189,47 +186,4 @@ func applySizes(master *os.File, sizes <-chan runtime.TerminalSize, done <-chan 
 			_ = pty.Setsize(master, &pty.Winsize{Rows: size.Height, Cols: size.Width})
 		}
 	}
-}
-
-// PortForward connects to port on the pod's network, which on the process
-// runtime is always the host's: its loopback, IPv4 first then IPv6, as
-// containerd dials localhost in the pod's network namespace. It copies
-// both ways until the server's side ends (or ctx does), and closes stream.
-func (r *Runtime) PortForward(ctx context.Context, pod *model.Pod, port int32, stream io.ReadWriteCloser) error {
-	defer stream.Close()
-	if port <= 0 || port > 65535 {
-		return fmt.Errorf("port-forward to pod %s: invalid port %d", pod.Key(), port)
-	}
-	var d net.Dialer
-	var errs []error
-	var conn net.Conn
-	for _, host := range []string{"127.0.0.1", "::1"} {
-		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
-		if err == nil {
-			conn = c
-			break
-		}
-		errs = append(errs, err)
-	}
-	if conn == nil {
-		return fmt.Errorf("port-forward to pod %s: connect to port %d on the host's loopback: %w", pod.Key(), port, errors.Join(errs...))
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-
-	// The client's side ends when it is done sending (the server then
-	// reads its end), or when the client drops the stream once it read
-	// the server's end; conn is closed on return.
-	go func() {
-		_, _ = io.Copy(conn, stream)
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-	}()
-	_, err := io.Copy(stream, conn)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("port-forward to pod %s port %d: %w", pod.Key(), port, err)
-	}
-	return nil
 }

@@ -1,12 +1,10 @@
 package process
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,52 +97,6 @@ func TestExecStream(t *testing.T) {
 			t.Errorf("ExecStream after cancel = %v, want context.Canceled", err)
 		}
 	})
-}
-
-// TestPortForward: a port-forward reaches a server on the host's loopback
-// (the pod's network on the process runtime) both ways, ends when the
-// server closes its end, and a port nobody listens on is an error.
-func TestPortForward(t *testing.T) {
-	h := newHarness(t)
-	pod := newPod(t, shell("app", "exec sleep 100"))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := int32(l.Addr().(*net.TCPAddr).Port)
-	go func() {
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		line, _ := bufio.NewReader(conn).ReadString('\n')
-		_, _ = conn.Write([]byte("got " + line))
-	}()
-	client, server := net.Pipe()
-	done := make(chan error, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	go func() { done <- h.r.PortForward(ctx, pod, port, server) }()
-	if _, err := client.Write([]byte("ping\n")); err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(client)
-	if err != nil || string(got) != "got ping\n" {
-		t.Errorf("through the forward: %q, %v", got, err)
-	}
-	client.Close()
-	if err := <-done; err != nil {
-		t.Errorf("PortForward = %v", err)
-	}
-
-	l.Close()
-	client, server = net.Pipe()
-	defer client.Close()
-	if err := h.r.PortForward(ctx, pod, port, server); err == nil || !strings.Contains(err.Error(), "connect to port") {
-		t.Errorf("PortForward to a closed port = %v, want the dial's error", err)
-	}
 }
 
 // signalWriter closes wrote at its first write.
