@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // A node on the process runtime is tainted podward.io/runtime=process:
@@ -276,5 +279,59 @@ func setProcessTaint(t *testing.T, c *controlPlane, name string, on bool) {
 	})
 	if err != nil {
 		t.Fatalf("set the taint (%v) on node %s: %v", on, name, err)
+	}
+}
+
+// TestNodeOnCRIDropsTheProcessTaint: a node that ran the process runtime
+// and now runs the CRI runtime removes the process runtime's taint from
+// its Node, and only it: a taint of the same key with another value is
+// someone else's, as is any other.
+func TestNodeOnCRIDropsTheProcessTaint(t *testing.T) {
+	c := needControlPlane(t)
+	rt := bintest.CRI()
+	rt.Need(t)
+	t.Parallel()
+	name := nodeName(t, "a")
+	n := startNode(t, c, name, "--runtime", "process")
+	wantProcessTaint(t, c, name, "registered on the process runtime")
+	n.signal(syscall.SIGTERM)
+	others := []v1.Taint{
+		{Key: "podward.io/runtime", Value: "other", Effect: v1.TaintEffectPreferNoSchedule},
+		{Key: "example.com/keep", Value: "yes", Effect: v1.TaintEffectNoSchedule},
+	}
+	addTaints(t, c, name, others...)
+
+	startNode(t, c, name, rt.Args...)
+	node, err := c.client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range node.Spec.Taints {
+		if tn.MatchTaint(&processRuntimeTaint) {
+			t.Errorf("taints %v: the process runtime's is left on a CRI node", node.Spec.Taints)
+		}
+	}
+	for _, o := range others {
+		if !slices.ContainsFunc(node.Spec.Taints, func(tn v1.Taint) bool { return tn.MatchTaint(&o) && tn.Value == o.Value }) {
+			t.Errorf("taints %v: %v was removed", node.Spec.Taints, o)
+		}
+	}
+}
+
+// addTaints adds taints to node name, as an administrator.
+func addTaints(t *testing.T, c *controlPlane, name string, taints ...v1.Taint) {
+	t.Helper()
+	nodes := c.client.CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := nodes.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Spec.Taints = append(node.Spec.Taints, taints...)
+		_, err = nodes.Update(t.Context(), node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("add taints %v to node %s: %v", taints, name, err)
 	}
 }
