@@ -117,8 +117,9 @@ type NodeConfig struct {
 	Labels map[string]string
 	// Taints are put on the Node when Register creates it, as the
 	// kubelet's --register-with-taints. An existing Node's taints are left
-	// as they are: they are the admins' and the controllers' (not-ready,
-	// unreachable...), and NodeRestriction forbids a node to change them.
+	// as they are (but OwnTaints and DroppedTaints): they are the admins'
+	// and the controllers' (not-ready, unreachable...), and NodeRestriction
+	// forbids a node to change them.
 	Taints []v1.Taint
 	// OwnTaints are podward's own taints, which say what the node is (on
 	// the process runtime, ProcessRuntimeTaint): put on the Node with
