@@ -13,9 +13,9 @@ import (
 // addDaemonFlags registers into o the flags of every command that runs an
 // agent — run, serve and node: --root (its help is the command's), the
 // planner's timings, --verbose and the runtime's. They are set up here
-// only; their defaults are node.DefaultOptions.
-func addDaemonFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
-	def := node.DefaultOptions()
+// only; their defaults are def's (node.DefaultOptions, or
+// node.DefaultClusterOptions for node, which has no default runtime).
+func addDaemonFlags(f *pflag.FlagSet, o *node.Options, def node.Options, rootHelp string) {
 	f.StringVar(&o.Root, "root", "", rootHelp)
 	f.DurationVar(&o.BackoffBase, "backoff-base", def.BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
 	f.DurationVar(&o.PromptKill, "prompt-kill", def.PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
@@ -56,9 +56,8 @@ func (q *quantityFlag) Type() string { return "quantity" }
 
 // addAgentFlags are addDaemonFlags and the bounds of what the long-running
 // agents (serve and node) keep: events, and the logs of removed pods.
-func addAgentFlags(f *pflag.FlagSet, o *node.Options, rootHelp string) {
-	def := node.DefaultOptions()
-	addDaemonFlags(f, o, rootHelp)
+func addAgentFlags(f *pflag.FlagSet, o *node.Options, def node.Options, rootHelp string) {
+	addDaemonFlags(f, o, def, rootHelp)
 	f.IntVar(&o.EventsPerPod, "events-per-pod", def.EventsPerPod, "events kept per pod (the newest)")
 	f.IntVar(&o.MaxEvents, "max-events", def.MaxEvents, "events kept in all (the newest, whichever pod they are of)")
 	f.DurationVar(&o.KeepTerminatedPodLogs, "keep-terminated-pod-logs", def.KeepTerminatedPodLogs, "how long the logs of a removed pod are kept on disk (0: removed with the pod; negative: for good)")
@@ -74,10 +73,21 @@ func addShutdownFlags(f *pflag.FlagSet, o *node.ShutdownOptions) {
 	f.StringVar(&o.ByPodPriority, "shutdown-grace-period-by-pod-priority", "", "node shutdown by priority groups instead: priority=seconds,... (e.g. 0=20,100000=10,2000000000=10); a pod is in the group of the highest priority not above its own")
 }
 
+// Help of --runtime: with process as its default (run, serve), and
+// without a default (node, whose runtime is chosen).
+const (
+	runtimeHelp       = "container runtime: process (host processes, nothing to install) or cri (containers through a CRI runtime such as containerd)"
+	chosenRuntimeHelp = "container runtime, required: cri (containers through a CRI runtime such as containerd) or process (host processes, nothing to install, weaker isolation than containers: the Node is tainted podward.io/runtime=process:NoSchedule, so that only pods that tolerate it are scheduled here)"
+)
+
 // addRuntimeFlags registers the flags that select and configure the
 // container runtime.
 func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeOptions) {
-	f.StringVar(&o.Kind, "runtime", def.Kind, "container runtime: process (host processes, nothing to install) or cri (containers through a CRI runtime such as containerd)")
+	help := runtimeHelp
+	if def.Kind == "" {
+		help = chosenRuntimeHelp
+	}
+	f.StringVar(&o.Kind, "runtime", def.Kind, help)
 	f.StringVar(&o.CRIEndpoint, "cri-endpoint", def.CRIEndpoint, "the CRI runtime's socket (--runtime cri)")
 	f.StringVar(&o.PullSecretsDir, "image-pull-secrets-dir", "", "directory of image pull secrets not found as Secrets, by namespace: spec.imagePullSecrets name N of a pod of namespace NS is the dockerconfigjson file NS/N.json (namespace default: N.json too) (--runtime cri)")
 	f.StringVar(&o.ShimBinary, "shim-binary", "", "the process runtime's shim binary, run for each container and exec (default: podward-shim beside this executable, else in PATH, else this binary re-executed, at some MB more memory per container)")

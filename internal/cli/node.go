@@ -15,7 +15,7 @@ import (
 func newNodeCommand(s Streams, api *apiOptions) *cobra.Command {
 	var o node.ClusterOptions
 	cmd := &cobra.Command{
-		Use:   "node --kubeconfig FILE",
+		Use:   "node --kubeconfig FILE --runtime cri|process",
 		Short: "Join a Kubernetes cluster as a node: run the pods its API server binds here",
 		Long: `Node runs the agent as a node of a Kubernetes cluster: it registers its Node
 (and keeps it Ready and its Lease renewed), runs the pods the API server binds to
@@ -23,6 +23,12 @@ it — with the same pod workers, ordering and defer containers as serve — and
 writes their status and events back. A deleted pod's API object is removed as
 soon as the pod is terminated (its defer containers done), not when its grace
 period runs out.
+
+The runtime is chosen, there is no default: --runtime cri runs containers
+through a CRI runtime such as containerd; --runtime process runs them as host
+processes, which are isolated less than containers, so the Node is then
+tainted podward.io/runtime=process:NoSchedule and only the pods that tolerate
+it are scheduled here (pods bound by spec.nodeName run whatever they tolerate).
 
 State lives under --root; SIGTERM or Ctrl-C stops the agent, never the
 containers. With --socket, the node serves its node shutdown there, for
@@ -37,7 +43,7 @@ The kubelet port serves /metrics to users allowed get on nodes/metrics.`,
 		},
 	}
 	f := cmd.Flags()
-	addAgentFlags(f, &o.Options, "state directory (default "+node.RootNodeStateDir+")")
+	addAgentFlags(f, &o.Options, node.DefaultClusterOptions(), "state directory (default "+node.RootNodeStateDir+")")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials for the API server")
 	f.StringVar(&o.NodeName, "node-name", "", "the Node's name (default: the host name)")
 	f.StringVar(&o.NodeIP, "node-ip", "", "the node's address: its InternalIP, and the pods' hostIP and podIP (default: the address of the default route's interface)")

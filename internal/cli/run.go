@@ -50,7 +50,7 @@ second one kills with grace period 0.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "delete the pods gracefully after this long (0: never)")
 	f.Int64Var(&o.gracePeriod, "grace-period", -1, "override the pods' terminationGracePeriodSeconds (-1: keep)")
 	f.StringVar(&o.color, "color", "auto", "colour container output: auto, always, never")
-	addDaemonFlags(f, &o.daemon, "state directory (default: a temporary directory removed at exit)")
+	addDaemonFlags(f, &o.daemon, node.DefaultOptions(), "state directory (default: a temporary directory removed at exit)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }

@@ -2,8 +2,10 @@
 // (`podward node`), with the API server as one more source of pods:
 //
 //   - Node registers the Node object (capacity, addresses, labels, the
-//     runtime's version), keeps its Ready condition in step with the
-//     runtime's Status and renews its Lease in kube-node-lease;
+//     runtime's version, taints: podward's own, such as the process
+//     runtime's ProcessRuntimeTaint, kept on it, node_taints.go), keeps its
+//     Ready condition in step with the runtime's Status and renews its
+//     Lease in kube-node-lease;
 //   - Pods watches the pods bound to the node and hands them to the agent
 //     (PodAgent), hands a running pod's updates to it (conditions, active
 //     deadline, ephemeral containers, resizes, and labels and annotations

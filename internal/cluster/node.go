@@ -117,9 +117,24 @@ type NodeConfig struct {
 	Labels map[string]string
 	// Taints are put on the Node when Register creates it, as the
 	// kubelet's --register-with-taints. An existing Node's taints are left
-	// as they are: they are the admins' and the controllers' (not-ready,
-	// unreachable...), and NodeRestriction forbids a node to change them.
+	// as they are (but OwnTaints and DroppedTaints): they are the admins'
+	// and the controllers' (not-ready, unreachable...), and NodeRestriction
+	// forbids a node to change them.
 	Taints []v1.Taint
+	// OwnTaints are podward's own taints, which say what the node is (on
+	// the process runtime, ProcessRuntimeTaint): put on the Node with
+	// Taints when Register creates it (one of Taints in the same key and
+	// effect is replaced), and added to an existing Node that lacks them.
+	// When the API server forbids that (NodeRestriction), Register fails
+	// with ErrOwnTaintForbidden: pods are never run under a Node that
+	// lacks them.
+	OwnTaints []v1.Taint
+	// DroppedTaints are podward's own taints the node no longer carries
+	// (ProcessRuntimeTaint on a node that now runs the CRI runtime):
+	// removed from an existing Node that has one of them (the same key,
+	// value and effect; other taints are left alone). When the API server
+	// forbids that, a warning says so and the Node keeps it.
+	DroppedTaints []v1.Taint
 	// RootDir is the directory whose filesystem is reported as
 	// ephemeral-storage (podward's root, where the pods' volumes and logs
 	// are); default "/". Not used when Machine is set.
@@ -265,8 +280,9 @@ func DefaultAddresses() []v1.NodeAddress {
 
 // Register creates the Node, or takes over the one of the same name (an
 // agent that restarted): the standard labels and Config.Labels are set,
-// keeping the labels, taints and everything else others put there, and
-// its status is posted. It is one attempt, idempotent; the caller
+// Config.OwnTaints put on and Config.DroppedTaints removed, keeping the
+// labels, taints and everything else others put there, and its status is
+// posted. It is one attempt, idempotent; the caller
 // registers before it starts syncing pods, so that the node exists when
 // the pods bound to it are looked for. ctx bounds the whole attempt.
 func (n *Node) Register(ctx context.Context) error {
@@ -276,7 +292,7 @@ func (n *Node) Register(ctx context.Context) error {
 
 	want := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: n.labels()},
-		Spec:       v1.NodeSpec{Taints: slices.Clone(n.cfg.Taints)},
+		Spec:       v1.NodeSpec{Taints: mergeTaints(n.cfg.Taints, n.cfg.OwnTaints)},
 	}
 	failing := n.setStatus(ctx, &want.Status, runtimeErr, now)
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -291,27 +307,9 @@ func (n *Node) Register(ctx context.Context) error {
 		return fmt.Errorf("register node %s: %w", n.cfg.NodeName, err)
 	}
 
-	// It exists: set our labels on it, keeping the others'.
-	var existing *v1.Node
-	for attempt := 0; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		existing, err = nodes.Get(cctx, n.cfg.NodeName, metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("register node %s: get the existing node: %w", n.cfg.NodeName, err)
-		}
-		if !n.reconcileMeta(existing) {
-			break
-		}
-		cctx, cancel = context.WithTimeout(ctx, callTimeout)
-		existing, err = nodes.Update(cctx, existing, metav1.UpdateOptions{})
-		cancel()
-		if err == nil {
-			break
-		}
-		if !apierrors.IsConflict(err) || attempt+1 == updateRetries {
-			return fmt.Errorf("register node %s: update the existing node: %w", n.cfg.NodeName, err)
-		}
+	existing, err := n.takeOver(ctx)
+	if err != nil {
+		return fmt.Errorf("register node %s: %w", n.cfg.NodeName, err)
 	}
 	n.mu.Lock()
 	n.uid, n.node = existing.UID, existing
@@ -324,6 +322,47 @@ func (n *Node) Register(ctx context.Context) error {
 	n.mu.Unlock()
 	n.log.Info("took over the existing node", "ready", runtimeErr == nil)
 	return nil
+}
+
+// takeOver sets podward's labels and own taints on the existing Node,
+// keeping the others', and removes its dropped taints, retrying when the
+// update conflicts with a newer version. It returns the Node as the API
+// server has it then.
+func (n *Node) takeOver(ctx context.Context) (*v1.Node, error) {
+	nodes := n.cfg.Client.CoreV1().Nodes()
+	drop := true
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		existing, err := nodes.Get(cctx, n.cfg.NodeName, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("get the existing node: %w", err)
+		}
+		relabelled := n.reconcileMeta(existing)
+		added, removed := n.reconcileTaints(existing, drop)
+		if !relabelled && added == nil && removed == nil {
+			return existing, nil
+		}
+		cctx, cancel = context.WithTimeout(ctx, callTimeout)
+		updated, err := nodes.Update(cctx, existing, metav1.UpdateOptions{})
+		cancel()
+		switch {
+		case err == nil:
+			if added != nil || removed != nil {
+				n.log.Info("set the node's own taints", "added", taintStrings(added), "removed", taintStrings(removed))
+			}
+			return updated, nil
+		case apierrors.IsForbidden(err) && added != nil:
+			return nil, n.ownTaintForbidden(added, err)
+		case apierrors.IsForbidden(err) && removed != nil:
+			// A taint too many only keeps pods away: the node runs
+			// without removing it.
+			n.log.Warn("cannot remove the node's former taints, the Node keeps them", "taints", taintStrings(removed), "err", err)
+			drop = false
+		case !apierrors.IsConflict(err) || attempt+1 == updateRetries:
+			return nil, fmt.Errorf("update the existing node: %w", err)
+		}
+	}
 }
 
 // Run keeps the Node alive until ctx ends: it registers it first when

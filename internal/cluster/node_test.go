@@ -154,6 +154,13 @@ type nodeFixture struct {
 
 func newNodeFixture(t *testing.T, objects ...runtime.Object) *nodeFixture {
 	t.Helper()
+	return newNodeFixtureWith(t, nil, objects...)
+}
+
+// newNodeFixtureWith is newNodeFixture with its NodeConfig changed by
+// configure, when set, before the Node is made.
+func newNodeFixtureWith(t *testing.T, configure func(*NodeConfig), objects ...runtime.Object) *nodeFixture {
+	t.Helper()
 	f := &nodeFixture{
 		cs:    fake.NewClientset(objects...),
 		clock: clocktesting.NewFakeClock(nodeT0),
@@ -168,7 +175,7 @@ func newNodeFixture(t *testing.T, objects ...runtime.Object) *nodeFixture {
 		return false, nil, nil
 	})
 	m := testMachine
-	n, err := NewNode(NodeConfig{
+	cfg := NodeConfig{
 		Client:    f.cs,
 		NodeName:  "worker-1",
 		Clock:     f.clock,
@@ -178,7 +185,11 @@ func newNodeFixture(t *testing.T, objects ...runtime.Object) *nodeFixture {
 		Labels:    map[string]string{"topology.kubernetes.io/zone": "lab"},
 		Taints:    []v1.Taint{{Key: "podward.io/dedicated", Value: "yes", Effect: v1.TaintEffectNoSchedule}},
 		Machine:   &m,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	n, err := NewNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,45 @@ type ClusterOptions struct {
 	Socket string
 }
 
+// ErrNoRuntime refuses a cluster node whose runtime was not chosen: the
+// process runtime isolates its pods less than containers do, so a cluster
+// gets it only when asked for, and then knows it by its Node's taint.
+var ErrNoRuntime = fmt.Errorf("the node's runtime must be chosen: --runtime cri (containers, through a CRI runtime such as containerd) "+
+	"or --runtime process (host processes: weaker isolation than containers; the Node is tainted %s, so that only the pods that tolerate it are scheduled there)",
+	processRuntimeTaint())
+
+// processRuntimeTaint is cluster.ProcessRuntimeTaint as kubectl writes it.
+func processRuntimeTaint() string {
+	t := cluster.ProcessRuntimeTaint()
+	return t.ToString()
+}
+
+// DefaultClusterOptions are DefaultOptions without a runtime, which a
+// cluster node must be told (ErrNoRuntime).
+func DefaultClusterOptions() Options {
+	o := DefaultOptions()
+	o.Runtime.Kind = ""
+	return o
+}
+
+// check refuses options that cannot work: they match ErrBadOptions.
+func (o *ClusterOptions) check() error {
+	if o.Runtime.Kind == "" {
+		return badOptions(fmt.Errorf("--runtime: %w", ErrNoRuntime))
+	}
+	return o.Options.check()
+}
+
+// runtimeTaints are the Node's own taints on runtime kind, and the ones it
+// drops: ProcessRuntimeTaint on the process runtime, and dropped on any
+// other (a node that ran processes and now runs containers).
+func runtimeTaints(kind string) (own, dropped []v1.Taint) {
+	if kind == RuntimeProcess {
+		return []v1.Taint{cluster.ProcessRuntimeTaint()}, nil
+	}
+	return nil, []v1.Taint{cluster.ProcessRuntimeTaint()}
+}
+
 // ClusterNode is `podward node`: a durable agent that is a node of a
 // Kubernetes cluster — its Node registered and kept Ready, the pods bound
 // to it run, their logs served on the kubelet API.
@@ -147,10 +186,11 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	if !ok {
 		return nil, internal(fmt.Errorf("runtime %s cannot report its status", o.Runtime.Kind))
 	}
+	own, dropped := runtimeTaints(o.Runtime.Kind)
 	n.node, err = cluster.NewNode(cluster.NodeConfig{
 		Client: client, NodeName: name, Logger: log, Runtime: info, StateError: n.agent.StateError,
 		KubeletPort: o.KubeletPort, Addresses: addrs, RootDir: root, Machine: n.agent.machine, MaxPods: int64(o.MaxPods),
-		ShutdownStatus: n.agent.shutdown.ShutdownStatus,
+		ShutdownStatus: n.agent.shutdown.ShutdownStatus, OwnTaints: own, DroppedTaints: dropped,
 	})
 	if err != nil {
 		return nil, badOptions(err)

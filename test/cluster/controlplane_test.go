@@ -59,7 +59,9 @@ func testNamespace(t *testing.T, c *controlPlane) string {
 // TestSchedulerPlacesPodOnNode: a pod without spec.nodeName, in a new
 // namespace, is placed on the podward node by kube-scheduler (once the node
 // lifecycle controller has seen it Ready) and runs there; admission gave it
-// its namespace's default ServiceAccount.
+// its namespace's default ServiceAccount. The node runs the process
+// runtime, so the pod tolerates its taint (TestSchedulerKeepsOffProcessNode
+// is one that does not).
 func TestSchedulerPlacesPodOnNode(t *testing.T) {
 	c := needControlPlane(t)
 	needControllers(t, c)
@@ -71,6 +73,7 @@ func TestSchedulerPlacesPodOnNode(t *testing.T) {
 		Spec: v1.PodSpec{
 			// only this test's node: the other tests' nodes run beside it
 			NodeSelector: map[string]string{v1.LabelHostname: n.name},
+			Tolerations:  []v1.Toleration{processRuntimeToleration},
 			Containers: []v1.Container{{
 				Name: "app", Image: "busybox",
 				Command: []string{"/bin/bash", "-c", "trap 'exit 0' TERM; while true; do sleep 100 & wait; done"},

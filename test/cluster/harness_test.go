@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,7 +217,8 @@ func (l *lockedBuffer) waitLine(s string, n int, within time.Duration) bool {
 }
 
 // startNode starts `podward node` named name on a root of its own, with
-// runtime flags args, and waits until it registered. The cleanup stops it,
+// runtime flags args (without --runtime, --runtime process: a node's
+// runtime is always named), and waits until it registered. The cleanup stops it,
 // deletes its pods' containers' leftovers by killing the node's processes,
 // and deletes its Node object.
 func startNode(t *testing.T, cp *controlPlane, name string, args ...string) *node {
@@ -276,6 +278,9 @@ func (n *node) start() {
 	args := append([]string{"node", "--kubeconfig", n.cp.env["KUBECONFIG"], "--node-name", n.name,
 		"--root", n.root, "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(n.port),
 		"--client-ca-file", n.cp.env["CP_CA_FILE"], "-v"}, n.args...)
+	if !namesRuntime(n.args) {
+		args = append(args, "--runtime", "process")
+	}
 	n.cmd = exec.Command(podwardBin, args...)
 	n.cmd.Env = append(os.Environ(), n.env...)
 	pr, pw := io.Pipe()
@@ -312,6 +317,11 @@ func (n *node) start() {
 	case <-time.After(readyTimeout):
 		t.Fatalf("podward node %s did not register within %v:\n%s", n.name, readyTimeout, n.log.String())
 	}
+}
+
+// namesRuntime reports whether args choose the node's runtime.
+func namesRuntime(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "--runtime" || strings.HasPrefix(a, "--runtime=") })
 }
 
 // signal sends sig to the node agent and waits for it to exit.
