@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/crilog"
+	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
@@ -612,6 +614,27 @@ func TestEvents(t *testing.T) {
 	started := decodeAs[v1.EventList](t, e.do("GET", "/api/v1/events?fieldSelector=reason%3DStarted,involvedObject.namespace%3Dother", "", ""))
 	if len(started.Items) != 1 || started.Items[0].Message != "Started container app" {
 		t.Fatalf("selected events: %+v", started.Items)
+	}
+
+	// A repeat of an event of a series is that event, MODIFIED.
+	pod, err := e.agent.GetPod("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"1 byte", "2 bytes"} {
+		e.agent.Recorder().Record(events.Event{Type: events.Warning, Reason: string(events.LogDropped), Namespace: "default",
+			Pod: "web", PodUID: pod.UID, FieldPath: "spec.containers{app}", Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Message: msg})
+	}
+	var seen []string
+	for len(seen) < 2 {
+		var ev v1.Event
+		typ := w.next(&ev)
+		if ev.Reason == string(events.LogDropped) {
+			seen = append(seen, fmt.Sprintf("%s %d %s", typ, ev.Count, ev.Message))
+		}
+	}
+	if want := []string{"ADDED 1 1 byte", "MODIFIED 2 2 bytes"}; !slices.Equal(seen, want) {
+		t.Errorf("watched %q, want %q", seen, want)
 	}
 }
 
