@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -202,5 +204,59 @@ func TestRuntimeWarningsArePodEvents(t *testing.T) {
 			t.Fatalf("event %+v", e)
 		}
 		return
+	}
+}
+
+// TestRepeatedLogDroppedIsOneEvent: a container whose output is dropped
+// again and again (a full disk) has one LogDropped event, as the API
+// serves it: its count, first and last time, one name throughout.
+func TestRepeatedLogDroppedIsOneEvent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	rt := &warningRuntime{Runtime: fake.New(clk), warnings: make(chan runtime.Warning)}
+	a := New(ctx, Config{Runtime: rt, Clock: clk, Planner: planner.DefaultConfig(), Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { cancel(); a.Wait() })
+	pod, err := a.Create(decode(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := a.Recorder().Watch()
+	defer w.Stop()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	var names []string
+	for i := range 3 {
+		if i > 0 {
+			clk.Step(time.Minute)
+		}
+		rt.warnings <- runtime.Warning{PodUID: pod.UID, Container: "app", ID: "app-1", Reason: runtime.WarningLogDropped, Message: fmt.Sprintf("%d bytes of the container's stdout were dropped", i+1)}
+		for {
+			e, err := w.Next(wctx)
+			if err != nil {
+				t.Fatalf("LogDropped event %d: %v", i, err)
+			}
+			if e.Reason == string(events.LogDropped) {
+				names = append(names, ToV1(e, "node").Name)
+				break
+			}
+		}
+	}
+	var dropped []v1.Event
+	for _, e := range a.ListEvents("default", pod.Name) {
+		if e.Reason == string(events.LogDropped) {
+			dropped = append(dropped, e)
+		}
+	}
+	if len(dropped) != 1 {
+		t.Fatalf("%d LogDropped events, want 1: %+v", len(dropped), dropped)
+	}
+	e := dropped[0]
+	if e.Count != 3 || !e.FirstTimestamp.Time.Equal(t0) || !e.LastTimestamp.Time.Equal(t0.Add(2*time.Minute)) ||
+		e.Message != "3 bytes of the container's stdout were dropped" || e.InvolvedObject.FieldPath != "spec.containers{app}" {
+		t.Errorf("the event %+v: want count 3 from %v to %v with the last message", e, t0, t0.Add(2*time.Minute))
+	}
+	if names[0] != e.Name || names[1] != e.Name || names[2] != e.Name {
+		t.Errorf("names %q, want %q throughout", names, e.Name)
 	}
 }

@@ -552,12 +552,14 @@ func (a *Agent) ManifestError(file string, err error) {
 	a.recorder.NodeEventf(a.cfg.NodeName, events.Warning, events.FailedManifest, "Static pod manifest %s: %v", file, err)
 }
 
-// ToV1 renders a recorded event as a Kubernetes core/v1 Event.
+// ToV1 renders a recorded event as a Kubernetes core/v1 Event. The events
+// of one series (events.SeriesReason) have one name, from their first
+// time, with their count and last time.
 func ToV1(e events.Event, host string) v1.Event {
-	ts := metav1.NewTime(e.Time)
+	first := e.First()
 	return v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      e.Pod + "." + strconv.FormatInt(e.Time.UnixNano(), 16),
+			Name:      e.Pod + "." + strconv.FormatInt(first.UnixNano(), 16),
 			Namespace: e.Namespace,
 		},
 		InvolvedObject: involved(e),
@@ -565,9 +567,9 @@ func ToV1(e events.Event, host string) v1.Event {
 		Message:        e.Message,
 		Type:           e.Type,
 		Source:         v1.EventSource{Component: "podward", Host: host},
-		FirstTimestamp: ts,
-		LastTimestamp:  ts,
-		Count:          1,
+		FirstTimestamp: metav1.NewTime(first),
+		LastTimestamp:  metav1.NewTime(e.Time),
+		Count:          e.Occurrences(),
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 
 // listEvents serves GET .../events: an EventList of the kept events, oldest
 // first per pod, or with watch=true a stream of an ADDED event for every
-// event recorded from now on (the kept ones are not replayed: list them).
+// event recorded from now on (the kept ones are not replayed: list them),
+// MODIFIED for a repeat counted in its series' event (its count above 1).
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
 	q := r.URL.Query()
@@ -33,7 +34,12 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			if !sel.matchesEvent(&e) {
 				continue
 			}
-			if err := st.send("ADDED", eventObject(e)); err != nil {
+			// A repeat of an event of a series is that event, changed.
+			typ := "ADDED"
+			if e.Count > 1 {
+				typ = "MODIFIED"
+			}
+			if err := st.send(typ, eventObject(e)); err != nil {
 				return err
 			}
 		}

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
@@ -20,7 +23,12 @@ import (
 // getLog serves GET .../pods/{name}/log, as the kubelet does: the lines of
 // one container instance as text/plain, each optionally prefixed by its
 // RFC 3339 timestamp. Parameters: container, previous, follow, timestamps,
-// tailLines.
+// tailLines, limitBytes.
+//
+// With limitBytes, the response ends once that many bytes were sent, in
+// the middle of a line if need be, as the API server and the kubelet end
+// it; a limitBytes below 1 is Invalid (422), as the API server's
+// validation of PodLogOptions says.
 //
 // With follow, the response goes on while the instance runs and ends once
 // it has ended and everything it wrote has been sent (or the pod is gone,
@@ -45,6 +53,10 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 		return err
 	} else if ok && n >= 0 {
 		tail = int(n)
+	}
+	limit, err := limitBytesParam(q, name)
+	if err != nil {
+		return err
 	}
 	container := q.Get("container")
 
@@ -81,14 +93,40 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	lw := &logWriter{w: w, rc: http.NewResponseController(w), timestamps: opts.timestamps, flush: opts.follow}
+	lw := &logWriter{w: w, rc: http.NewResponseController(w), timestamps: opts.timestamps, flush: opts.follow, limit: limit}
 	ctx := r.Context()
 	if !opts.follow || opts.previous || cs.State.Running == nil {
-		return forPodUID(name, pod.UID, crilog.ReadLog(ctx, path, crilog.ReadOptions{Tail: tail}, lw.line))
+		return forPodUID(name, pod.UID, limitReached(crilog.ReadLog(ctx, path, crilog.ReadOptions{Tail: tail}, lw.line)))
 	}
 	ended, stop := s.watchInstance(ctx, pod, container, cs.ContainerID)
 	defer stop()
-	return forPodUID(name, pod.UID, crilog.ReadLog(ctx, path, crilog.ReadOptions{Follow: true, Tail: tail, Until: ended}, lw.line))
+	return forPodUID(name, pod.UID, limitReached(crilog.ReadLog(ctx, path, crilog.ReadOptions{Follow: true, Tail: tail, Until: ended}, lw.line)))
+}
+
+// limitBytesParam is the query's limitBytes, 0 for none; below 1 it is
+// Invalid, as the API server's validation of PodLogOptions has it.
+func limitBytesParam(q url.Values, name string) (int64, error) {
+	n, ok, err := intParam(q, "limitBytes")
+	if err != nil || !ok {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, name,
+			field.ErrorList{field.Invalid(field.NewPath("limitBytes"), n, "must be greater than 0")})
+	}
+	return n, nil
+}
+
+// errLimitReached ends the reading once limitBytes were sent.
+var errLimitReached = errors.New("limitBytes reached")
+
+// limitReached is err, nil when it is only that the limit was reached: the
+// response is complete.
+func limitReached(err error) error {
+	if errors.Is(err, errLimitReached) {
+		return nil
+	}
+	return err
 }
 
 // logWriter writes log lines, and pieces of lines, to the response.
@@ -97,7 +135,10 @@ type logWriter struct {
 	rc         *http.ResponseController
 	timestamps bool
 	flush      bool
-	buf        []byte
+	// limit is how many bytes may be sent, 0 for no limit; sent counts
+	// them.
+	limit, sent int64
+	buf         []byte
 }
 
 func (lw *logWriter) line(l crilog.Line) error {
@@ -110,11 +151,22 @@ func (lw *logWriter) line(l crilog.Line) error {
 	if !l.Partial {
 		lw.buf = append(lw.buf, '\n')
 	}
-	if _, err := lw.w.Write(lw.buf); err != nil {
+	limited := lw.limit > 0 && lw.sent+int64(len(lw.buf)) >= lw.limit
+	if limited {
+		lw.buf = lw.buf[:lw.limit-lw.sent]
+	}
+	n, err := lw.w.Write(lw.buf)
+	lw.sent += int64(n)
+	if err != nil {
 		return err
 	}
-	if lw.flush {
-		return lw.rc.Flush()
+	if lw.flush || limited {
+		if err := lw.rc.Flush(); err != nil {
+			return err
+		}
+	}
+	if limited {
+		return errLimitReached
 	}
 	return nil
 }

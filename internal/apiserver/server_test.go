@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/crilog"
+	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/fake"
@@ -432,18 +434,19 @@ func TestBadRequests(t *testing.T) {
 	}{
 		"unknown field": {"POST", "/api/v1/namespaces/default/pods", "application/yaml",
 			strings.Replace(podYAML, "image:", "imagee:", 1), "spec.containers[0].imagee: unknown field"},
-		"not yaml":               {"POST", "/api/v1/namespaces/default/pods", "", "{{{", "invalid JSON"},
-		"not a pod":              {"POST", "/api/v1/namespaces/default/pods", "", "apiVersion: v1\nkind: Service\n", `kind "Service" is not supported`},
-		"bad watch":              {"GET", "/api/v1/pods?watch=maybe", "", "", `invalid watch "maybe"`},
-		"unsupported field":      {"GET", "/api/v1/pods?fieldSelector=spec.hostname%3Dx", "", "", "field label not supported: spec.hostname"},
-		"bad label selector":     {"GET", "/api/v1/pods?labelSelector=a%3D%3D%3D", "", "", "invalid labelSelector"},
-		"event field":            {"GET", "/api/v1/events?fieldSelector=metadata.uid%3Dx", "", "", "field label not supported"},
-		"negative grace":         {"DELETE", "/api/v1/namespaces/default/pods/web?gracePeriodSeconds=-1", "", "", "greater than or equal to 0"},
-		"grace not a number":     {"DELETE", "/api/v1/namespaces/default/pods/web?gracePeriodSeconds=soon", "", "", "want an integer"},
-		"bad delete options":     {"DELETE", "/api/v1/namespaces/default/pods/web", "application/json", "[1]", "invalid DeleteOptions"},
-		"log of no container":    {"GET", "/api/v1/namespaces/default/pods/web/log?container=nope", "", "", "container nope is not valid for pod web"},
-		"previous of first":      {"GET", "/api/v1/namespaces/default/pods/web/log?previous=true", "", "", `previous terminated container "app" in pod "web" not found`},
-		"tailLines not a number": {"GET", "/api/v1/namespaces/default/pods/web/log?tailLines=x", "", "", "want an integer"},
+		"not yaml":                {"POST", "/api/v1/namespaces/default/pods", "", "{{{", "invalid JSON"},
+		"not a pod":               {"POST", "/api/v1/namespaces/default/pods", "", "apiVersion: v1\nkind: Service\n", `kind "Service" is not supported`},
+		"bad watch":               {"GET", "/api/v1/pods?watch=maybe", "", "", `invalid watch "maybe"`},
+		"unsupported field":       {"GET", "/api/v1/pods?fieldSelector=spec.hostname%3Dx", "", "", "field label not supported: spec.hostname"},
+		"bad label selector":      {"GET", "/api/v1/pods?labelSelector=a%3D%3D%3D", "", "", "invalid labelSelector"},
+		"event field":             {"GET", "/api/v1/events?fieldSelector=metadata.uid%3Dx", "", "", "field label not supported"},
+		"negative grace":          {"DELETE", "/api/v1/namespaces/default/pods/web?gracePeriodSeconds=-1", "", "", "greater than or equal to 0"},
+		"grace not a number":      {"DELETE", "/api/v1/namespaces/default/pods/web?gracePeriodSeconds=soon", "", "", "want an integer"},
+		"bad delete options":      {"DELETE", "/api/v1/namespaces/default/pods/web", "application/json", "[1]", "invalid DeleteOptions"},
+		"log of no container":     {"GET", "/api/v1/namespaces/default/pods/web/log?container=nope", "", "", "container nope is not valid for pod web"},
+		"previous of first":       {"GET", "/api/v1/namespaces/default/pods/web/log?previous=true", "", "", `previous terminated container "app" in pod "web" not found`},
+		"tailLines not a number":  {"GET", "/api/v1/namespaces/default/pods/web/log?tailLines=x", "", "", "want an integer"},
+		"limitBytes not a number": {"GET", "/api/v1/namespaces/default/pods/web/log?limitBytes=x", "", "", "want an integer"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -617,6 +620,27 @@ func TestEvents(t *testing.T) {
 	if len(started.Items) != 1 || started.Items[0].Message != "Started container app" {
 		t.Fatalf("selected events: %+v", started.Items)
 	}
+
+	// A repeat of an event of a series is that event, MODIFIED.
+	pod, err := e.agent.GetPod("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"1 byte", "2 bytes"} {
+		e.agent.Recorder().Record(events.Event{Type: events.Warning, Reason: string(events.LogDropped), Namespace: "default",
+			Pod: "web", PodUID: pod.UID, FieldPath: "spec.containers{app}", Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Message: msg})
+	}
+	var seen []string
+	for len(seen) < 2 {
+		var ev v1.Event
+		typ := w.next(&ev)
+		if ev.Reason == string(events.LogDropped) {
+			seen = append(seen, fmt.Sprintf("%s %d %s", typ, ev.Count, ev.Message))
+		}
+	}
+	if want := []string{"ADDED 1 1 byte", "MODIFIED 2 2 bytes"}; !slices.Equal(seen, want) {
+		t.Errorf("watched %q, want %q", seen, want)
+	}
 }
 
 // writeLog appends lines to a container instance's CRI log.
@@ -653,6 +677,14 @@ func TestLogs(t *testing.T) {
 		"container":  {"?container=app", "one\ntwo\nthree\n"},
 		"tail":       {"?tailLines=2", "two\nthree\n"},
 		"timestamps": {"?timestamps=true&tailLines=1", "2026-01-01T00:00:02Z three\n"},
+		// The limit cuts a line, as the API server's and the kubelet's.
+		"limitBytes":            {"?limitBytes=6", "one\ntw"},
+		"limitBytes at a line":  {"?limitBytes=4", "one\n"},
+		"limitBytes and tail":   {"?tailLines=1&limitBytes=3", "thr"},
+		"limitBytes beyond":     {"?limitBytes=1000", "one\ntwo\nthree\n"},
+		"limitBytes, timestamp": {"?timestamps=true&limitBytes=10", "2026-01-01"},
+		// Following a running container ends at the limit.
+		"limitBytes ends follow": {"?follow=true&limitBytes=5", "one\nt"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -669,6 +701,12 @@ func TestLogs(t *testing.T) {
 	st := status(t, e.do("GET", "/api/v1/namespaces/default/pods/duo/log", "", ""), http.StatusBadRequest, metav1.StatusReasonBadRequest)
 	if st.Message != "a container name must be specified for pod duo, choose one of: [a b]" {
 		t.Fatalf("message %q", st.Message)
+	}
+	for _, limit := range []string{"0", "-1"} {
+		st := status(t, e.do("GET", "/api/v1/namespaces/default/pods/web/log?limitBytes="+limit, "", ""), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+		if want := `PodLogOptions "web" is invalid: limitBytes: Invalid value: ` + limit + `: must be greater than 0`; st.Message != want {
+			t.Errorf("limitBytes=%s: message %q, want %q", limit, st.Message, want)
+		}
 	}
 }
 

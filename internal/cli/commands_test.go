@@ -295,6 +295,13 @@ spec:
 	if r := e.ok("logs", "job", "-f", "--tail", "1", "-c", "main"); r.out != "got go\n" {
 		t.Fatalf("logs -f of a finished container:\n%s", r)
 	}
+	// --limit-bytes, as kubectl's: the log cut after N bytes.
+	if r := e.ok("logs", "job", "--limit-bytes", "10", "-c", "main"); r.out != "waiting\ngo" {
+		t.Fatalf("logs --limit-bytes 10:\n%s", r)
+	}
+	if r := e.run("logs", "job", "--limit-bytes", "-1", "-c", "main"); r.code != int(ExitBadInput) || !strings.Contains(r.err, "--limit-bytes must be greater than 0") {
+		t.Fatalf("logs --limit-bytes -1:\n%s", r)
+	}
 	// The defer container ran once the job completed: its log is there.
 	job, err := e.agent.GetPod("default", "job")
 	if err != nil {

@@ -18,6 +18,7 @@ type logsOptions struct {
 	previous   bool
 	timestamps bool
 	tail       int64
+	limitBytes int64
 }
 
 func newLogsCommand(s Streams, api *apiOptions) *cobra.Command {
@@ -29,7 +30,8 @@ func newLogsCommand(s Streams, api *apiOptions) *cobra.Command {
 the one before with --previous. -c names the container (regular, init or defer);
 it may be left out when the pod has a single regular container. With -f the
 command goes on printing what the container writes until that instance ends
-(everything it wrote printed) or it is interrupted.`,
+(everything it wrote printed) or it is interrupted. --limit-bytes N stops after N
+bytes, as kubectl logs does.`,
 		Example: `  podward logs web
   podward logs web -c sidecar -f
   podward logs web -c upload --previous --timestamps`,
@@ -44,6 +46,7 @@ command goes on printing what the container writes until that instance ends
 	f.BoolVarP(&o.previous, "previous", "p", false, "print the log of the previous instance of the container")
 	f.BoolVar(&o.timestamps, "timestamps", false, "prefix each line with its RFC 3339 timestamp")
 	f.Int64Var(&o.tail, "tail", -1, "only the last N lines of the log (-1: all)")
+	f.Int64Var(&o.limitBytes, "limit-bytes", 0, "at most N bytes of the log (0: no limit), as kubectl logs --limit-bytes")
 	return cmd
 }
 
@@ -51,6 +54,10 @@ func runLogs(ctx context.Context, s Streams, api *apiOptions, o logsOptions, arg
 	name, err := podName(arg)
 	if err != nil {
 		return usageError(err)
+	}
+	if o.limitBytes < 0 {
+		// kubectl logs' message.
+		return usageError(errors.New("--limit-bytes must be greater than 0"))
 	}
 	c := api.client()
 	defer c.Close()
@@ -67,6 +74,9 @@ func runLogs(ctx context.Context, s Streams, api *apiOptions, o logsOptions, arg
 	opts := v1.PodLogOptions{Container: o.container, Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
 	if o.tail >= 0 {
 		opts.TailLines = &o.tail
+	}
+	if o.limitBytes > 0 {
+		opts.LimitBytes = &o.limitBytes
 	}
 	rc, err := c.Logs(ctx, api.namespace, name, opts)
 	if err != nil {

@@ -151,7 +151,8 @@ func (c *Client) WatchPods(ctx context.Context, ns string, opts ListOptions) (*W
 // prefixed by its RFC 3339 timestamp with opts.Timestamps. With
 // opts.Follow the stream goes on until the container instance ends. The
 // caller closes the reader. Supported options: Container, Follow, Previous,
-// Timestamps, TailLines.
+// Timestamps, TailLines, LimitBytes (the stream ends once that many bytes
+// were sent, in the middle of a line if need be).
 func (c *Client) Logs(ctx context.Context, ns, name string, opts v1.PodLogOptions) (io.ReadCloser, error) {
 	q := url.Values{}
 	if opts.Container != "" {
@@ -164,6 +165,9 @@ func (c *Client) Logs(ctx context.Context, ns, name string, opts v1.PodLogOption
 	}
 	if opts.TailLines != nil {
 		q.Set("tailLines", strconv.FormatInt(*opts.TailLines, 10))
+	}
+	if opts.LimitBytes != nil {
+		q.Set("limitBytes", strconv.FormatInt(*opts.LimitBytes, 10))
 	}
 	resp, cancel, err := c.do(ctx, request{method: http.MethodGet, path: podPath(ns, name) + "/log", query: q, stream: true})
 	if err != nil {

@@ -152,8 +152,10 @@ type KubeletServerConfig struct {
 	// and at most httplimit.DefaultMaxConns connections at once.
 	Limits httplimit.Limits
 
-	// Clock gives now for sinceSeconds and the certificate's validity;
-	// default the real clock.
+	// Clock gives now for sinceSeconds, the certificate's validity and
+	// the lifetimes of the review caches; default the real clock. When it
+	// is a clock.Clock, its timers also time the wait for a TokenReview
+	// (the real clock's otherwise).
 	Clock  clock.PassiveClock
 	Logger *slog.Logger
 }
@@ -203,7 +205,7 @@ func NewKubeletServer(cfg KubeletServerConfig) (*KubeletServer, error) {
 		return nil, fmt.Errorf("kubelet server: %w", err)
 	}
 	if cfg.TokenReviews != nil {
-		s.tokens = &tokenAuthenticator{client: cfg.TokenReviews, cache: utilcache.NewLRUExpireCacheWithClock(tokenCacheSize, cfg.Clock)}
+		s.tokens = newTokenAuthenticator(cfg.TokenReviews, cfg.Clock)
 	}
 
 	cert, err := s.servingCert()

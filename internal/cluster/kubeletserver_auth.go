@@ -16,8 +16,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
-	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+
+	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/httplimit"
 )
@@ -30,10 +31,10 @@ import (
 //	           1. client certificate of the                   verb from the method, the      allowed by one
 //	              client CA: user CN, groups O                nodes subresources the path    of the
 //	           2. bearer token: TokenReview                   needs (requestAttributes)      subresources
-//	              (answers cached 2 min)                      Webhook: SubjectAccessReview
-//	           3. anonymous, with AllowAnonymous              (allowed cached 5 min,
-//	           none of them: 401                              refused 30 s); AlwaysAllow
-//	                                                          refused: 403; no answer: 500
+//	              (accepted cached 2 min, refused 30 s;       Webhook: SubjectAccessReview
+//	              at most 8 in flight, else 429)              (allowed cached 5 min,
+//	           3. anonymous, with AllowAnonymous              refused 30 s); AlwaysAllow
+//	           none of them: 401                              refused: 403; no answer: 500
 //
 // Each request gets one audit line (user, groups, verb, path, decision)
 // once it is decided, before it is served.
@@ -83,6 +84,22 @@ const (
 	authorizedCacheTTL   = 5 * time.Minute
 	unauthorizedCacheTTL = 30 * time.Second
 	tokenCacheSize       = 4096
+	// A token the API server refused is kept as refused as long as the
+	// kubelet keeps a refused authorization (its cacheUnauthorizedTTL),
+	// long enough that a client retrying it costs one review in 30 s,
+	// short enough that a token just issued (a projected service account
+	// token asked for before the API server knew it) is not refused for
+	// long. Its own cache, so that refused tokens never evict accepted
+	// ones.
+	refusedTokenCacheTTL  = unauthorizedCacheTTL
+	refusedTokenCacheSize = 4096
+	// maxTokenReviews bounds the TokenReviews in flight: a flood of
+	// made-up tokens costs the API server at most this many at once (the
+	// node's client is also limited to 50 QPS, burst 100, shared with
+	// everything else the node asks); a token that waits longer than
+	// tokenReviewSlotWait for a slot gets a 429 without a review.
+	maxTokenReviews     = 8
+	tokenReviewSlotWait = time.Second
 	// reviewCacheSize is the API server's webhook authorizer's.
 	reviewCacheSize = 8192
 	// reviewTimeout bounds each TokenReview and SubjectAccessReview.
@@ -165,39 +182,124 @@ func bearerToken(r *http.Request) (string, bool) {
 // tokenAuthenticator asks the API server who a bearer token belongs to (a
 // TokenReview), as the kubelet's webhook authentication does, and keeps
 // the answers a while. Safe for concurrent use.
+//
+// It is bounded whatever clients send: at most cap(slots) reviews are in
+// flight, a token that waits longer than slotWait for one is not reviewed
+// (errTooManyReviews), and the answers are kept in two caches of fixed
+// sizes, so that a flood of made-up tokens (each refused once, then kept
+// as refused) can neither evict the accepted tokens nor queue reviews
+// ahead of a token already known.
 type tokenAuthenticator struct {
-	client authenticationclient.TokenReviewInterface
-	// cache maps a token's SHA-256 (never the token) to its *kubeletUser,
-	// nil for a token the API server did not accept.
-	cache *utilcache.LRUExpireCache
+	client tokenReviewer
+	// timers time the wait for a slot.
+	timers clock.Clock
+	// accepted maps a token's SHA-256 (never the token) to its
+	// *kubeletUser for acceptedTTL; refused maps it to struct{} for
+	// refusedTTL.
+	accepted, refused       *utilcache.LRUExpireCache
+	acceptedTTL, refusedTTL time.Duration
+	// slots holds one value per review in flight.
+	slots    chan struct{}
+	slotWait time.Duration
+}
+
+// tokenReviewer is what tokenAuthenticator needs of the API server's
+// TokenReviews.
+type tokenReviewer interface {
+	Create(ctx context.Context, tr *authenticationv1.TokenReview, opts metav1.CreateOptions) (*authenticationv1.TokenReview, error)
+}
+
+// errTooManyReviews is a token not reviewed because the reviews in flight
+// were at their cap for longer than the wait: 429, without a review.
+var errTooManyReviews = errors.New("too many token reviews in flight")
+
+// newTokenAuthenticator asks client, with the cache lifetimes and bounds
+// of the constants, the caches on c; the wait for a slot is timed by c's
+// timers when it is a clock.Clock, else by the real clock's.
+func newTokenAuthenticator(client tokenReviewer, c clock.PassiveClock) *tokenAuthenticator {
+	timers, ok := c.(clock.Clock)
+	if !ok {
+		timers = clock.RealClock{}
+	}
+	return &tokenAuthenticator{
+		client:      client,
+		timers:      timers,
+		accepted:    utilcache.NewLRUExpireCacheWithClock(tokenCacheSize, c),
+		refused:     utilcache.NewLRUExpireCacheWithClock(refusedTokenCacheSize, c),
+		acceptedTTL: tokenCacheTTL,
+		refusedTTL:  refusedTokenCacheTTL,
+		slots:       make(chan struct{}, maxTokenReviews),
+		slotWait:    tokenReviewSlotWait,
+	}
 }
 
 // authenticate is the user of token, nil if the API server did not
-// accept it. Its error is a review that failed; it is not kept.
+// accept it. Its error is a review that failed or was not made
+// (errTooManyReviews); it is not kept.
 func (a *tokenAuthenticator) authenticate(ctx context.Context, token string) (*kubeletUser, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := string(sum[:])
-	if v, ok := a.cache.Get(key); ok {
+	if v, ok := a.accepted.Get(key); ok {
 		return v.(*kubeletUser).clone(), nil
 	}
+	if _, ok := a.refused.Get(key); ok {
+		return nil, nil
+	}
+	if err := a.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-a.slots }()
+	u, err := a.review(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		a.refused.Add(key, struct{}{}, a.refusedTTL)
+		return nil, nil
+	}
+	a.accepted.Add(key, u, a.acceptedTTL)
+	return u.clone(), nil
+}
+
+// acquire takes a review slot, waiting at most slotWait for one.
+func (a *tokenAuthenticator) acquire(ctx context.Context) error {
+	select {
+	case a.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := a.timers.NewTimer(a.slotWait)
+	defer t.Stop()
+	select {
+	case a.slots <- struct{}{}:
+		return nil
+	case <-t.C():
+		return errTooManyReviews
+	case <-ctx.Done():
+		return fmt.Errorf("wait for a token review: %w", ctx.Err())
+	}
+}
+
+// review asks the API server about token: its user, nil if not accepted.
+func (a *tokenAuthenticator) review(ctx context.Context, token string) (*kubeletUser, error) {
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()
 	res, err := a.client.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("token review: %w", err)
 	}
-	var u *kubeletUser
-	if st := res.Status; st.Authenticated && st.User.Username != "" {
-		u = &kubeletUser{name: st.User.Username, uid: st.User.UID, groups: st.User.Groups}
-		for k, v := range st.User.Extra {
-			if u.extra == nil {
-				u.extra = map[string]authorizationv1.ExtraValue{}
-			}
-			u.extra[k] = authorizationv1.ExtraValue(v)
-		}
+	st := res.Status
+	if !st.Authenticated || st.User.Username == "" {
+		return nil, nil
 	}
-	a.cache.Add(key, u, tokenCacheTTL)
-	return u.clone(), nil
+	u := &kubeletUser{name: st.User.Username, uid: st.User.UID, groups: st.User.Groups}
+	for k, v := range st.User.Extra {
+		if u.extra == nil {
+			u.extra = map[string]authorizationv1.ExtraValue{}
+		}
+		u.extra[k] = authorizationv1.ExtraValue(v)
+	}
+	return u, nil
 }
 
 // clone is a copy of u the caller may change (withAuthenticated appends
@@ -352,12 +454,16 @@ const (
 	decisionForbidden       = "forbidden"
 	decisionUnauthenticated = "unauthenticated"
 	decisionError           = "error"
+	// decisionThrottled is a bearer token not reviewed: too many reviews
+	// in flight (429).
+	decisionThrottled = "throttled"
 )
 
 // guard authenticates and authorizes each request before next serves it,
 // and writes its audit line: 401 for a client no authenticator accepted,
-// 403 (with the kubelet's message) for one no subresource allows, 500 for
-// a decision that could not be made.
+// 429 for a bearer token not reviewed for the reviews in flight
+// (tokenAuthenticator), 403 (with the kubelet's message) for one no
+// subresource allows, 500 for a decision that could not be made.
 func (s *KubeletServer) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		verb, subresources := requestAttributes(r.Method, r.URL.Path)
@@ -372,6 +478,13 @@ func (s *KubeletServer) guard(next http.Handler) http.Handler {
 			}, args...)...)
 		}
 		u, err := s.authenticate(r)
+		if errors.Is(err, errTooManyReviews) {
+			audit(nil, decisionThrottled, "err", err)
+			httplimit.CloseAfter(w)
+			w.Header().Set("Retry-After", "1")
+			writeText(w, http.StatusTooManyRequests, "Too many requests, please try again later.\n")
+			return
+		}
 		if u == nil {
 			if err != nil {
 				audit(nil, decisionUnauthenticated, "err", err)

@@ -29,6 +29,25 @@ type Event struct {
 	// when the event is about the whole pod.
 	FieldPath string
 	Message   string
+	// Count is how many times the event happened, for an event of a
+	// series (SeriesReason): Time is then the last time and Message the
+	// last message. 0 or 1 is once.
+	Count int32
+	// FirstTime is when a series began; zero for an event that happened
+	// once (Time is then the first time too).
+	FirstTime time.Time
+}
+
+// Occurrences is how many times the event happened, at least 1.
+func (e Event) Occurrences() int32 { return max(e.Count, 1) }
+
+// First is when the event first happened: FirstTime, or Time for an event
+// that happened once.
+func (e Event) First() time.Time {
+	if e.FirstTime.IsZero() {
+		return e.Time
+	}
+	return e.FirstTime
 }
 
 // Line renders the event the way `podward run` prints it:
@@ -41,7 +60,11 @@ func (e Event) Line() string {
 	case obj == "":
 		obj = "pod/" + e.Pod
 	}
-	return fmt.Sprintf("%s %s %s %s %s", e.Time.Local().Format("15:04:05"), e.Type, e.Reason, obj, e.Message)
+	line := fmt.Sprintf("%s %s %s %s %s", e.Time.Local().Format("15:04:05"), e.Type, e.Reason, obj, e.Message)
+	if n := e.Occurrences(); n > 1 {
+		line += fmt.Sprintf(" (x%d)", n)
+	}
+	return line
 }
 
 // Recorder keeps the newest events of each pod, and the newest of all, and
@@ -159,14 +182,54 @@ func (r *Recorder) NodeEventf(node, eventType string, reason Reason, format stri
 	})
 }
 
-// Record keeps a fully formed event and hands it to the watchers.
+// Record keeps a fully formed event and hands it to the watchers. An event
+// of a series reason (SeriesReason) that repeats one kept of the same
+// object (pod and field path), type and reason, last seen at most
+// SeriesWindow before, is not kept anew: that one counts it (Count, Time,
+// Message become the repeat's; FirstTime stays) in its place, and the
+// watchers get it as it is then, as the Kubernetes event recorder's
+// correlator updates an event's count and lastTimestamp.
 func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
-	r.keepLocked(e)
+	if agg, ok := r.aggregateLocked(e); ok {
+		e = agg
+	} else {
+		r.keepLocked(e)
+	}
 	for w := range r.watchers {
 		w.push(e)
 	}
 	r.mu.Unlock()
+}
+
+// SeriesWindow is how long after an event of a series its repeat still
+// counts in it; a later one begins a series of its own. It is the
+// Kubernetes event correlator's aggregation interval (10 minutes).
+const SeriesWindow = 10 * time.Minute
+
+// aggregateLocked counts e in the kept event of its series, if there is
+// one, and returns that event as it is then. The kept events of e's pod
+// are its index: a series takes no memory but its one event, and is
+// looked for among at most Limits.PerPod events. r.mu must be held.
+func (r *Recorder) aggregateLocked(e Event) (Event, bool) {
+	if !SeriesReason(Reason(e.Reason)) {
+		return Event{}, false
+	}
+	list := r.byPod[e.PodUID]
+	for i := len(list) - 1; i >= 0; i-- {
+		k := &list[i].Event
+		if k.Kind != e.Kind || k.FieldPath != e.FieldPath || k.Type != e.Type || k.Reason != e.Reason {
+			continue
+		}
+		if e.Time.Sub(k.Time) > SeriesWindow {
+			return Event{}, false
+		}
+		k.FirstTime = k.First()
+		k.Count = k.Occurrences() + e.Occurrences()
+		k.Time, k.Message = e.Time, e.Message
+		return *k, true
+	}
+	return Event{}, false
 }
 
 // keepLocked keeps e as its pod's newest event, then drops the pod's

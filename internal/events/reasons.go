@@ -128,3 +128,17 @@ const (
 	// (grace period 0, or no regular container had started).
 	DeferSkipped Reason = "DeferSkipped"
 )
+
+// SeriesReason says whether repeats of an event of reason r are counted in
+// one event (Recorder.Record): its Count and last Time, as Kubernetes
+// shows a repeated event ("x5 over 3m"), rather than kept one by one,
+// where they would push the pod's other events out. LogDropped is: a
+// container writing on a full disk has its output dropped again and again.
+func SeriesReason(r Reason) bool {
+	switch r {
+	case LogDropped:
+		return true
+	default:
+		return false
+	}
+}

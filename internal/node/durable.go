@@ -58,9 +58,15 @@ var (
 
 // openStore takes the state's database under root. Its lock is the agent's
 // identity: a second agent on the same state refuses to start before it
-// touches anything.
+// touches anything. It warns when root is open to other users
+// (warnOpenRoot).
 func (o *Options) openStore(root string) (*store.Store, error) {
-	return store.Open(filepath.Join(root, "state.db"), store.Options{EventsPerPod: o.EventsPerPod, MaxEvents: o.MaxEvents})
+	st, err := store.Open(filepath.Join(root, "state.db"), store.Options{EventsPerPod: o.EventsPerPod, MaxEvents: o.MaxEvents})
+	if err != nil {
+		return nil, err
+	}
+	warnOpenRoot(root, o.logger())
+	return st, nil
 }
 
 // startDurable opens the runtime and starts the agent on st, recovered from

@@ -77,6 +77,7 @@ func NewForeground(ctx context.Context, o Options, output Output) (*Foreground, 
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return fail(err)
 	}
+	warnOpenRoot(root, o.logger())
 	lock, err := lockRunRoot(root)
 	if err != nil {
 		return fail(err)

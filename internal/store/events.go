@@ -31,6 +31,19 @@ type storedEvent struct {
 	PodUID    types.UID `json:"podUID"`
 	FieldPath string    `json:"fieldPath,omitempty"`
 	Message   string    `json:"message"`
+	// Count and FirstTime are an event series' (events.Event's).
+	Count     int32     `json:"count,omitempty"`
+	FirstTime time.Time `json:"firstTime,omitzero"`
+}
+
+// sameSeries says whether the stored event is the one of e's series.
+func (se storedEvent) sameSeries(e events.Event) bool {
+	first := se.FirstTime
+	if first.IsZero() {
+		first = se.Time
+	}
+	return se.Kind == e.Kind && se.Type == e.Type && se.Reason == e.Reason && se.FieldPath == e.FieldPath &&
+		se.PodUID == e.PodUID && first.Equal(e.First())
 }
 
 func (e storedEvent) event() events.Event {
@@ -44,6 +57,8 @@ func (e storedEvent) event() events.Event {
 		PodUID:    e.PodUID,
 		FieldPath: e.FieldPath,
 		Message:   e.Message,
+		Count:     e.Count,
+		FirstTime: e.FirstTime,
 	}
 }
 
@@ -110,8 +125,15 @@ func (s *Store) AppendEvents(evs []events.Event) error {
 	return errors.Join(bad...)
 }
 
-// appendEvent is AppendEvent's work inside et's transaction.
+// appendEvent is AppendEvent's work inside et's transaction. A repeat of
+// an event of a series (its Count above 1) replaces the stored event of
+// its series in place, when it is still stored.
 func (s *Store) appendEvent(et *eventTx, e events.Event) error {
+	if e.Count > 1 {
+		if done, err := s.updateSeries(et, e); done || err != nil {
+			return err
+		}
+	}
 	global, err := et.root.NextSequence()
 	if err != nil {
 		return err
@@ -138,6 +160,8 @@ func (s *Store) appendEvent(et *eventTx, e events.Event) error {
 		PodUID:    e.PodUID,
 		FieldPath: e.FieldPath,
 		Message:   e.Message,
+		Count:     e.Count,
+		FirstTime: e.FirstTime,
 	})
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
@@ -149,6 +173,33 @@ func (s *Store) appendEvent(et *eventTx, e events.Event) error {
 		return err
 	}
 	return et.trimTotal(uint64(s.maxEvents))
+}
+
+// updateSeries rewrites the stored event of e's series, newest first
+// among at most eventsPerPod of its pod, with e's count, time and message,
+// keeping its place (its keys). done is false when the series has no
+// stored event (it was trimmed, or stored before its pod).
+func (s *Store) updateSeries(et *eventTx, e events.Event) (done bool, err error) {
+	b := et.root.Bucket([]byte(e.PodUID))
+	if b == nil {
+		return false, nil
+	}
+	c := b.Cursor()
+	n := 0
+	for k, v := c.Last(); k != nil && n < s.eventsPerPod; k, v = c.Prev() {
+		n++
+		var se storedEvent
+		if json.Unmarshal(v, &se) != nil || !se.sameSeries(e) {
+			continue
+		}
+		se.Time, se.Message, se.Count, se.FirstTime = e.Time, e.Message, e.Count, e.First()
+		data, err := json.Marshal(se)
+		if err != nil {
+			return false, fmt.Errorf("encode: %w", err)
+		}
+		return true, b.Put(append([]byte{}, k...), data)
+	}
+	return false, nil
 }
 
 // eventTx keeps the events' buckets consistent within one write
