@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 var (
@@ -121,7 +120,7 @@ func decodeManifest(data []byte) (*Manifest, error) {
 		js, err := doc, error(nil)
 		if !isJSON {
 			// Strict: a key given twice in one mapping is an error.
-			js, err = yaml.YAMLToJSONStrict(doc)
+			js, err = yamlToJSON(doc)
 		}
 		if err == nil && isEmptyDocument(js) {
 			continue
