@@ -62,7 +62,9 @@ func (e *manifestError) Unwrap() error { return e.cause }
 // caller.
 //
 // Decode takes the input as it is: whoever reads it bounds it first
-// (ReadManifest, MaxManifestBytes).
+// (ReadManifest, MaxManifestBytes). Decode bounds what a document holds
+// before it builds objects of it: a document of an object with more than
+// MaxListItems list items is refused, naming the list.
 func Decode(data []byte) ([]*Pod, error) {
 	docs, err := DecodeDocuments(data)
 	if err != nil {
@@ -142,6 +144,11 @@ func decodeManifest(data []byte) (*Manifest, error) {
 			// YAML errors span lines; keep one problem per line.
 			msg := strings.Join(strings.Fields(doc.err.Error()), " ")
 			errs = append(errs, &manifestError{doc: index, msg: msg, cause: doc.err})
+			continue
+		}
+		if problem := checkListItems(doc.json); problem != nil {
+			problem.doc = index
+			errs = append(errs, problem)
 			continue
 		}
 		for _, problem := range decodeItems(doc.json, m, index) {
