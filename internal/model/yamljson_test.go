@@ -1,10 +1,15 @@
 package model
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"testing"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,5 +68,59 @@ func checkYAMLToJSON(t *testing.T, doc []byte) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("yamlToJSON(%q) = %s; sigs.k8s.io/yaml gives %s", doc, got, want)
+	}
+}
+
+// splitYAMLCases are inputs whose cutting has a rule of its own.
+var splitYAMLCases = []string{
+	"", "\n", "a: 1", "a: 1\n", "---\na: 1\n", "a: 1\n---\nb: 2\n", "a: 1\n---\n---\nb: 2",
+	"a: 1\n--- # comment\nb: 2\n", "a: 1\n---   \nb: 2\n", "a: 1\n--- b\n", "a: 1\n----\n",
+	"a: |\n  ---\n  x\n", "a: 1\r\n---\r\nb: 2\r\n", "  ---\na: 1\n", "---", "a: 1\n---",
+}
+
+// splitYAML gives the documents k8s.io/apimachinery's YAMLReader gives.
+func TestSplitYAMLAgreesWithYAMLReader(t *testing.T) {
+	for _, in := range splitYAMLCases {
+		checkSplitYAML(t, []byte(in))
+	}
+}
+
+func FuzzSplitYAML(f *testing.F) {
+	for _, in := range splitYAMLCases {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkSplitYAML(t, in) })
+}
+
+func checkSplitYAML(t *testing.T, in []byte) {
+	t.Helper()
+	var want [][]byte
+	var wantErr error
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(in)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			wantErr = err
+			break
+		}
+		want = append(want, doc)
+	}
+	got, err := splitYAML(in)
+	if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) {
+		t.Fatalf("splitYAML(%q): %v; YAMLReader: %v", in, err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if len(got) != len(want) {
+		t.Fatalf("splitYAML(%q) = %q; YAMLReader: %q", in, got, want)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("splitYAML(%q) = %q; YAMLReader: %q", in, got, want)
+		}
 	}
 }
