@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -37,6 +38,15 @@ func yamlToJSON(doc []byte) ([]byte, error) {
 // jsonWriter appends JSON to buf.
 type jsonWriter struct {
 	buf []byte
+	// entries is the stack of the mappings being written, each one's
+	// entries sorted above its parent's.
+	entries []mapEntry
+}
+
+// mapEntry is one key and value of a mapping being written.
+type mapEntry struct {
+	key   string
+	value any
 }
 
 // value writes one parsed YAML value.
@@ -82,32 +92,23 @@ func (w *jsonWriter) value(v any) error {
 // mapping writes a YAML mapping as a JSON object, its keys converted to
 // strings and sorted, as encoding/json sorts a map's keys.
 func (w *jsonWriter) mapping(m map[any]any) error {
-	type entry struct {
-		key   string
-		value any
-	}
-	entries := make([]entry, 0, len(m))
+	base := len(w.entries)
+	defer func() { w.entries = w.entries[:base] }()
 	for k, v := range m {
 		key, err := jsonKey(k, v)
 		if err != nil {
 			return err
 		}
-		entries = append(entries, entry{key, v})
+		w.entries = append(w.entries, mapEntry{key, v})
 	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(w.entries[base:], func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
 	w.buf = append(w.buf, '{')
-	for i, e := range entries {
+	for i := range len(m) {
 		if i > 0 {
 			w.buf = append(w.buf, ',')
 		}
+		// Indexed each time: the values below may grow the stack.
+		e := w.entries[base+i]
 		w.str(e.key)
 		w.buf = append(w.buf, ':')
 		if err := w.value(e.value); err != nil {
