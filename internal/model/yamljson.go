@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,8 +22,8 @@ import (
 // (BenchmarkDecodeEnv100k).
 //
 // The one difference: two keys of one mapping that convert to the same
-// string (1 and "1") are both written, and the strict JSON decoding that
-// follows refuses the duplicate, where YAMLToJSONStrict kept either.
+// string (1 and "1") are an error (errKeyTwice), where YAMLToJSONStrict
+// kept either, at random.
 func yamlToJSON(doc []byte) ([]byte, error) {
 	var obj any
 	if err := yamlv2.UnmarshalStrict(doc, &obj); err != nil {
@@ -34,6 +35,10 @@ func yamlToJSON(doc []byte) ([]byte, error) {
 	}
 	return w.buf, nil
 }
+
+// errKeyTwice is yamlToJSON's error for two keys of one mapping that are
+// one key in JSON.
+var errKeyTwice = errors.New("mapping key given twice once converted to a string")
 
 // jsonWriter appends JSON to buf.
 type jsonWriter struct {
@@ -101,7 +106,13 @@ func (w *jsonWriter) mapping(m map[any]any) error {
 		}
 		w.entries = append(w.entries, mapEntry{key, v})
 	}
-	slices.SortFunc(w.entries[base:], func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
+	sorted := w.entries[base:]
+	slices.SortFunc(sorted, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].key == sorted[i-1].key {
+			return fmt.Errorf("%w: %q", errKeyTwice, sorted[i].key)
+		}
+	}
 	w.buf = append(w.buf, '{')
 	for i := range len(m) {
 		if i > 0 {
