@@ -79,3 +79,20 @@ func BenchmarkDecodeEnv100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckListItems is the cost of the list-item bound on issue 22's
+// manifest in JSON, a part of BenchmarkDecodeEnv100k/json:
+//
+//	go test -run '^$' -bench CheckListItems -benchmem ./internal/model/
+func BenchmarkCheckListItems(b *testing.B) {
+	js, err := yaml.YAMLToJSON(modeltest.EnvEntries(100_000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(js)))
+	modeltest.Loop(b, func() {
+		if p := checkListItems(js); p != nil {
+			b.Fatal(p)
+		}
+	})
+}
