@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/model/modeltest"
 )
 
 // padded is podYAML grown to size bytes by a comment.
@@ -33,5 +34,23 @@ func TestRequestBodyLimit(t *testing.T) {
 		if want := "the request body is larger than 3145728 bytes"; st.Message != want {
 			t.Errorf("%s %s: message %q, want %q", tc.method, tc.path, st.Message, want)
 		}
+	}
+}
+
+// A pod of more list items than any object etcd can store
+// (model.MaxListItems) is refused with a 400 naming the list, before its
+// items are decoded; issue 22's 100,000 env entries are created.
+func TestRequestListItemsLimit(t *testing.T) {
+	e := newEnv(t)
+	var b strings.Builder
+	b.WriteString(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"big"},"spec":{"containers":[{"name":"app","image":"busybox","env":[{}`)
+	b.WriteString(strings.Repeat(",{}", model.MaxListItems))
+	b.WriteString("]}]}}")
+	st := status(t, e.do("POST", "/api/v1/namespaces/default/pods", "application/json", b.String()), http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	if !strings.Contains(st.Message, "spec.containers[0].env: Too many: more than 786432 list items in one object") {
+		t.Errorf("message %q, want it to name spec.containers[0].env and the limit", st.Message)
+	}
+	if r := e.do("POST", "/api/v1/namespaces/default/pods", "application/yaml", string(modeltest.EnvEntries(100_000))); r.code != http.StatusCreated {
+		t.Fatalf("100,000 env entries: %d %.300s", r.code, r.body)
 	}
 }

@@ -82,7 +82,7 @@ func (s *Server) streamHandler(h func(http.ResponseWriter, *http.Request) error)
 		var se *streaming.Error
 		switch {
 		case err == nil:
-		case errors.As(err, &se) && se.Code >= http.StatusInternalServerError:
+		case errors.As(err, &se) && (se.Code >= http.StatusInternalServerError || se.Code == http.StatusTooManyRequests):
 			s.log.Info("stream refused", "path", r.URL.Path, "err", err)
 			streaming.WriteError(w, err)
 		case errors.As(err, &se):

@@ -1,11 +1,15 @@
 package apiserver
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/internal/streaming"
 )
 
 // TestStreamRefusals: what the exec, attach and portforward subresources
@@ -49,5 +53,19 @@ func TestStreamRefusals(t *testing.T) {
 	}
 	if r := e.do("PUT", "/api/v1/namespaces/default/pods/web/exec", "", ""); r.code != http.StatusMethodNotAllowed {
 		t.Errorf("PUT exec: %d", r.code)
+	}
+}
+
+// A stream refused for the streaming server's cap (429 Too Many Requests,
+// a port-forward's refusal being an error) keeps its code and its words.
+func TestStreamTooMany(t *testing.T) {
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	refuse := s.streamHandler(func(http.ResponseWriter, *http.Request) error {
+		return &streaming.Error{Code: http.StatusTooManyRequests, Message: "too many streams"}
+	})
+	rec := httptest.NewRecorder()
+	refuse(rec, httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods/web/portforward", nil))
+	if rec.Code != http.StatusTooManyRequests || rec.Body.String() != "too many streams" || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("%d %q (Retry-After %q), want 429", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }

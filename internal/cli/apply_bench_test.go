@@ -25,6 +25,7 @@ func BenchmarkApplyRead(b *testing.B) {
 	}{
 		{"yaml-limit", modeltest.ManyContainers(model.MaxManifestBytes - 1024)},
 		{"yaml-4MiB", modeltest.ManyContainers(4 << 20)},
+		{"env-100k", modeltest.EnvEntries(100_000)},
 	} {
 		file := filepath.Join(dir, tc.name+".yaml")
 		if err := os.WriteFile(file, tc.data, 0o644); err != nil {

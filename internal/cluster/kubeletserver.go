@@ -149,7 +149,10 @@ type KubeletServerConfig struct {
 	// (httplimit.Kubelet): idle 90 s, a request and its response 4 h
 	// (exec, attach and port-forward leave the deadlines when they take
 	// the connection over; `logs -f` ends after 4 h as the kubelet's),
-	// and at most httplimit.DefaultMaxConns connections at once.
+	// and at most httplimit.DefaultMaxConns connections at once, of which
+	// connections that have not authenticated hold at most
+	// httplimit.DefaultMaxUnauthenticated (the oldest closed for a new
+	// one): idle clients without credentials cannot lock out those with.
 	Limits httplimit.Limits
 
 	// Clock gives now for sinceSeconds, the certificate's validity and
@@ -303,10 +306,14 @@ func (s *KubeletServer) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// limits are the configured Limits, or the kubelet's.
+// limits are the configured Limits, or the kubelet's with
+// httplimit.DefaultMaxUnauthenticated of its connections for clients that
+// have not authenticated.
 func (s *KubeletServer) limits() httplimit.Limits {
 	if s.cfg.Limits == (httplimit.Limits{}) {
-		return httplimit.Kubelet()
+		l := httplimit.Kubelet()
+		l.MaxUnauthenticated = httplimit.DefaultMaxUnauthenticated
+		return l
 	}
 	return s.cfg.Limits
 }

@@ -496,6 +496,8 @@ func (s *KubeletServer) guard(next http.Handler) http.Handler {
 			writeText(w, http.StatusUnauthorized, "Unauthorized\n")
 			return
 		}
+		// The connection moves to the authenticated clients' pool.
+		httplimit.Authenticated(r.Context())
 		var refusal string
 		for _, sub := range subresources {
 			allowed, reason, err := s.authz.authorize(r.Context(), u, verb, sub)

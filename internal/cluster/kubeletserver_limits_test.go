@@ -85,3 +85,32 @@ func TestKubeletServerCapsConnections(t *testing.T) {
 		t.Fatal("not served once a slot was free")
 	}
 }
+
+// Clients without credentials hold only their own part of the connections
+// (httplimit's MaxUnauthenticated, by default a quarter): with every
+// connection taken, by one client with a certificate and three without,
+// the oldest without is closed for the next client, who is served.
+func TestKubeletServerUnauthenticatedPool(t *testing.T) {
+	if l := (&KubeletServer{}).limits(); l.MaxUnauthenticated != httplimit.DefaultMaxUnauthenticated || l.MaxConns != httplimit.DefaultMaxConns {
+		t.Fatalf("default limits %+v", l)
+	}
+	l := httplimit.Kubelet()
+	l.MaxConns, l.MaxUnauthenticated = 4, 2
+	f := startKubeletServer(t, func(c *KubeletServerConfig) { c.Limits = l })
+	alice := f.ca.clientCert(t, "alice")
+	held := f.dial(t, alice)
+	if code := httplimittest.Get(t, held, "/healthz", eventTimeout); code != http.StatusOK {
+		t.Fatalf("healthz: %d", code)
+	}
+	idle := []*tls.Conn{f.dial(t), f.dial(t), f.dial(t)} // handshaken: accepted
+	httplimittest.AwaitClose(t, idle[0], eventTimeout)
+
+	next := f.dial(t, alice)
+	if code := httplimittest.Get(t, next, "/healthz", eventTimeout); code != http.StatusOK {
+		t.Fatalf("a new client with a certificate: %d", code)
+	}
+	httplimittest.AwaitClose(t, idle[1], eventTimeout)
+	if code := httplimittest.Get(t, held, "/healthz", eventTimeout); code != http.StatusOK {
+		t.Fatalf("the first client again: %d", code)
+	}
+}

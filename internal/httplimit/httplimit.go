@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"time"
@@ -42,6 +43,15 @@ type Limits struct {
 	// MaxConns is the most connections Listener lets in at once; zero is
 	// no cap.
 	MaxConns int
+	// MaxUnauthenticated, when it is above zero and below MaxConns, is the
+	// part of MaxConns that connections hold until a request on them
+	// authenticates (the server calls Authenticated): a new connection
+	// then closes the oldest of them instead of waiting, and the rest of
+	// MaxConns is kept for connections that authenticated (see pools).
+	// Zero (or a value not below MaxConns) is one pool: a connection over
+	// MaxConns waits until one closes. A server without authentication
+	// leaves it zero.
+	MaxUnauthenticated int
 }
 
 // Kubelet returns the kubelet port's limits.
@@ -65,8 +75,17 @@ func Streaming() Limits {
 	return l
 }
 
-// Apply sets l on srv. Call it before srv serves.
+// Apply sets l on srv. Call it before srv serves. It sets srv.ConnContext
+// (calling the one srv had) so that Authenticated finds a request's
+// connection.
 func (l Limits) Apply(srv *http.Server) {
+	if prev := srv.ConnContext; prev != nil {
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return connContext(prev(ctx, c), c)
+		}
+	} else {
+		srv.ConnContext = connContext
+	}
 	srv.IdleTimeout = l.IdleTimeout
 	srv.ReadHeaderTimeout = l.ReadHeaderTimeout
 	srv.ReadTimeout = l.ReadTimeout
@@ -75,13 +94,18 @@ func (l Limits) Apply(srv *http.Server) {
 }
 
 // Listener returns ln holding at most MaxConns connections at once (ln
-// itself without a cap): Accept waits until one closes. Closing it closes
-// ln.
+// itself without a cap): Accept waits until one closes, or, with
+// MaxUnauthenticated, closes the oldest connection that has not
+// authenticated. Closing it closes ln.
 func (l Limits) Listener(ln net.Listener) net.Listener {
-	if l.MaxConns <= 0 {
+	switch {
+	case l.MaxConns <= 0:
 		return ln
+	case l.MaxUnauthenticated > 0 && l.MaxUnauthenticated < l.MaxConns:
+		return newPools(ln, l.MaxConns, l.MaxUnauthenticated)
+	default:
+		return netutil.LimitListener(ln, l.MaxConns)
 	}
-	return netutil.LimitListener(ln, l.MaxConns)
 }
 
 // CloseAfter marks w's response as the connection's last: a 401 ends the

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 var (
@@ -63,7 +62,9 @@ func (e *manifestError) Unwrap() error { return e.cause }
 // caller.
 //
 // Decode takes the input as it is: whoever reads it bounds it first
-// (ReadManifest, MaxManifestBytes).
+// (ReadManifest, MaxManifestBytes). Decode bounds what a document holds
+// before it builds objects of it: a document of an object with more than
+// MaxListItems list items is refused, naming the list.
 func Decode(data []byte) ([]*Pod, error) {
 	docs, err := DecodeDocuments(data)
 	if err != nil {
@@ -121,7 +122,7 @@ func decodeManifest(data []byte) (*Manifest, error) {
 		js, err := doc, error(nil)
 		if !isJSON {
 			// Strict: a key given twice in one mapping is an error.
-			js, err = yaml.YAMLToJSONStrict(doc)
+			js, err = yamlToJSON(doc)
 		}
 		if err == nil && isEmptyDocument(js) {
 			continue
@@ -143,6 +144,11 @@ func decodeManifest(data []byte) (*Manifest, error) {
 			// YAML errors span lines; keep one problem per line.
 			msg := strings.Join(strings.Fields(doc.err.Error()), " ")
 			errs = append(errs, &manifestError{doc: index, msg: msg, cause: doc.err})
+			continue
+		}
+		if problem := checkListItems(doc.json); problem != nil {
+			problem.doc = index
+			errs = append(errs, problem)
 			continue
 		}
 		for _, problem := range decodeItems(doc.json, m, index) {
@@ -179,14 +185,64 @@ func splitDocuments(data []byte) (docs [][]byte, isJSON bool, err error) {
 		}
 	}
 
+	docs, err = splitYAML(data)
+	if err != nil {
+		return nil, false, &manifestError{msg: fmt.Sprintf("read YAML: %v", err), cause: err}
+	}
+	return docs, false, nil
+}
+
+// splitYAML cuts YAML into its documents exactly as k8s.io/apimachinery's
+// YAMLReader does — a line that starts with "---" ends a document (or
+// starts one, and stays in it), and may be followed by blanks and a
+// comment only; the last line gets a "\n" — but without copying them:
+// each document is a slice of data, but the last when it lacks its "\n".
+// Input with a "\r" goes through YAMLReader itself, which rewrites line
+// ends.
+func splitYAML(data []byte) ([][]byte, error) {
+	if bytes.IndexByte(data, '\r') >= 0 {
+		return readYAML(data)
+	}
+	var docs [][]byte
+	start := 0 // of the current document
+	for at := 0; at < len(data); {
+		end := len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i + 1
+		}
+		if rest, ok := bytes.CutPrefix(data[at:end], []byte("---")); ok {
+			if rest = bytes.TrimSpace(rest); len(rest) > 0 && rest[0] != '#' {
+				return nil, fmt.Errorf("invalid Yaml document separator: %s", rest)
+			}
+			// A separator that starts a document stays in it.
+			if at > start {
+				docs = append(docs, data[start:at])
+				start = end
+			}
+		}
+		at = end
+	}
+	if start < len(data) {
+		last := data[start:]
+		if last[len(last)-1] != '\n' {
+			last = append(bytes.Clone(last), '\n')
+		}
+		docs = append(docs, last)
+	}
+	return docs, nil
+}
+
+// readYAML is splitYAML through YAMLReader.
+func readYAML(data []byte) ([][]byte, error) {
+	var docs [][]byte
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			return docs, false, nil
+			return docs, nil
 		}
 		if err != nil {
-			return nil, false, &manifestError{msg: fmt.Sprintf("read YAML: %v", err), cause: err}
+			return nil, err
 		}
 		docs = append(docs, doc)
 	}

@@ -49,6 +49,15 @@ type Timeouts struct {
 	Creation time.Duration
 }
 
+// DefaultMaxStreams caps the exec, attach and port-forward streams one
+// Server serves at once (each a connection, its goroutines and, on the
+// process runtime, a process). The kubelet has no cap of its own: the CRI
+// runtimes' streaming servers bound their streams only by idle timeouts.
+// 64 is far more interactive sessions than a node's users hold at once,
+// and far fewer than the connections a server lets in
+// (httplimit.DefaultMaxConns), so that streams cannot take them all.
+const DefaultMaxStreams = 64
+
 // Server serves the streams of the pods of one agent on one runtime. Its
 // methods are safe for concurrent use.
 type Server struct {
@@ -57,6 +66,31 @@ type Server struct {
 	log      *slog.Logger
 	idle     time.Duration
 	creation time.Duration
+	// slots holds a token for each stream being served.
+	slots chan struct{}
+}
+
+// WithMaxStreams caps the streams s serves at once at n instead of
+// DefaultMaxStreams (n <= 0 keeps the default); one over the cap is
+// refused with 429 Too Many Requests. It is called before the Server
+// serves.
+func (s *Server) WithMaxStreams(n int) *Server {
+	if n > 0 {
+		s.slots = make(chan struct{}, n)
+	}
+	return s
+}
+
+// begin takes a stream's slot, or refuses the stream with a 429 when every
+// slot is taken; the stream calls end when it is over.
+func (s *Server) begin(what string) (end func(), refusal *Error) {
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots }, nil
+	default:
+		return nil, &Error{Code: http.StatusTooManyRequests, Message: fmt.Sprintf(
+			"too many streams: this node serves at most %d exec, attach and port-forward streams at once; %s refused, try again later", cap(s.slots), what)}
+	}
 }
 
 // Timeouts are the timeouts s serves with, the defaults filled in.
@@ -81,7 +115,8 @@ func New(pods Pods, rt runtime.Runtime, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{pods: pods, rt: rt, log: log, idle: DefaultIdleTimeout, creation: DefaultStreamCreationTimeout}
+	return &Server{pods: pods, rt: rt, log: log, idle: DefaultIdleTimeout, creation: DefaultStreamCreationTimeout,
+		slots: make(chan struct{}, DefaultMaxStreams)}
 }
 
 // Error is a request the Server refuses before any stream is opened: Code
@@ -208,6 +243,12 @@ func (s *Server) ServeExec(w http.ResponseWriter, r *http.Request, t Target, cmd
 		writeError(w, &Error{Code: http.StatusBadRequest, Message: "you must specify at least one command for the container"})
 		return
 	}
+	end, refusal := s.begin("exec")
+	if refusal != nil {
+		writeError(w, refusal)
+		return
+	}
+	defer end()
 	switch rt := s.rt.(type) {
 	case runtime.StreamExecer:
 		ex := executor{rt: rt, t: t}
@@ -240,6 +281,12 @@ func (s *Server) ServeAttach(w http.ResponseWriter, r *http.Request, t Target, o
 	if c := t.Pod.Container(t.Ref); c != nil {
 		tty = c.TTY
 	}
+	end, refusal := s.begin("attach")
+	if refusal != nil {
+		writeError(w, refusal)
+		return
+	}
+	defer end()
 	switch rt := s.rt.(type) {
 	case runtime.StreamAttacher:
 		w := closeHijacked(w)
@@ -278,6 +325,11 @@ func (s *Server) ServePortForward(w http.ResponseWriter, r *http.Request, ns, na
 	if err != nil {
 		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	}
+	end, refusal := s.begin("port-forward")
+	if refusal != nil {
+		return refusal
+	}
+	defer end()
 	seen := newPortsSeen(r.Context())
 	switch rt := s.rt.(type) {
 	case runtime.PortForwarder:
@@ -351,6 +403,10 @@ func WriteError(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, e *Error) {
+	if e.Code == http.StatusTooManyRequests {
+		// As the API server's max-in-flight refusal.
+		w.Header().Set("Retry-After", "1")
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(e.Code)

@@ -50,3 +50,16 @@ func Loop(b *testing.B, op func()) {
 		b.ReportMetric(float64(used.Nanoseconds())/float64(n), "cpu-ns/op")
 	}
 }
+
+// EnvEntries is a pod manifest of one container with n environment
+// variables written one per line in flow style ("- {name: V1, value: x}"),
+// the densest a hand or a generator writes them: 100,000 of them make a
+// manifest of about 3 MiB, the API server's limit on a request body.
+func EnvEntries(n int) []byte {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n  containers:\n  - name: app\n    image: busybox\n    command: [sleep, \"1000\"]\n    env:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "    - {name: V%d, value: x}\n", i)
+	}
+	return []byte(b.String())
+}
