@@ -176,6 +176,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	if n.ln, err = listenLocal(o.Socket); err != nil {
 		return nil, err
 	}
+	o.Runtime.sockets = []string{o.Socket}
 	n.objects = newClusterObjects(ctx, client, clock.RealClock{}, log)
 	o.Runtime.objects = n.objects.runtimeObjects()
 	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP, Objects: o.Runtime.objects}, n.pokeNode); err != nil {

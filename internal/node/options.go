@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,6 +154,9 @@ type RuntimeOptions struct {
 	// executable or in PATH, else re-executes this binary.
 	ShimBinary string
 
+	// sockets are the daemon's unix sockets, which no process-runtime
+	// container may see (hiddenFromContainers).
+	sockets []string
 	// objects is what the runtime reads the pods' ConfigMaps, Secrets and
 	// tokens through: set by the daemon (standalone: its own store's, serve.go;
 	// cluster mode: its API server's, cluster_objects.go), never a flag.
@@ -320,7 +324,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
 			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
-			Allocatable: allocatable, Objects: o.objects,
+			Allocatable: allocatable, Objects: o.objects, Hidden: hiddenFromContainers(root, o.sockets),
 		})
 	case RuntimeCRI:
 		h, err := o.cgroups(log)
@@ -427,3 +431,26 @@ func (e *classified) Is(target error) bool { return target == e.class }
 
 func badOptions(err error) error { return &classified{class: ErrBadOptions, err: err} }
 func internal(err error) error   { return &classified{class: ErrInternal, err: err} }
+
+// hiddenFromContainers are the host paths no process-runtime container may
+// see: the agent's state directory root (every pod's volumes and logs, the
+// store with its Secrets) and each of its sockets: the socket's directory
+// when it is one of its own, the socket itself in a directory others share
+// (covering a file only holds until the agent makes the socket anew).
+func hiddenFromContainers(root string, sockets []string) []string {
+	hidden := []string{root}
+	shared := []string{"/", "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
+	for _, s := range sockets {
+		if s == "" {
+			continue
+		}
+		s = filepath.Clean(s)
+		if dir := filepath.Dir(s); !slices.Contains(shared, dir) {
+			s = dir
+		}
+		if !slices.Contains(hidden, s) {
+			hidden = append(hidden, s)
+		}
+	}
+	return hidden
+}

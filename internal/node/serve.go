@@ -95,6 +95,7 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 	if a.ln, err = apiserver.Listen(o.Socket); err != nil {
 		return nil, err
 	}
+	o.Runtime.sockets = []string{o.Socket}
 	if a.objects, err = o.openObjects(a.store, a.objectChanged); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,10 @@ const (
 	testAgentScriptEnv = "_PODWARD_TEST_AGENT_SCRIPT"
 	testAgentExecEnv   = "_PODWARD_TEST_AGENT_EXEC"
 	testAgentNoUTSEnv  = "_PODWARD_TEST_AGENT_NO_UTS"
+	// testAgentOwnPIDsEnv gives the test agent's pod a PID namespace of
+	// its own; else it has hostPID, so that the PIDs its container and
+	// execs report are the host's, which the tests look for.
+	testAgentOwnPIDsEnv = "_PODWARD_TEST_AGENT_OWN_PIDS"
 )
 
 func runTestAgent() int {
@@ -54,7 +58,10 @@ func runTestAgent() int {
 	}
 	pod := &model.Pod{Pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: types.UID(os.Getenv(testAgentUIDEnv))},
-		Spec:       v1.PodSpec{Containers: []v1.Container{shell("main", os.Getenv(testAgentScriptEnv))}},
+		Spec: v1.PodSpec{
+			Containers: []v1.Container{shell("main", os.Getenv(testAgentScriptEnv))},
+			HostPID:    os.Getenv(testAgentOwnPIDsEnv) == "",
+		},
 	}}
 	ctx := context.Background()
 	if err := r.PreparePod(ctx, pod); err != nil {
@@ -392,6 +399,7 @@ func startTestAgent(t *testing.T, root string, uid types.UID, script string, env
 func TestShimDeathIsReported(t *testing.T) {
 	h := newHarness(t)
 	pod := newPod(t, shell("main", "sleep 100 & echo child $!; wait"))
+	pod.Spec.HostPID = true // the child's PID is the host's
 	h.prepare(pod)
 	c := h.start(pod, 0)
 	child := pidAfter(t, h.waitOutput("main", "child "), "child ")
@@ -420,6 +428,7 @@ func TestShimDeathWhileNoRuntimeWatches(t *testing.T) {
 	root := t.TempDir()
 	h1 := newHarnessAt(t, root)
 	pod := newPod(t, shell("main", "sleep 100 & echo child $!; wait"))
+	pod.Spec.HostPID = true // the child's PID is the host's
 	h1.prepare(pod)
 	c := h1.start(pod, 0)
 	child := pidAfter(t, h1.waitOutput("main", "child "), "child ")

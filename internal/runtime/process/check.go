@@ -2,7 +2,6 @@ package process
 
 import (
 	"errors"
-	"os"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -16,7 +15,7 @@ import (
 // runtime.ErrUnsupported. It has no side effects and may be called at any
 // time.
 func (r *Runtime) Check(pod *model.Pod) error {
-	var errs []error
+	errs := r.checkPodSecurity(pod)
 	for i := range pod.Spec.Volumes {
 		if err := podspec.CheckVolume(&pod.Spec.Volumes[i], i, r.objects.Tokens != nil); err != nil {
 			errs = append(errs, err)
@@ -41,10 +40,9 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	if len(c.Command) == 0 {
 		return runtime.Unsupported("%s.command: Required value: the process runtime runs the command itself and has no image to take it from", p)
 	}
-	// Identity settings would be silently ignored: the container would run
-	// as the agent's user. Refuse them rather than run with more rights
-	// than asked.
-	if err := checkIdentity(pod.Spec.SecurityContext, c.SecurityContext, p); err != nil {
+	// What would otherwise be silently ignored is refused: never run with
+	// more rights than asked.
+	if err := r.checkContainerSecurity(c, p); err != nil {
 		return err
 	}
 	if len(c.VolumeMounts) > 0 && r.euid() != 0 {
@@ -56,37 +54,6 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 	for i, m := range c.VolumeMounts {
 		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
 			return runtime.Unsupported("%s.volumeMounts[%d].mountPropagation: Unsupported value: %q: the process runtime supports only None", p, i, *m.MountPropagation)
-		}
-	}
-	return nil
-}
-
-// checkIdentity rejects the user and group settings the process runtime
-// does not apply (runAsUser, runAsGroup, supplementalGroups, fsGroup,
-// runAsNonRoot while the agent runs as root).
-func checkIdentity(pod *v1.PodSecurityContext, c *v1.SecurityContext, p string) error {
-	if c != nil {
-		switch {
-		case c.RunAsUser != nil:
-			return runtime.Unsupported("%s.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user", p)
-		case c.RunAsGroup != nil:
-			return runtime.Unsupported("%s.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group", p)
-		case c.RunAsNonRoot != nil && *c.RunAsNonRoot && os.Geteuid() == 0:
-			return runtime.Unsupported("%s.securityContext.runAsNonRoot: Forbidden: the process runtime would run the container as root", p)
-		}
-	}
-	if pod != nil {
-		switch {
-		case pod.RunAsUser != nil:
-			return runtime.Unsupported("spec.securityContext.runAsUser: Unsupported value: the process runtime runs containers as the agent's user")
-		case pod.RunAsGroup != nil:
-			return runtime.Unsupported("spec.securityContext.runAsGroup: Unsupported value: the process runtime runs containers as the agent's group")
-		case len(pod.SupplementalGroups) > 0:
-			return runtime.Unsupported("spec.securityContext.supplementalGroups: Unsupported value: the process runtime does not set groups")
-		case pod.FSGroup != nil:
-			return runtime.Unsupported("spec.securityContext.fsGroup: Unsupported value: the process runtime does not change volume ownership")
-		case pod.RunAsNonRoot != nil && *pod.RunAsNonRoot && os.Geteuid() == 0:
-			return runtime.Unsupported("spec.securityContext.runAsNonRoot: Forbidden: the process runtime would run the containers as root")
 		}
 	}
 	return nil

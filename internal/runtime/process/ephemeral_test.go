@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
@@ -33,6 +34,8 @@ func TestEphemeralJoinsTheTargetsNamespaces(t *testing.T) {
 	own := filepath.Join(data, "own")
 	c := shell("app", `mkdir `+own+` && mount -t tmpfs none `+own+` && echo in-the-tmpfs > `+own+`/f &&
 hostname set-by-app && echo ready; exec sleep 100`)
+	// It mounts and names its host: CAP_SYS_ADMIN.
+	c.SecurityContext = &v1.SecurityContext{Privileged: ptr.To(true)}
 	pod := dataPod(t, c, data)
 	debug := func(name string) {
 		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, v1.EphemeralContainer{

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
@@ -37,6 +38,8 @@ printf '#!/bin/sh\necho tool-in-the-container-mount\n' > `+own+`/tool && chmod +
 echo seen-through-the-mount > `+own+`/f && hostname renamed-by-app && echo ready; exec sleep 100`)
 	c.Env = []v1.EnvVar{{Name: "PATH", Value: own + ":/usr/bin:/bin"}}
 	c.WorkingDir = own
+	// It mounts and names its host: CAP_SYS_ADMIN.
+	c.SecurityContext = &v1.SecurityContext{Privileged: ptr.To(true)}
 	pod := dataPod(t, c, data)
 	h.prepare(pod)
 	// The working directory exists before the container mounts over it.

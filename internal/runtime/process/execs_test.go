@@ -42,15 +42,40 @@ func TestExecIsRecordedWhileItRuns(t *testing.T) {
 	root := t.TempDir()
 	h := newHarnessAt(t, root)
 	pod := newPod(t, shell("app", "exit 0"))
+	// The host's PIDs, which name the records; the root is out of the
+	// exec's view, so the test reads the records while the exec waits.
+	pod.Spec.HostPID = true
 	h.prepare(pod)
-	out, code, err := h.r.Exec(context.Background(), pod, model.ContainerRef{Name: "app", Role: model.RoleMain},
-		[]string{"/bin/sh", "-c", "echo $$; ls -A " + filepath.Join(root, "execs")})
-	if err != nil || code != 0 {
-		t.Fatalf("Exec = %q, %d, %v", out, code, err)
+	fifos := t.TempDir()
+	pidFIFO, goFIFO := filepath.Join(fifos, "pid"), filepath.Join(fifos, "go")
+	for _, f := range []string{pidFIFO, goFIFO} {
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || lines[1] != lines[0]+".json" {
-		t.Errorf("the exec (PID, then the records) saw %q; want only its own record, <its PID>.json", lines)
+	type result struct {
+		out  []byte
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, code, err := h.r.Exec(context.Background(), pod, model.ContainerRef{Name: "app", Role: model.RoleMain},
+			[]string{"/bin/sh", "-c", "echo $$ > " + pidFIFO + "; read x < " + goFIFO})
+		done <- result{out, code, err}
+	}()
+	pid, err := os.ReadFile(pidFIFO) // returns once the command closed it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := execRecords(t, root); len(names) != 1 || names[0] != strings.TrimSpace(string(pid))+".json" {
+		t.Errorf("records %q while exec %s runs; want only its own, <its PID>.json", names, pid)
+	}
+	if err := os.WriteFile(goFIFO, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.err != nil || res.code != 0 {
+		t.Fatalf("Exec = %q, %d, %v", res.out, res.code, res.err)
 	}
 	if names := execRecords(t, root); len(names) != 0 {
 		t.Errorf("records %q after the exec; want none", names)

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
@@ -351,6 +352,7 @@ func TestOrphansKilledAfterExit(t *testing.T) {
 	// The orphan keeps stdout open: without the group kill, the exit event
 	// would wait for the shim's drain timeout, and the orphan would live.
 	pod := newPod(t, shell("main", "sleep 100 & echo $!; exit 0"))
+	pod.Spec.HostPID = true // the orphan's PID is the host's
 	h.prepare(pod)
 	c, ev := h.run(pod, 0)
 	if ev.Exit.ExitCode != 0 {
@@ -368,6 +370,57 @@ func TestOrphansKilledAfterExit(t *testing.T) {
 		t.Errorf("orphan %d still runs after its container exited", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// TestOrphansDieWithTheirPIDNamespace: in a container of its own PID
+// namespace, what its main process left behind dies with the namespace's
+// init, the init helper, once the main process exited.
+func TestOrphansDieWithTheirPIDNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a PID namespace")
+	}
+	h := newHarness(t)
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	marker := strconv.Itoa(100000 + int(b[0])<<8 + int(b[1])) // a sleep no one else runs
+	// Started once the background shell exec'd sleep.
+	pod := newPod(t, shell("main", "sleep "+marker+` & until [ "$(head -c 5 /proc/$!/cmdline)" = sleep ]; do :; done; echo started; exec sleep 1000`))
+	h.prepare(pod)
+	c := h.start(pod, 0)
+	h.waitOutput("main", "started")
+	orphan := processWithArgs(t, "sleep", marker)
+	if err := h.r.Signal(context.Background(), c.ID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.waitExit(c.ID)
+	if !processGone(t, orphan) {
+		t.Errorf("orphan %d still runs after its container exited", orphan)
+		_ = syscall.Kill(orphan, syscall.SIGKILL)
+	}
+}
+
+// processWithArgs is the host PID of the one process whose command line
+// is args, which must run.
+func processWithArgs(t *testing.T, args ...string) int {
+	t.Helper()
+	want := strings.Join(args, "\x00") + "\x00"
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if raw, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(raw) == want {
+			return pid
+		}
+	}
+	t.Fatalf("no process runs %q", args)
+	return 0
 }
 
 func TestEnvArgsAndWorkingDir(t *testing.T) {
@@ -573,6 +626,7 @@ func TestCheck(t *testing.T) {
 	tests := map[string]struct {
 		pod     func(t *testing.T) *model.Pod
 		notRoot bool
+		selinux bool   // SELinux enforces on the host
 		wantErr string // "" for no error
 	}{
 		"runnable": {
@@ -605,23 +659,102 @@ func TestCheck(t *testing.T) {
 			},
 			wantErr: "metadata.annotations[pod.alpha.kubernetes.io/defer-containers][0].command: Required value",
 		},
-		"runAsUser is not silently ignored": {
+		"runAsUser is honoured as root": {
 			pod: func(t *testing.T) *model.Pod {
 				p := newPod(t, shell("main", "true"))
-				uid := int64(1000)
-				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: &uid}
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: ptr.To[int64](1000)}
+				p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](2000), SupplementalGroups: []int64{3000}}
 				return p
 			},
-			wantErr: "spec.containers[0].securityContext.runAsUser: Unsupported value",
 		},
-		"pod fsGroup is not silently ignored": {
+		"runAsUser without root": {
 			pod: func(t *testing.T) *model.Pod {
 				p := newPod(t, shell("main", "true"))
-				g := int64(2000)
-				p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g}
+				p.Spec.HostPID = true
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: ptr.To[int64](1000)}
 				return p
 			},
-			wantErr: "spec.securityContext.fsGroup: Unsupported value",
+			notRoot: true,
+			wantErr: "spec.containers[0].securityContext.runAsUser: Forbidden: podward is not running as root",
+		},
+		"fsGroup without root": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.HostPID = true
+				p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](2000)}
+				return p
+			},
+			notRoot: true,
+			wantErr: "spec.securityContext: Forbidden: podward is not running as root and cannot run containers as another user or with other groups",
+		},
+		"own PID namespace without root": {
+			pod:     func(t *testing.T) *model.Pod { return newPod(t, shell("main", "true")) },
+			notRoot: true,
+			wantErr: "spec.hostPID: Unsupported value: false: the process runtime needs root",
+		},
+		"Localhost seccomp profile": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("x.json")}}
+				return p
+			},
+			wantErr: `spec.containers[0].securityContext.seccompProfile.type: Unsupported value: "Localhost"`,
+		},
+		"pod AppArmor profile": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+				return p
+			},
+			wantErr: `spec.securityContext.appArmorProfile.type: Unsupported value: "RuntimeDefault"`,
+		},
+		"SELinux options where SELinux enforces": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c1,c2"}}
+				return p
+			},
+			selinux: true,
+			wantErr: "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: SELinux enforces",
+		},
+		"SELinux options where SELinux does not enforce": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c1,c2"}}
+				return p
+			},
+		},
+		"sysctls": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}}
+				return p
+			},
+			wantErr: "spec.securityContext.sysctls: Forbidden",
+		},
+		"shareProcessNamespace": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.ShareProcessNamespace = ptr.To(true)
+				return p
+			},
+			wantErr: "spec.shareProcessNamespace: Unsupported value: true",
+		},
+		"hostUsers false": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.HostUsers = ptr.To(false)
+				return p
+			},
+			wantErr: "spec.hostUsers: Unsupported value: false",
+		},
+		"unknown capability": {
+			pod: func(t *testing.T) *model.Pod {
+				p := newPod(t, shell("main", "true"))
+				p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN", "MAKE_COFFEE"}}}
+				return p
+			},
+			wantErr: `spec.containers[0].securityContext.capabilities.add[1]: Unsupported value: "MAKE_COFFEE"`,
 		},
 		"configMap volume": {
 			pod: func(t *testing.T) *model.Pod {
@@ -686,6 +819,7 @@ func TestCheck(t *testing.T) {
 			if tc.notRoot {
 				h.r.euid = func() int { return 1000 }
 			}
+			h.r.selinuxEnforcing = func() bool { return tc.selinux }
 			err := h.r.Check(tc.pod(t))
 			if tc.wantErr == "" {
 				if err != nil {
@@ -848,6 +982,9 @@ func TestExec(t *testing.T) {
 	}
 	pod := newPod(t, c)
 	pod.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	// The host's PIDs, which the test looks for in its /proc
+	// (TestExecInItsOwnPIDNamespace has the container's own).
+	pod.Spec.HostPID = true
 	h.prepare(pod)
 	if err := os.WriteFile(filepath.Join(h.r.volumeDir(pod.UID, "v"), "file"), []byte("from the volume\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -59,6 +59,11 @@ type Config struct {
 	Clock clock.Clock
 	// Objects reads what the pods reference (ConfigMaps, Secrets, tokens).
 	Objects runtime.Objects
+	// Hidden are host paths no container may see, besides Root: the
+	// agent's state directory and its sockets (or their directories).
+	// Each is covered in every container's view (a directory with an
+	// empty tmpfs, a file with /dev/null).
+	Hidden []string
 	// Allocatable is the node's allocatable resources, which a
 	// resourceFieldRef to a limit a container does not set reads
 	// (podspec.EnvSources). nil: such a value is 0.
@@ -136,6 +141,11 @@ type Runtime struct {
 	// logRotation goes into every instance's spec.
 	logRotation crilog.Rotation
 	euid        func() int // os.Geteuid; tests pretend not to be root
+	// selinuxEnforcing: SELinux enforces on this host (Check refuses
+	// seLinuxOptions then).
+	selinuxEnforcing func() bool
+	// hidden: Root and Config.Hidden, out of every container's view.
+	hidden []string
 	// uts: containers get a UTS namespace of their own with the pod's
 	// host name (launch.CanUnshareUTS; else they see the host's).
 	uts  bool
@@ -255,30 +265,32 @@ func New(cfg Config) (*Runtime, error) {
 func newRuntime(cfg Config, root, shimBin string, cg *podCgroups, lock, agentLock *os.File) *Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{
-		cgroups:     cg,
-		objects:     cfg.Objects,
-		allocatable: cfg.Allocatable,
-		root:        root,
-		clock:       cfg.Clock,
-		log:         cfg.Logger,
-		output:      cfg.Output,
-		tethered:    cfg.Tethered,
-		shimBinary:  shimBin,
-		logRotation: cfg.LogRotation,
-		euid:        os.Geteuid,
-		uts:         launch.CanUnshareUTS(),
-		lock:        lock,
-		agentLock:   agentLock,
-		events:      make(chan runtime.Event, eventBuffer),
-		warnings:    make(chan runtime.Warning, warningBuffer),
-		done:        make(chan struct{}),
-		ctx:         ctx,
-		cancel:      cancel,
-		mountpoints: mountpoints{created: make(map[string]*createdPath)},
-		instances:   make(map[string]*instance),
-		byPod:       make(map[types.UID]map[string]*instance),
-		watches:     make(map[*watch]struct{}),
-		spares:      spareShims{want: cfg.SpareShims, marker: root, bin: shimBin},
+		cgroups:          cg,
+		objects:          cfg.Objects,
+		allocatable:      cfg.Allocatable,
+		root:             root,
+		clock:            cfg.Clock,
+		log:              cfg.Logger,
+		output:           cfg.Output,
+		tethered:         cfg.Tethered,
+		shimBinary:       shimBin,
+		logRotation:      cfg.LogRotation,
+		euid:             os.Geteuid,
+		selinuxEnforcing: hostSELinuxEnforcing,
+		hidden:           append([]string{root}, cfg.Hidden...),
+		uts:              launch.CanUnshareUTS(),
+		lock:             lock,
+		agentLock:        agentLock,
+		events:           make(chan runtime.Event, eventBuffer),
+		warnings:         make(chan runtime.Warning, warningBuffer),
+		done:             make(chan struct{}),
+		ctx:              ctx,
+		cancel:           cancel,
+		mountpoints:      mountpoints{created: make(map[string]*createdPath)},
+		instances:        make(map[string]*instance),
+		byPod:            make(map[types.UID]map[string]*instance),
+		watches:          make(map[*watch]struct{}),
+		spares:           spareShims{want: cfg.SpareShims, marker: root, bin: shimBin},
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}

@@ -48,7 +48,11 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if err != nil {
 		return launch.Spec{}, nil, err
 	}
-	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts, Helper: r.shimBinary}
+	sec, err := r.security(pod, c)
+	if err != nil {
+		return launch.Spec{}, nil, err
+	}
+	spec := launch.Spec{Argv: argv, Env: env, Dir: dir, Mounts: mounts, Helper: r.shimBinary, Security: sec}
 	if r.uts && !pod.Spec.HostNetwork {
 		// The pod's host name, as its sandbox's UTS namespace has it on a
 		// CRI runtime; the host's on the host network, as there.

@@ -101,7 +101,7 @@ func (r *Runtime) execStream(ctx context.Context, pod *model.Pod, ref model.Cont
 	defer release()
 	log := r.log.With("pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
 	if streams.TTY {
-		master, slave, err := pty.Open()
+		master, slave, err := execPTY(spec)
 		if err != nil {
 			return 0, fmt.Errorf("open a pty: %w", err)
 		}

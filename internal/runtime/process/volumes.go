@@ -60,7 +60,7 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 		var err error
 		switch {
 		case vol.EmptyDir != nil:
-			err = r.prepareEmptyDir(pod.UID, vol)
+			err = r.prepareEmptyDir(pod, vol)
 		case vol.HostPath != nil:
 			err = prepareHostPath(vol.HostPath)
 		case volumes.Managed(vol):
@@ -103,13 +103,18 @@ func (r *Runtime) RefreshVolumes(ctx context.Context, pod *model.Pod) error {
 	return nil
 }
 
-func (r *Runtime) prepareEmptyDir(uid types.UID, vol *v1.Volume) error {
+func (r *Runtime) prepareEmptyDir(pod *model.Pod, vol *v1.Volume) error {
+	var fsGroup *int64
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		fsGroup = sc.FSGroup
+	}
 	// Without root no container can mount a tmpfs anyway (Check rejects
-	// volumeMounts), so a plain directory does. The process runtime does
-	// not apply fsGroup (Check rejects it).
-	return hostfs.PrepareEmptyDir(r.volumeDir(uid, vol.Name), hostfs.EmptyDir{
+	// volumeMounts), so a plain directory does; nor has a fsGroup (Check
+	// rejects it).
+	return hostfs.PrepareEmptyDir(r.volumeDir(pod.UID, vol.Name), hostfs.EmptyDir{
 		Tmpfs:     vol.EmptyDir.Medium == v1.StorageMediumMemory && r.euid() == 0,
 		SizeLimit: vol.EmptyDir.SizeLimit,
+		FSGroup:   fsGroup,
 	})
 }
 

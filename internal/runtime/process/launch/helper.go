@@ -27,20 +27,29 @@ const helperStatusFD = 3
 const helperGoFD = 4
 
 // helperSpec is what the init helper does: set the host name, mount,
-// change directory, exec.
+// change directory, restrict itself, exec (or fork, as a parent).
 type helperSpec struct {
 	Mounts   []Mount  `json:"mounts"`
 	Dir      string   `json:"dir"`
 	Argv     []string `json:"argv"`
 	Hostname string   `json:"hostname,omitempty"`
+	// Security, when set, is what the command is restricted to; with a
+	// PID namespace of its own the helper is its init (initproc.go).
+	Security *Security `json:"security,omitempty"`
+	// OOMScoreAdj, when set, is written to the helper's oom_score_adj
+	// before it starts the command, which inherits it.
+	OOMScoreAdj *int `json:"oomScoreAdj,omitempty"`
 	// WaitGo: wait for the go-ahead (helperGoFD) before the exec.
 	WaitGo bool `json:"waitGo,omitempty"`
-	// JoinMnt and JoinUTS, when not 0, are the descriptors of a running
-	// container's mount and UTS namespaces, which the helper joins
-	// (Spec.Join) instead of doing Mounts and Hostname: they follow the
-	// pipes.
-	JoinMnt int `json:"joinMnt,omitempty"`
-	JoinUTS int `json:"joinUTS,omitempty"`
+	// Joined: the helper joins a running container's namespaces
+	// (Spec.Join). JoinMnt, JoinUTS and JoinPID, when not 0, are the
+	// descriptors of its mount, UTS and PID namespaces, which the helper
+	// joins instead of doing Mounts, Hostname and Security's view: they
+	// follow the pipes. With JoinPID the command is forked into it.
+	Joined  bool `json:"joined,omitempty"`
+	JoinMnt int  `json:"joinMnt,omitempty"`
+	JoinUTS int  `json:"joinUTS,omitempty"`
+	JoinPID int  `json:"joinPID,omitempty"`
 }
 
 // The init helper execs the command from its main thread: StartTied set
@@ -96,12 +105,12 @@ func runHelper(raw string) error {
 		return errors.New("init helper: no command")
 	}
 	// The container's namespaces (which have its mounts and name), or
-	// namespaces of its own with them; a fresh mount namespace is
-	// private (Go made / private when it unshared it).
-	if err := join(spec.JoinMnt, spec.JoinUTS); err != nil {
-		return err
-	}
-	if err := isolate(spec.Hostname, spec.Mounts); err != nil {
+	// namespaces of its own with them.
+	if spec.Joined {
+		if err := join(spec.JoinMnt, spec.JoinUTS, spec.JoinPID); err != nil {
+			return err
+		}
+	} else if err := isolate(spec.Hostname, spec.Mounts, spec.Security); err != nil {
 		return err
 	}
 	// After the mounts: a volume may provide the directory, and in the
@@ -119,6 +128,31 @@ func runHelper(raw string) error {
 			return err
 		}
 	}
+	return execCommand(&spec, path, env)
+}
+
+// execCommand runs the command, restricted as spec says: the helper execs
+// it, or forks it and stays its parent when it is the init of the
+// container's PID namespace or joined one (runAsParent).
+func execCommand(spec *helperSpec, path string, env []string) error {
+	if spec.OOMScoreAdj != nil {
+		if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*spec.OOMScoreAdj)), 0); err != nil {
+			return fmt.Errorf("init helper: oom_score_adj: %w", err)
+		}
+	}
+	if err := restrict(spec.Security); err != nil {
+		return fmt.Errorf("init helper: %w", err)
+	}
+	var user *User
+	if spec.Security != nil {
+		user = spec.Security.User
+	}
+	if owns := spec.Security != nil && spec.Security.PIDNamespace && !spec.Joined; owns || spec.JoinPID > 0 {
+		return runAsParent(path, spec.Argv, env, user, owns)
+	}
+	if err := setUser(user); err != nil {
+		return fmt.Errorf("init helper: %w", err)
+	}
 	if err := unix.Exec(path, spec.Argv, env); err != nil {
 		return &fs.PathError{Op: "exec", Path: path, Err: err}
 	}
@@ -126,10 +160,13 @@ func runHelper(raw string) error {
 }
 
 // isolate sets the host name of the calling thread's (fresh) UTS namespace
-// and does the bind mounts in its (fresh, private) mount namespace. Every
-// source is opened before the first mount, which could otherwise hide a
-// later source's path; each mount is of what was opened.
-func isolate(hostname string, mounts []Mount) error {
+// and builds the container's view in its (fresh, private) mount namespace:
+// with sec, a /proc of its PID namespace and a /dev of its own; the bind
+// mounts of its volumes; then sec's masked, read-only and hidden paths and
+// its read-only root (view.go). Every source is opened before the first
+// mount, which could otherwise hide a later source's path; each mount is
+// of what was opened.
+func isolate(hostname string, mounts []Mount, sec *Security) error {
 	if hostname != "" {
 		if err := unix.Sethostname([]byte(hostname)); err != nil {
 			return fmt.Errorf("init helper: set the host name %q: %w", hostname, err)
@@ -150,12 +187,15 @@ func isolate(hostname string, mounts []Mount) error {
 		}
 		sources[i] = f // close-on-exec
 	}
+	if err := baseView(sec, mounts); err != nil {
+		return err
+	}
 	for i, m := range mounts {
 		if err := bind(m, sources[i]); err != nil {
 			return err
 		}
 	}
-	return nil
+	return restrictView(sec, mounts)
 }
 
 // openSource opens what m mounts as an O_PATH file: m.Source following

@@ -64,7 +64,7 @@ func forkIsolated(spec Spec, stdout, stderr *os.File) (*exec.Cmd, error) {
 			return nil, os.NewSyscallError("make / private", err)
 		}
 	}
-	if err := isolate(spec.Hostname, spec.Mounts); err != nil {
+	if err := isolate(spec.Hostname, spec.Mounts, spec.Security); err != nil {
 		return nil, err
 	}
 	// After the mounts: a volume may provide the directory and the command.

@@ -15,11 +15,14 @@ import (
 // the container made itself and the host name it set, as runc's exec joins
 // its container's namespaces.
 type Namespaces struct {
-	// Mnt and UTS are the process's open /proc/PID/ns/mnt and ns/uts; nil
-	// is a namespace this process shares with it (a container without
-	// mounts or without a host name of its own is in the host's), which
-	// the joining process keeps.
-	Mnt, UTS *os.File
+	// Mnt, UTS and PID are the process's open /proc/PID/ns/mnt, ns/uts
+	// and ns/pid; nil is a namespace this process shares with it (a
+	// container without mounts or without a host name of its own is in
+	// the host's, one with hostPID in its PID namespace), which the
+	// joining process keeps.
+	Mnt, UTS, PID *os.File
+	// Pid is the process whose namespaces these are.
+	Pid int
 }
 
 // OpenNamespaces opens the mount and UTS namespaces of process pid,
@@ -28,11 +31,11 @@ type Namespaces struct {
 // so its PID not reused: a pidfd's process that has not exited), and owns
 // the result, which it closes once the process that joins them started.
 func OpenNamespaces(pid int) (*Namespaces, error) {
-	ns := &Namespaces{}
+	ns := &Namespaces{Pid: pid}
 	for _, n := range []struct {
 		name string
 		f    **os.File
-	}{{"mnt", &ns.Mnt}, {"uts", &ns.UTS}} {
+	}{{"mnt", &ns.Mnt}, {"uts", &ns.UTS}, {"pid", &ns.PID}} {
 		f, err := openNamespace(pid, n.name)
 		if err != nil {
 			ns.Close()
@@ -73,7 +76,7 @@ func (ns *Namespaces) Close() {
 	if ns == nil {
 		return
 	}
-	for _, f := range []*os.File{ns.Mnt, ns.UTS} {
+	for _, f := range []*os.File{ns.Mnt, ns.UTS, ns.PID} {
 		if f != nil {
 			f.Close()
 		}
@@ -83,14 +86,15 @@ func (ns *Namespaces) Close() {
 // join moves the calling thread, which must be locked to its goroutine and
 // never run another one (the init helper's main thread), into the
 // namespaces open as mntFD and utsFD (0: none; the standard streams are
-// never one), and closes them. A thread
+// never one), and its children into the PID namespace open as pidFD, and
+// closes them. A thread
 // of a Go program shares its filesystem attributes (CLONE_FS: root,
 // working directory) with the others, and the kernel lets such a thread
 // join no mount namespace: it unshares them first, which only this thread
 // sees. The namespace's root becomes its root and working directory.
-func join(mntFD, utsFD int) error {
+func join(mntFD, utsFD, pidFD int) error {
 	defer func() {
-		for _, fd := range []int{mntFD, utsFD} {
+		for _, fd := range []int{mntFD, utsFD, pidFD} {
 			if fd > 0 {
 				unix.Close(fd)
 			}
@@ -107,6 +111,11 @@ func join(mntFD, utsFD int) error {
 	if utsFD > 0 {
 		if err := unix.Setns(utsFD, unix.CLONE_NEWUTS); err != nil {
 			return fmt.Errorf("init helper: join the container's UTS namespace: %w", os.NewSyscallError("setns", err))
+		}
+	}
+	if pidFD > 0 {
+		if err := unix.Setns(pidFD, unix.CLONE_NEWPID); err != nil {
+			return fmt.Errorf("init helper: join the container's PID namespace: %w", os.NewSyscallError("setns", err))
 		}
 	}
 	return nil

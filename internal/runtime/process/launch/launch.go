@@ -55,6 +55,14 @@ type Spec struct {
 	// is forked into it (Start) or moved there before the init helper
 	// execs the command (StartTied), never after the command began.
 	Cgroup *cgroups.Placement `json:"cgroup,omitempty"`
+	// Security, when set, is what the process is restricted to (who it
+	// runs as, its capabilities, seccomp, its PID namespace and view of
+	// the filesystem); such a process always goes through the init
+	// helper, which applies it. Nil: the agent's user and rights.
+	Security *Security `json:"security,omitempty"`
+	// OOMScoreAdj, when set, is given to the process before its command
+	// runs (through the init helper).
+	OOMScoreAdj *int `json:"-"`
 	// Helper is the binary run as the init helper when the process goes
 	// through it (StartTied's with mounts, a host name or a started
 	// callback): one whose main calls MaybeRunHelper first, the small
@@ -92,7 +100,7 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(spec.Argv) > 0 && spec.Join == nil && (len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Cgroup != nil) {
+	if len(spec.Argv) > 0 && spec.Join == nil && spec.Security == nil && (len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Cgroup != nil) {
 		return startIsolated(spec, stdout, stderr)
 	}
 	return start(ctx, spec, stdout, stderr, starter{fork: (*exec.Cmd).Start})
@@ -117,7 +125,7 @@ func start(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter)
 		// The helper waits for its move into the cgroup.
 		how.started = func(int) {}
 	}
-	if len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Join != nil || how.started != nil {
+	if len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Join != nil || spec.Security != nil || how.started != nil {
 		return startHelper(ctx, spec, stdout, stderr, how)
 	}
 	cmd, err := command(spec, stdout, stderr)
@@ -175,7 +183,10 @@ func withStdin(spec Spec, cmd *exec.Cmd) {
 // helper waits for a byte on its go-ahead pipe before it execs the
 // command, which start writes once started returned.
 func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
-	hs := helperSpec{Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname, WaitGo: how.started != nil}
+	hs := helperSpec{
+		Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname,
+		Security: spec.Security, OOMScoreAdj: spec.OOMScoreAdj, WaitGo: how.started != nil,
+	}
 	joined := hs.join(spec.Join)
 	raw, err := json.Marshal(hs)
 	if err != nil {
@@ -213,6 +224,7 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:      true,
+			Cloneflags:   cloneFlags(spec),
 			Unshareflags: unshareFlags(spec),
 		},
 	}
@@ -260,7 +272,7 @@ func (hs *helperSpec) join(ns *Namespaces) []*os.File {
 	if ns == nil {
 		return nil
 	}
-	hs.Mounts, hs.Hostname = nil, ""
+	hs.Mounts, hs.Hostname, hs.Joined = nil, "", true
 	next := helperGoFD
 	if hs.WaitGo {
 		next++
@@ -269,7 +281,7 @@ func (hs *helperSpec) join(ns *Namespaces) []*os.File {
 	for _, n := range []struct {
 		f  *os.File
 		fd *int
-	}{{ns.Mnt, &hs.JoinMnt}, {ns.UTS, &hs.JoinUTS}} {
+	}{{ns.Mnt, &hs.JoinMnt}, {ns.UTS, &hs.JoinUTS}, {ns.PID, &hs.JoinPID}} {
 		if n.f != nil {
 			*n.fd = next
 			next++
@@ -293,15 +305,26 @@ func enterCgroup(spec Spec, cmd *exec.Cmd) error {
 	return nil
 }
 
-// unshareFlags are the namespaces the init helper of spec starts in: a
-// mount namespace for its mounts, a UTS namespace for its host name; none
-// when it joins a container's.
+// cloneFlags are the namespaces the init helper of spec is born in: a
+// PID namespace of the container's own, whose init it is, with a mount
+// namespace for its /proc.
+func cloneFlags(spec Spec) uintptr {
+	if spec.Join == nil && spec.Security != nil && spec.Security.PIDNamespace {
+		return syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
+	}
+	return 0
+}
+
+// unshareFlags are the namespaces the init helper of spec makes once
+// forked (Go makes a mount namespace private): a mount namespace for its
+// mounts and its view, a UTS namespace for its host name; none when it
+// joins a container's.
 func unshareFlags(spec Spec) uintptr {
 	var flags uintptr
 	if spec.Join != nil {
 		return 0
 	}
-	if len(spec.Mounts) > 0 {
+	if cloneFlags(spec)&syscall.CLONE_NEWNS == 0 && (len(spec.Mounts) > 0 || spec.Security.needsMountNamespace()) {
 		flags |= syscall.CLONE_NEWNS
 	}
 	if spec.Hostname != "" {

@@ -150,7 +150,7 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	s.order = s.joinPod(&spec)
 	defer s.order.leave()
 	proc := spec.Process
-	proc.Stdin, proc.Terminal = io.childIn, spec.TTY
+	proc.Stdin, proc.Terminal, proc.OOMScoreAdj = io.childIn, spec.TTY, spec.OOMScoreAdj
 	if proc.Join, err = joined(spec.Join); err != nil {
 		io.closeAll()
 		logFile.Close()
