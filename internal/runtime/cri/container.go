@@ -291,45 +291,28 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *model.Pod, ref model
 // (the container's win) to CRI's, and enforces runAsNonRoot as the kubelet
 // does, against the image's user when no runAsUser is set.
 func (r *Runtime) securityContext(ctx context.Context, pod *model.Pod, c *v1.Container, image string) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	psc := pod.Spec.SecurityContext
-	if psc == nil {
-		psc = &v1.PodSecurityContext{}
-	}
-	csc := c.SecurityContext
-	if csc == nil {
-		csc = &v1.SecurityContext{}
-	}
+	s := podspec.EffectiveSecurity(&pod.Spec, c)
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions:   r.namespaces(pod),
-		SupplementalGroups: supplementalGroups(psc),
+		SupplementalGroups: s.SupplementalGroups,
+		Privileged:         s.Privileged,
+		ReadonlyRootfs:     s.ReadOnlyRootFilesystem,
+		NoNewPrivs:         s.NoNewPrivs,
+		Seccomp:            seccompProfile(s.Seccomp),
+		SelinuxOptions:     seLinuxOptions(s.SELinux),
 	}
-	user, group, nonRoot := psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
-	if csc.RunAsUser != nil {
-		user = csc.RunAsUser
+	if s.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *s.RunAsUser}
 	}
-	if csc.RunAsGroup != nil {
-		group = csc.RunAsGroup
+	if s.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *s.RunAsGroup}
 	}
-	if csc.RunAsNonRoot != nil {
-		nonRoot = csc.RunAsNonRoot
-	}
-	if user != nil {
-		sc.RunAsUser = &runtimeapi.Int64Value{Value: *user}
-	}
-	if group != nil {
-		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *group}
-	}
-	if nonRoot != nil && *nonRoot {
-		if err := r.verifyNonRoot(ctx, user, image); err != nil {
+	if s.RunAsNonRoot {
+		if err := r.verifyNonRoot(ctx, s.RunAsUser, image); err != nil {
 			return nil, err
 		}
 	}
-	sc.Privileged = csc.Privileged != nil && *csc.Privileged
-	sc.ReadonlyRootfs = csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem
-	// Like the kubelet: no_new_privs only when asked for, never for a
-	// privileged container.
-	sc.NoNewPrivs = !sc.Privileged && csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation
-	if caps := csc.Capabilities; caps != nil {
+	if caps := s.Capabilities; caps != nil {
 		sc.Capabilities = &runtimeapi.Capability{}
 		for _, c := range caps.Add {
 			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
@@ -337,16 +320,6 @@ func (r *Runtime) securityContext(ctx context.Context, pod *model.Pod, c *v1.Con
 		for _, c := range caps.Drop {
 			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
 		}
-	}
-	sc.Seccomp = seccompProfile(psc.SeccompProfile)
-	if csc.SeccompProfile != nil {
-		sc.Seccomp = seccompProfile(csc.SeccompProfile)
-	}
-	// The container's seLinuxOptions replace the pod's whole, not field by
-	// field (securitycontext.DetermineEffectiveSecurityContext).
-	sc.SelinuxOptions = seLinuxOptions(psc.SELinuxOptions)
-	if csc.SELinuxOptions != nil {
-		sc.SelinuxOptions = seLinuxOptions(csc.SELinuxOptions)
 	}
 	return sc, nil
 }
@@ -389,14 +362,6 @@ func (r *Runtime) verifyNonRoot(ctx context.Context, user *int64, image string) 
 		return fmt.Errorf("container has runAsNonRoot and image %s has a non-numeric user (%s): cannot verify that it is not root", image, img.Username)
 	}
 	return nil
-}
-
-func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
-	groups := append([]int64(nil), psc.SupplementalGroups...)
-	if psc.FSGroup != nil {
-		groups = append(groups, *psc.FSGroup)
-	}
-	return groups
 }
 
 // seccompProfile maps a seccomp profile; nil (unset) leaves the runtime's

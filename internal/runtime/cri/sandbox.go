@@ -192,7 +192,7 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodS
 		if psc.RunAsGroup != nil {
 			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 		}
-		sc.SupplementalGroups = supplementalGroups(psc)
+		sc.SupplementalGroups = podspec.SupplementalGroups(psc)
 		sc.Seccomp = seccompProfile(psc.SeccompProfile)
 		// The pod's, as the kubelet gives them to the sandbox
 		// (kuberuntime_sandbox.go, generatePodSandboxLinuxConfig).

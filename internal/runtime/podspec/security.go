@@ -39,10 +39,7 @@ func EffectiveSecurity(spec *v1.PodSpec, c *v1.Container) Security {
 	if psc := spec.SecurityContext; psc != nil {
 		s.RunAsUser, s.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
 		s.RunAsNonRoot = psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
-		s.SupplementalGroups = append(s.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			s.SupplementalGroups = append(s.SupplementalGroups, *psc.FSGroup)
-		}
+		s.SupplementalGroups = SupplementalGroups(psc)
 		s.Seccomp, s.AppArmor, s.SELinux = psc.SeccompProfile, psc.AppArmorProfile, psc.SELinuxOptions
 	}
 	s.ProcMount = v1.DefaultProcMount
@@ -67,6 +64,16 @@ func EffectiveSecurity(spec *v1.PodSpec, c *v1.Container) Security {
 		s.ProcMount = *csc.ProcMount
 	}
 	return s
+}
+
+// SupplementalGroups are the pod's supplementalGroups, then its fsGroup,
+// as the kubelet passes them to the runtime.
+func SupplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	groups := slices.Clone(psc.SupplementalGroups)
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
+	}
+	return groups
 }
 
 func firstSet[T any](p, q *T) *T {
