@@ -40,6 +40,7 @@ The socket also serves /metrics (Prometheus; docs/api.md lists the metrics), and
 	f := cmd.Flags()
 	addAgentFlags(f, &o.Options, node.DefaultOptions(), "state directory (default "+node.RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
 	f.StringVar(&o.Manifests, "manifests", "", "directory of static pod manifests: a file appearing creates its pods, a changed file replaces them, a removed file deletes them")
+	f.DurationVar(&o.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", node.DefaultStreamingConnectionIdleTimeout, "close an exec, attach or port-forward of the socket none of whose streams carried data for so long, as the kubelet's flag")
 	return cmd
 }
 

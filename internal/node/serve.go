@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/apiserver"
@@ -45,6 +46,11 @@ type AgentOptions struct {
 	// appearing creates its pods, a changed file replaces them, a removed
 	// file deletes them.
 	Manifests string
+	// StreamingConnectionIdleTimeout closes an exec, attach or
+	// port-forward of the socket none of whose streams carried data for
+	// so long, as the kubelet's flag does on its port; zero is its
+	// default, streaming.DefaultIdleTimeout (4 h).
+	StreamingConnectionIdleTimeout time.Duration
 }
 
 // Agent is `podward serve`: a durable agent with its static pods, serving
@@ -59,6 +65,9 @@ type Agent struct {
 	// objects are the ConfigMaps and Secrets applied to the agent, kept
 	// in its store.
 	objects *local.Objects
+
+	// streamIdle: AgentOptions.StreamingConnectionIdleTimeout.
+	streamIdle time.Duration
 
 	stopSources context.CancelFunc
 	sources     sync.WaitGroup
@@ -82,7 +91,7 @@ func NewAgent(ctx context.Context, o AgentOptions) (*Agent, error) {
 	if err != nil {
 		return nil, badOptions(err)
 	}
-	a := &Agent{root: root, socket: o.Socket, log: o.logger(), stopSources: func() {}}
+	a := &Agent{root: root, socket: o.Socket, log: o.logger(), stopSources: func() {}, streamIdle: o.StreamingConnectionIdleTimeout}
 	started := false
 	defer func() {
 		if !started {
@@ -144,7 +153,7 @@ func (a *Agent) Socket() string { return a.socket }
 func (a *Agent) Serve(ctx context.Context) error {
 	a.served = true
 	releaseStartupMemory()
-	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithObjects(a.objects).WithStreams(streaming.New(a.agent.Agent, a.agent.rt, a.log))).Serve(ctx, a.ln)
+	err := a.agent.serveDebug(apiserver.New(a.agent.Agent, a.log).WithShutdown(a.agent.shutdown).WithObjects(a.objects).WithStreams(a.streams())).Serve(ctx, a.ln)
 	a.stop()
 	if err != nil {
 		return internal(err)
@@ -173,4 +182,10 @@ func (a *Agent) Close() {
 		_ = a.store.Close()
 		a.store = nil
 	}
+}
+
+// streams is the socket's streaming server, its idle streams closed after
+// the configured timeout.
+func (a *Agent) streams() *streaming.Server {
+	return streaming.New(a.agent.Agent, a.agent.rt, a.log).WithTimeouts(streaming.Timeouts{Idle: a.streamIdle})
 }
