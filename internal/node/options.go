@@ -26,6 +26,7 @@ import (
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/cri"
 	"github.com/podward/podward/internal/runtime/process"
+	"github.com/podward/podward/internal/sockdir"
 	"github.com/podward/podward/internal/shutdown"
 	"github.com/podward/podward/internal/store"
 )
@@ -435,17 +436,17 @@ func internal(err error) error   { return &classified{class: ErrInternal, err: e
 // hiddenFromContainers are the host paths no process-runtime container may
 // see: the agent's state directory root (every pod's volumes and logs, the
 // store with its Secrets) and each of its sockets: the socket's directory
-// when it is one of its own, the socket itself in a directory others share
-// (covering a file only holds until the agent makes the socket anew).
+// when it is podward's own (sockdir's /run/podward or the user's), the
+// socket itself in a directory the user chose, which may hold anything
+// (covering a file holds until the agent makes the socket anew).
 func hiddenFromContainers(root string, sockets []string) []string {
 	hidden := []string{root}
-	shared := []string{"/", "/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
 	for _, s := range sockets {
 		if s == "" {
 			continue
 		}
 		s = filepath.Clean(s)
-		if dir := filepath.Dir(s); !slices.Contains(shared, dir) {
+		if dir := filepath.Dir(s); sockdir.RuleFor(dir) != sockdir.Unchecked {
 			s = dir
 		}
 		if !slices.Contains(hidden, s) {

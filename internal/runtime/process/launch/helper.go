@@ -104,6 +104,13 @@ func runHelper(raw string) error {
 	if len(spec.Argv) == 0 {
 		return errors.New("init helper: no command")
 	}
+	// Before the container's view, whose /proc may be of a PID namespace
+	// the helper is not in.
+	if spec.OOMScoreAdj != nil {
+		if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*spec.OOMScoreAdj)), 0); err != nil {
+			return fmt.Errorf("init helper: oom_score_adj: %w", err)
+		}
+	}
 	// The container's namespaces (which have its mounts and name), or
 	// namespaces of its own with them.
 	if spec.Joined {
@@ -135,11 +142,6 @@ func runHelper(raw string) error {
 // it, or forks it and stays its parent when it is the init of the
 // container's PID namespace or joined one (runAsParent).
 func execCommand(spec *helperSpec, path string, env []string) error {
-	if spec.OOMScoreAdj != nil {
-		if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*spec.OOMScoreAdj)), 0); err != nil {
-			return fmt.Errorf("init helper: oom_score_adj: %w", err)
-		}
-	}
 	if err := restrict(spec.Security); err != nil {
 		return fmt.Errorf("init helper: %w", err)
 	}
