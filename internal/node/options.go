@@ -26,8 +26,8 @@ import (
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/cri"
 	"github.com/podward/podward/internal/runtime/process"
-	"github.com/podward/podward/internal/sockdir"
 	"github.com/podward/podward/internal/shutdown"
+	"github.com/podward/podward/internal/sockdir"
 	"github.com/podward/podward/internal/store"
 )
 
