@@ -183,10 +183,7 @@ func withStdin(spec Spec, cmd *exec.Cmd) {
 // helper waits for a byte on its go-ahead pipe before it execs the
 // command, which start writes once started returned.
 func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
-	hs := helperSpec{
-		Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname,
-		Security: spec.Security, OOMScoreAdj: spec.OOMScoreAdj, WaitGo: how.started != nil,
-	}
+	hs := newHelperSpec(spec, how.started != nil)
 	joined := hs.join(spec.Join)
 	raw, err := json.Marshal(hs)
 	if err != nil {
@@ -262,6 +259,15 @@ func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how st
 		return nil, ctx.Err()
 	default:
 		return nil, fmt.Errorf("wait for the init helper: %w", err)
+	}
+}
+
+// newHelperSpec is what the init helper of spec does; waitGo: it waits for
+// the go-ahead.
+func newHelperSpec(spec Spec, waitGo bool) helperSpec {
+	return helperSpec{
+		Mounts: spec.Mounts, Dir: spec.Dir, Argv: spec.Argv, Hostname: spec.Hostname,
+		Security: spec.Security, OOMScoreAdj: spec.OOMScoreAdj, WaitGo: waitGo,
 	}
 }
 
