@@ -42,9 +42,10 @@ type Security struct {
 	// spec's linux.maskedPaths and readonlyPaths.
 	MaskedPaths   []string `json:"maskedPaths,omitempty"`
 	ReadonlyPaths []string `json:"readonlyPaths,omitempty"`
-	// Hidden are host directories the container must not see (the
-	// agent's state directory, its socket's): each covered with an empty
-	// read-only tmpfs, after the volumes were mounted from them.
+	// Hidden are host paths the container must not see (the agent's
+	// state directory, its socket or the socket's directory): each
+	// covered as MaskedPaths are, after the volumes were mounted from
+	// them.
 	Hidden []string `json:"hidden,omitempty"`
 	// ReadOnlyRoot makes every mount of the container's view read-only
 	// but its volumes, /dev and /proc (readOnlyRootFilesystem).

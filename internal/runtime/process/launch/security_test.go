@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,13 @@ func TestSecurityFromInside(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(hidden, "state"), []byte("secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A socket in a directory others share is hidden alone.
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	vol := t.TempDir()
 	target := t.TempDir()
 	tests := map[string]struct {
@@ -144,11 +152,11 @@ func TestSecurityFromInside(t *testing.T) {
 		},
 		"masked, read-only and hidden paths": {
 			sec: &Security{Capabilities: defaultCaps, PIDNamespace: true, Devices: true,
-				MaskedPaths: []string{"/proc/timer_list"}, ReadonlyPaths: []string{"/proc/sys", "/sys"}, Hidden: []string{hidden}},
-			script: "wc -c < /proc/timer_list; echo 1 > /proc/sys/kernel/shm_rmid_forced || echo sys-refused; ls -A " + hidden + "; echo listed; ls /dev | tr '\\n' ' '",
+				MaskedPaths: []string{"/proc/timer_list"}, ReadonlyPaths: []string{"/proc/sys", "/sys"}, Hidden: []string{hidden, sock}},
+			script: "wc -c < /proc/timer_list; echo 1 > /proc/sys/kernel/shm_rmid_forced || echo sys-refused; ls -A " + hidden + "; echo listed; [ -S " + sock + " ] && echo socket-seen; ls /dev | tr '\\n' ' '",
 			check: func(t *testing.T, out string) {
-				if !strings.HasPrefix(out, "0\n") || !strings.Contains(out, "sys-refused") || !strings.Contains(out, "\nlisted\n") || strings.Contains(out, "state") {
-					t.Errorf("output %q, want an empty timer_list, /proc/sys refused, the hidden directory empty", out)
+				if !strings.HasPrefix(out, "0\n") || !strings.Contains(out, "sys-refused") || !strings.Contains(out, "\nlisted\n") || strings.Contains(out, "state") || strings.Contains(out, "socket-seen") {
+					t.Errorf("output %q, want an empty timer_list, /proc/sys refused, the hidden directory empty, the socket no socket", out)
 				}
 				if !strings.Contains(out, "null") || strings.Contains(out, "sda") || strings.Contains(out, "kmsg") {
 					t.Errorf("/dev in %q: want the container's few devices", out)

@@ -165,7 +165,7 @@ func restrictView(sec *Security, mounts []Mount) error {
 		}
 	}
 	for _, p := range sec.Hidden {
-		if err := cover(p); err != nil {
+		if err := mask(p); err != nil {
 			return err
 		}
 	}
