@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -307,10 +306,14 @@ func (r *Runtime) securityContext(ctx context.Context, pod *model.Pod, c *v1.Con
 	if s.RunAsGroup != nil {
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *s.RunAsGroup}
 	}
-	if s.RunAsNonRoot {
-		if err := r.verifyNonRoot(ctx, s.RunAsUser, image); err != nil {
-			return nil, err
-		}
+	if err := r.verifyNonRoot(ctx, pod, c, s, image); err != nil {
+		return nil, err
+	}
+	if !s.Privileged {
+		// As the kubelet sends them for procMount Default (Check refuses
+		// the others): containerd masks what the request lists, nothing
+		// when it lists nothing.
+		sc.MaskedPaths, sc.ReadonlyPaths = podspec.MaskedPaths, podspec.ReadonlyPaths
 	}
 	if caps := s.Capabilities; caps != nil {
 		sc.Capabilities = &runtimeapi.Capability{}
@@ -336,15 +339,12 @@ func seLinuxOptions(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
 	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }
 
-// verifyNonRoot refuses to run a container as root when runAsNonRoot asks
-// it not to: with runAsUser 0, or without runAsUser when the image's user
-// is root (or cannot be told).
-func (r *Runtime) verifyNonRoot(ctx context.Context, user *int64, image string) error {
-	if user != nil {
-		if *user == 0 {
-			return errors.New("container's runAsUser breaks non-root policy (runAsNonRoot is set and runAsUser is 0)")
-		}
-		return nil
+// verifyNonRoot refuses to run c as root when runAsNonRoot asks it not
+// to, as the kubelet does (podspec.VerifyNonRoot): with runAsUser 0, or
+// without runAsUser when the image's user is root (or cannot be told).
+func (r *Runtime) verifyNonRoot(ctx context.Context, pod *model.Pod, c *v1.Container, s podspec.Security, image string) error {
+	if !s.RunAsNonRoot || s.RunAsUser != nil {
+		return podspec.VerifyNonRoot(pod, c, s, nil, "")
 	}
 	cctx, cancel := r.call(ctx)
 	resp, err := r.img.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
@@ -353,15 +353,14 @@ func (r *Runtime) verifyNonRoot(ctx context.Context, user *int64, image string) 
 		return fmt.Errorf("image status of %s (to verify runAsNonRoot): %w", image, err)
 	}
 	img := resp.GetImage()
-	switch {
-	case img == nil:
+	if img == nil {
 		return fmt.Errorf("image %s is not present (to verify runAsNonRoot)", image)
-	case img.Uid != nil && img.Uid.Value == 0, img.Uid == nil && img.Username == "":
-		return fmt.Errorf("container has runAsNonRoot and image %s will run as root", image)
-	case img.Uid == nil:
-		return fmt.Errorf("container has runAsNonRoot and image %s has a non-numeric user (%s): cannot verify that it is not root", image, img.Username)
 	}
-	return nil
+	var uid *int64
+	if img.Uid != nil {
+		uid = &img.Uid.Value
+	}
+	return podspec.VerifyNonRoot(pod, c, s, uid, img.Username)
 }
 
 // seccompProfile maps a seccomp profile; nil (unset) leaves the runtime's

@@ -1212,7 +1212,7 @@ func TestRunAsNonRoot(t *testing.T) {
 	pod := testPod("uid-1")
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
 	h.prepare(pod)
-	if _, err := h.r.StartContainer(context.Background(), pod, ref(pod, "setup"), 0); err == nil || !strings.Contains(err.Error(), "will run as root") {
+	if _, err := h.r.StartContainer(context.Background(), pod, ref(pod, "setup"), 0); err == nil || !strings.Contains(err.Error(), "will run as root") || !errors.Is(err, runtime.ErrContainerConfig) {
 		t.Fatalf("start as root with runAsNonRoot: %v", err)
 	}
 	h.start(pod, "app", 0) // its image's user is 65534

@@ -1,10 +1,14 @@
 package podspec
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 )
 
 // Security is a container's effective security settings: the pod's
@@ -156,4 +160,30 @@ var (
 // privileged (a privileged container is unconfined, as with containerd).
 func (s Security) SeccompRuntimeDefault() bool {
 	return !s.Privileged && s.Seccomp != nil && s.Seccomp.Type == v1.SeccompProfileTypeRuntimeDefault
+}
+
+// The kubelet's runAsNonRoot refusals (kuberuntime's verifyRunAsNonRoot),
+// each a runtime.ContainerConfigError: the container waits in
+// CreateContainerConfigError and its start is tried again. user is the
+// user the container would run as: its runAsUser, else its image's (the
+// agent's for the process runtime); nil when only a name is known.
+
+// VerifyNonRoot refuses container c of pod when runAsNonRoot asks it not
+// to run as root and uid (nil: not known, name the image's user) is 0.
+func VerifyNonRoot(pod *model.Pod, c *v1.Container, s Security, uid *int64, name string) error {
+	if !s.RunAsNonRoot {
+		return nil
+	}
+	who := fmt.Sprintf("(pod: %q, container: %s)", pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")", c.Name)
+	switch {
+	case s.RunAsUser != nil && *s.RunAsUser == 0:
+		return runtime.ConfigErrorf("container's runAsUser breaks non-root policy %s", who)
+	case s.RunAsUser != nil:
+		return nil
+	case uid != nil && *uid == 0, uid == nil && name == "":
+		return runtime.ConfigErrorf("container has runAsNonRoot and image will run as root %s", who)
+	case uid == nil:
+		return runtime.ConfigErrorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", name, who)
+	}
+	return nil
 }

@@ -348,3 +348,41 @@ func TestExecCommandDiesWithTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExecInAPIDNamespaceDiesWithItsAgent: an exec in a container of its
+// own PID namespace is forked into it (its command sees the container's
+// processes, the init helper as PID 1) and still dies with its agent: its
+// helper gave itself the parent-death signal its starter could not.
+func TestExecInAPIDNamespaceDiesWithItsAgent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a PID namespace")
+	}
+	root := t.TempDir()
+	fifo := mkfifo(t)
+	uid := types.UID("uid-" + randomSuffix(t))
+	marker := randomSleep(t)
+	script := "tr '\\0' ' ' < /proc/1/cmdline > " + fifo + "; exec sleep " + marker
+	agent, _ := startTestAgent(t, root, uid, "exec sleep 301", testAgentOwnPIDsEnv+"=1", testAgentExecEnv+"="+script)
+	init := make(chan string, 1)
+	go func() {
+		data, _ := os.ReadFile(fifo) // returns once the exec closed it
+		init <- string(data)
+	}()
+	select {
+	case s := <-init:
+		if !strings.HasPrefix(s, "podward-init") {
+			t.Errorf("the exec's PID 1 runs %q, want the container's init helper", s)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the test agent's exec did not start")
+	}
+	exec := processWithArgs(t, "sleep", marker)
+	if err := agent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = agent.Wait()
+	if !processGone(t, exec) {
+		_ = unix.Kill(exec, unix.SIGKILL)
+		t.Fatalf("the exec %d outlived its agent", exec)
+	}
+}

@@ -380,11 +380,7 @@ func TestOrphansDieWithTheirPIDNamespace(t *testing.T) {
 		t.Skip("needs root for a PID namespace")
 	}
 	h := newHarness(t)
-	var b [2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	marker := strconv.Itoa(100000 + int(b[0])<<8 + int(b[1])) // a sleep no one else runs
+	marker := randomSleep(t)
 	// Started once the background shell exec'd sleep.
 	pod := newPod(t, shell("main", "sleep "+marker+` & until [ "$(head -c 5 /proc/$!/cmdline)" = sleep ]; do :; done; echo started; exec sleep 1000`))
 	h.prepare(pod)
@@ -399,6 +395,16 @@ func TestOrphansDieWithTheirPIDNamespace(t *testing.T) {
 		t.Errorf("orphan %d still runs after its container exited", orphan)
 		_ = syscall.Kill(orphan, syscall.SIGKILL)
 	}
+}
+
+// randomSleep is a duration for `sleep` that no other process runs: its
+// command line tells its process from the host.
+func randomSleep(t *testing.T) string {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(100000 + int(b[0])<<8 + int(b[1]))
 }
 
 // processWithArgs is the host PID of the one process whose command line

@@ -69,20 +69,12 @@ func deref(p *int64) int64 {
 }
 
 // verifyNonRoot refuses to start c as root when runAsNonRoot asks it not
-// to, with the kubelet's messages: its runAsUser is 0, or it has none and
-// the agent's user, which it then runs as (the process runtime's "image"
+// to (podspec.VerifyNonRoot): its runAsUser is 0, or it has none and the
+// agent's user, which it then runs as (the process runtime's "image"
 // user), is root.
 func (r *Runtime) verifyNonRoot(pod *model.Pod, c *v1.Container, s podspec.Security) error {
-	if !s.RunAsNonRoot {
-		return nil
-	}
-	switch {
-	case s.RunAsUser != nil && *s.RunAsUser == 0:
-		return runtime.ConfigErrorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")", c.Name)
-	case s.RunAsUser == nil && r.euid() == 0:
-		return runtime.ConfigErrorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")", c.Name)
-	}
-	return nil
+	euid := int64(r.euid())
+	return podspec.VerifyNonRoot(pod, c, s, &euid, "")
 }
 
 // checkPodSecurity refuses the pod-level settings the process runtime

@@ -42,14 +42,17 @@ type helperSpec struct {
 	// WaitGo: wait for the go-ahead (helperGoFD) before the exec.
 	WaitGo bool `json:"waitGo,omitempty"`
 	// Joined: the helper joins a running container's namespaces
-	// (Spec.Join). JoinMnt, JoinUTS and JoinPID, when not 0, are the
-	// descriptors of its mount, UTS and PID namespaces, which the helper
-	// joins instead of doing Mounts, Hostname and Security's view: they
-	// follow the pipes. With JoinPID the command is forked into it.
+	// (Spec.Join). JoinMnt and JoinUTS, when not 0, are the descriptors
+	// of its mount and UTS namespaces, which the helper joins instead of
+	// doing Mounts, Hostname and Security's view: they follow the pipes.
+	// Its PID namespace the helper was forked into (forkInto).
 	Joined  bool `json:"joined,omitempty"`
 	JoinMnt int  `json:"joinMnt,omitempty"`
 	JoinUTS int  `json:"joinUTS,omitempty"`
-	JoinPID int  `json:"joinPID,omitempty"`
+	// Pdeathsig: the helper gives itself the parent-death signal SIGKILL,
+	// which its starter could not (forkInto), before it waits for the
+	// go-ahead, and again after it changed its user, which clears it.
+	Pdeathsig bool `json:"pdeathsig,omitempty"`
 }
 
 // The init helper execs the command from its main thread: StartTied set
@@ -104,6 +107,11 @@ func runHelper(raw string) error {
 	if len(spec.Argv) == 0 {
 		return errors.New("init helper: no command")
 	}
+	if spec.Pdeathsig {
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+			return fmt.Errorf("init helper: parent-death signal: %w", err)
+		}
+	}
 	// Before the container's view, whose /proc may be of a PID namespace
 	// the helper is not in.
 	if spec.OOMScoreAdj != nil {
@@ -114,7 +122,7 @@ func runHelper(raw string) error {
 	// The container's namespaces (which have its mounts and name), or
 	// namespaces of its own with them.
 	if spec.Joined {
-		if err := join(spec.JoinMnt, spec.JoinUTS, spec.JoinPID); err != nil {
+		if err := join(spec.JoinMnt, spec.JoinUTS); err != nil {
 			return err
 		}
 	} else if err := isolate(spec.Hostname, spec.Mounts, spec.Security); err != nil {
@@ -149,10 +157,10 @@ func execCommand(spec *helperSpec, path string, env []string) error {
 	if spec.Security != nil {
 		user = spec.Security.User
 	}
-	if owns := spec.Security != nil && spec.Security.PIDNamespace && !spec.Joined; owns || spec.JoinPID > 0 {
-		return runAsParent(path, spec.Argv, env, user, owns)
+	if spec.Security != nil && spec.Security.PIDNamespace && !spec.Joined {
+		return runAsParent(path, spec.Argv, env, user)
 	}
-	if err := setUser(user); err != nil {
+	if err := setUserKeepingPdeathsig(user); err != nil {
 		return fmt.Errorf("init helper: %w", err)
 	}
 	if err := unix.Exec(path, spec.Argv, env); err != nil {

@@ -18,10 +18,10 @@ import (
 // command as its only child, passes on the signals the child's process
 // group does not get anyway, reaps whatever the namespace orphans, and
 // exits as the command exits (which ends everything left in the
-// namespace). An exec in such a container joins the namespace for its
-// children only (setns), so its helper forks the command the same way,
-// and relays its end. Both keep their process group: the group's
-// signals, which the runtimes send, reach the command directly.
+// namespace). It keeps its process group: the group's signals, which the
+// runtimes send, reach the command directly. (An exec in such a container
+// has its helper forked into the namespace, forkInto, and execs as
+// elsewhere.)
 
 // relayed are the signals the helper passes on to a command that left its
 // process group.
@@ -31,26 +31,19 @@ var relayed = []os.Signal{
 }
 
 // runAsParent forks path (argv, env) as the helper's child, as u when set,
-// reports that it runs (the status pipe closes), and then waits for it:
-// reaping every child when it is its namespace's init (reapAll). It
+// reports that it runs (the status pipe closes), and then reaps every
+// child of the namespace it is the init of until the command exited. It
 // returns only when the command could not start; else the helper exits
 // with the command's exit code (128+signal for a signal).
-func runAsParent(path string, argv, env []string, u *User, reapAll bool) error {
+func runAsParent(path string, argv, env []string, u *User) error {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, relayed...)
 	cmd := &exec.Cmd{
 		Path: path, Args: argv, Env: env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{},
-	}
-	if reapAll {
-		// The namespace's init: its child dies with it anyway, and sees
-		// it as its parent. An exec's command, in a namespace its helper
-		// is not in, sees no parent, which Go's check after setting the
-		// signal takes for a dead one: it is left in the helper's
-		// process group instead, which the runtime kills (and the next
-		// runtime, should this one die: Runtime.killLeftExecs).
-		cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
+		// Its child dies with it anyway (the namespace ends with its
+		// init).
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL},
 	}
 	if u != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
@@ -66,7 +59,7 @@ func runAsParent(path string, argv, env []string, u *User, reapAll bool) error {
 	unix.Close(helperStatusFD)
 	child := cmd.Process.Pid
 	go relay(sigs, child)
-	os.Exit(waitChild(child, reapAll))
+	os.Exit(waitChild(child))
 	return nil
 }
 
@@ -82,16 +75,12 @@ func relay(sigs <-chan os.Signal, child int) {
 	}
 }
 
-// waitChild reaps until child exited (every child, with reapAll) and
-// returns child's exit code as container runtimes report it.
-func waitChild(child int, reapAll bool) int {
-	wanted := child
-	if reapAll {
-		wanted = -1
-	}
+// waitChild reaps every child until child exited and returns child's exit
+// code as container runtimes report it.
+func waitChild(child int) int {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(wanted, &ws, 0, nil)
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue

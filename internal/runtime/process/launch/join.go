@@ -3,6 +3,8 @@ package launch
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	goruntime "runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +21,8 @@ type Namespaces struct {
 	// and ns/pid; nil is a namespace this process shares with it (a
 	// container without mounts or without a host name of its own is in
 	// the host's, one with hostPID in its PID namespace), which the
-	// joining process keeps.
+	// joining process keeps. The joining process is forked into PID
+	// (forkInto): a process cannot enter a PID namespace itself.
 	Mnt, UTS, PID *os.File
 	// Pid is the process whose namespaces these are.
 	Pid int
@@ -86,15 +89,14 @@ func (ns *Namespaces) Close() {
 // join moves the calling thread, which must be locked to its goroutine and
 // never run another one (the init helper's main thread), into the
 // namespaces open as mntFD and utsFD (0: none; the standard streams are
-// never one), and its children into the PID namespace open as pidFD, and
-// closes them. A thread
+// never one), and closes them. A thread
 // of a Go program shares its filesystem attributes (CLONE_FS: root,
 // working directory) with the others, and the kernel lets such a thread
 // join no mount namespace: it unshares them first, which only this thread
 // sees. The namespace's root becomes its root and working directory.
-func join(mntFD, utsFD, pidFD int) error {
+func join(mntFD, utsFD int) error {
 	defer func() {
-		for _, fd := range []int{mntFD, utsFD, pidFD} {
+		for _, fd := range []int{mntFD, utsFD} {
 			if fd > 0 {
 				unix.Close(fd)
 			}
@@ -113,10 +115,32 @@ func join(mntFD, utsFD, pidFD int) error {
 			return fmt.Errorf("init helper: join the container's UTS namespace: %w", os.NewSyscallError("setns", err))
 		}
 	}
-	if pidFD > 0 {
-		if err := unix.Setns(pidFD, unix.CLONE_NEWPID); err != nil {
-			return fmt.Errorf("init helper: join the container's PID namespace: %w", os.NewSyscallError("setns", err))
-		}
-	}
 	return nil
+}
+
+// pidNamespace is the PID namespace to fork a joining process into; nil:
+// none (ns is nil, or the container is in this process's).
+func (ns *Namespaces) pidNamespace() *os.File {
+	if ns == nil {
+		return nil
+	}
+	return ns.PID
+}
+
+// forkInto starts cmd in the PID namespace pidns: from a thread of its own
+// that joins it for its children (setns moves only where the calling
+// thread's children are born, a process never leaves its own), and ends
+// with its goroutine, never unlocked, so that no other goroutine runs on
+// it.
+func forkInto(pidns *os.File, cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread()
+		if err := unix.Setns(int(pidns.Fd()), unix.CLONE_NEWPID); err != nil {
+			done <- fmt.Errorf("join the container's PID namespace: %w", os.NewSyscallError("setns", err))
+			return
+		}
+		done <- cmd.Start()
+	}()
+	return <-done
 }

@@ -103,7 +103,11 @@ func Start(ctx context.Context, spec Spec, stdout, stderr *os.File) (*exec.Cmd, 
 	if len(spec.Argv) > 0 && spec.Join == nil && spec.Security == nil && (len(spec.Mounts) > 0 || spec.Hostname != "" || spec.Cgroup != nil) {
 		return startIsolated(spec, stdout, stderr)
 	}
-	return start(ctx, spec, stdout, stderr, starter{fork: (*exec.Cmd).Start})
+	fork := (*exec.Cmd).Start
+	if pidns := spec.Join.pidNamespace(); pidns != nil {
+		fork = func(cmd *exec.Cmd) error { return forkInto(pidns, cmd) }
+	}
+	return start(ctx, spec, stdout, stderr, starter{fork: fork})
 }
 
 // starter is how start starts a process.
@@ -113,6 +117,10 @@ type starter struct {
 	// started, when set, is called with the process's PID before the
 	// process runs its command, which so always goes through the helper.
 	started func(pid int)
+	// pdeathsig: the helper gives itself the parent-death signal, which
+	// fork could not (a process forked into another PID namespace sees
+	// no parent, which Go's check after setting it takes for a dead one).
+	pdeathsig bool
 }
 
 // start is Start, the way how says; when it fails, what it started was
@@ -184,6 +192,7 @@ func withStdin(spec Spec, cmd *exec.Cmd) {
 // command, which start writes once started returned.
 func startHelper(ctx context.Context, spec Spec, stdout, stderr *os.File, how starter) (*exec.Cmd, error) {
 	hs := newHelperSpec(spec, how.started != nil)
+	hs.Pdeathsig = how.pdeathsig
 	joined := hs.join(spec.Join)
 	raw, err := json.Marshal(hs)
 	if err != nil {
@@ -287,7 +296,7 @@ func (hs *helperSpec) join(ns *Namespaces) []*os.File {
 	for _, n := range []struct {
 		f  *os.File
 		fd *int
-	}{{ns.Mnt, &hs.JoinMnt}, {ns.UTS, &hs.JoinUTS}, {ns.PID, &hs.JoinPID}} {
+	}{{ns.Mnt, &hs.JoinMnt}, {ns.UTS, &hs.JoinUTS}} {
 		if n.f != nil {
 			*n.fd = next
 			next++

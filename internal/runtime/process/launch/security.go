@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -211,3 +212,35 @@ func setUser(u *User) error {
 func setgroups(gids []int) error { return syscall.Setgroups(gids) }
 func setresgid(gid int) error    { return syscall.Setresgid(gid, gid, gid) }
 func setresuid(uid int) error    { return syscall.Setresuid(uid, uid, uid) }
+
+// pdeathsig is the calling thread's parent-death signal (0: none).
+func pdeathsig() (int, error) {
+	var sig int32
+	if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("parent-death signal: %w", os.NewSyscallError("prctl", err))
+	}
+	return int(sig), nil
+}
+
+// setUserKeepingPdeathsig is setUser, after which the calling thread gets
+// its parent-death signal again: a change of credentials clears it, and a
+// tied process must still die with its starter.
+func setUserKeepingPdeathsig(u *User) error {
+	if u == nil {
+		return nil
+	}
+	sig, err := pdeathsig()
+	if err != nil {
+		return err
+	}
+	if err := setUser(u); err != nil {
+		return err
+	}
+	if sig == 0 {
+		return nil
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", os.NewSyscallError("prctl", err))
+	}
+	return nil
+}

@@ -2,6 +2,9 @@ package launch
 
 import (
 	"context"
+	"fmt"
+
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	goruntime "runtime"
@@ -53,9 +56,12 @@ type Stdio struct {
 // controlling terminal: an interactive exec.
 func StartTiedStdio(ctx context.Context, spec Spec, stdio Stdio, started func(pid int)) (*Tied, error) {
 	reqs := forker.acquire()
+	pidns := spec.Join.pidNamespace()
 	cmd, err := start(ctx, spec, stdio.Out, stdio.Err, starter{
 		fork: func(cmd *exec.Cmd) error {
-			cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+			if pidns == nil {
+				cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+			}
 			if stdio.In != nil {
 				cmd.Stdin = stdio.In
 			}
@@ -68,10 +74,11 @@ func StartTiedStdio(ctx context.Context, spec Spec, stdio Stdio, started func(pi
 				cmd.SysProcAttr.Ctty = 0 // the child's stdin
 			}
 			done := make(chan error, 1)
-			reqs <- forkRequest{cmd: cmd, done: done}
+			reqs <- forkRequest{cmd: cmd, done: done, pidns: pidns}
 			return <-done
 		},
-		started: started,
+		started:   started,
+		pdeathsig: pidns != nil,
 	})
 	if err != nil {
 		// start reaped whatever it started.
@@ -107,6 +114,9 @@ type tiedForker struct {
 type forkRequest struct {
 	cmd  *exec.Cmd
 	done chan<- error // buffered
+	// pidns, when set, is the PID namespace the process is forked into:
+	// the thread joins it for its children, and goes back once forked.
+	pidns *os.File
 }
 
 // acquire counts one more tied process (a fork to come) and returns where
@@ -142,6 +152,31 @@ func forkLoop(reqs <-chan forkRequest) {
 	// no other goroutine ever forks from it.
 	goruntime.LockOSThread()
 	for req := range reqs {
-		req.done <- req.cmd.Start()
+		req.done <- forkTied(req)
 	}
+}
+
+// forkTied starts req's command from the forking thread, in req's PID
+// namespace when it has one: the thread joins it for its children, and
+// goes back to this process's own once forked. A thread that could not
+// go back must not fork again: it panics, which ends the process's
+// tied processes with it rather than starting the next exec in a
+// container's namespace.
+func forkTied(req forkRequest) error {
+	if req.pidns == nil {
+		return req.cmd.Start()
+	}
+	own, err := os.Open("/proc/self/ns/pid")
+	if err != nil {
+		return fmt.Errorf("open this process's PID namespace: %w", err)
+	}
+	defer own.Close()
+	if err := unix.Setns(int(req.pidns.Fd()), unix.CLONE_NEWPID); err != nil {
+		return fmt.Errorf("join the container's PID namespace: %w", os.NewSyscallError("setns", err))
+	}
+	err = req.cmd.Start()
+	if berr := unix.Setns(int(own.Fd()), unix.CLONE_NEWPID); berr != nil {
+		panic(fmt.Sprintf("launch: the tied processes' forking thread cannot leave a container's PID namespace: %v", berr))
+	}
+	return err
 }
