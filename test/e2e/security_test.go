@@ -3,10 +3,13 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/podward/podward/test/internal/bintest"
 )
 
 // What a container's securityContext gives it, seen from inside the
@@ -208,4 +211,120 @@ func TestSecurityRunAsNonRoot(t *testing.T) {
 			t.Errorf("the container ran: %q", r.lines[i].text)
 		}
 	})
+}
+
+// TestSecurityRunAsNonRootReason: the container that runAsNonRoot keeps
+// from starting waits with the kubelet's reason, CreateContainerConfigError,
+// and its message.
+func TestSecurityRunAsNonRootReason(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		if rt.IsCRI() {
+			t.Skip("known divergence: the CRI runtime's verifyNonRoot (internal/runtime/cri/container.go) returns a plain error, " +
+				"so the container ends terminated (StartError, exit 128) and the pod Failed, where the kubelet keeps it waiting " +
+				"in CreateContainerConfigError and retries; docs/security.md")
+		}
+		a := startAgent(t, rt.Args...)
+		a.apply("non-root", rt.manifest(t, t.TempDir(), nonRootPod, nil))
+		a.waitPod("non-root", "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", lineTimeout)
+		msg := a.mustCLI("get", "pod", "non-root", "-o", "jsonpath={.status.containerStatuses[0].state.waiting.message}")
+		if !strings.Contains(msg, "container's runAsUser breaks non-root policy") {
+			t.Errorf("waiting message %q, want the kubelet's \"container's runAsUser breaks non-root policy\"", msg)
+		}
+	})
+}
+
+// refusedPod is a pod of one container with the pod-level fields PodSpec
+// and the container's securityContext SC (YAML flow style, or empty).
+const refusedPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: refused
+spec:
+  restartPolicy: Never
+{{- with .PodSpec}}
+  {{.}}
+{{- end}}
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+{{- with .SC}}
+    securityContext: {{.}}
+{{- end}}
+`
+
+// TestSecurityRefusedOnProcessRuntime: what the process runtime cannot
+// honour it refuses, naming the field, before any container starts:
+// `podward run` exits 2 with the field path on stderr. A Localhost seccomp
+// profile is refused by the CRI runtime too (podward keeps no profiles).
+func TestSecurityRefusedOnProcessRuntime(t *testing.T) {
+	needRoot(t)
+	cases := map[string]struct{ podSpec, sc, want string }{
+		"seccomp-localhost": {sc: `{seccompProfile: {type: Localhost, localhostProfile: profiles/audit.json}}`,
+			want: `spec.containers[0].securityContext.seccompProfile.type: Unsupported value: "Localhost"`},
+		"pod-seccomp-localhost": {podSpec: `securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/audit.json}}`,
+			want: `spec.securityContext.seccompProfile.type: Unsupported value: "Localhost"`},
+		"apparmor": {sc: `{appArmorProfile: {type: RuntimeDefault}}`,
+			want: `spec.containers[0].securityContext.appArmorProfile.type: Unsupported value: "RuntimeDefault"`},
+		"sysctls": {podSpec: `securityContext: {sysctls: [{name: kernel.shm_rmid_forced, value: "1"}]}`,
+			want: `spec.securityContext.sysctls: Forbidden`},
+		"share-process-namespace": {podSpec: `shareProcessNamespace: true`,
+			want: `spec.shareProcessNamespace: Unsupported value: true`},
+		"host-users-false": {podSpec: `hostUsers: false`,
+			want: `spec.hostUsers: Unsupported value: false`},
+		"unknown-capability": {sc: `{capabilities: {add: [NOT_A_CAP]}}`,
+			want: `spec.containers[0].securityContext.capabilities.add[0]: Unsupported value: "NOT_A_CAP"`},
+	}
+	rt := runtimeEnv{bintest.Process()}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := rt.run(t, "-f", rt.manifest(t, t.TempDir(), refusedPod, map[string]string{"PodSpec": c.podSpec, "SC": c.sc}))
+			r.assertCode(t, 2)
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr %q, want it to name %q", r.stderr, c.want)
+			}
+			if i := r.index(contains("started")); i >= 0 {
+				t.Errorf("the container ran: %q", r.lines[i].text)
+			}
+		})
+	}
+}
+
+// hiddenPod lists the agent's state directory and looks for its socket.
+const hiddenPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hidden
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo root-entries=$(ls -A {{.Root}} 2>/dev/null | wc -l); if [ -e {{.Socket}} ]; then echo socket-visible; else echo socket-hidden; fi"]
+`
+
+// TestSecurityAgentStateHidden: on the process runtime, whose containers
+// see the host's filesystem, the agent's state directory (--root) is an
+// empty directory in the container's view and its socket is not there to
+// connect to (the directory of the socket is covered, and here the root is
+// in it: the root is not there at all).
+func TestSecurityAgentStateHidden(t *testing.T) {
+	needRoot(t)
+	rt := runtimeEnv{bintest.Process()}
+	a := startAgent(t, rt.Args...)
+	root := filepath.Join(a.dir, "root")
+	if entries, err := os.ReadDir(root); err != nil || len(entries) == 0 {
+		t.Fatalf("the agent's state directory %s on the host: %d entries, %v; want some", root, len(entries), err)
+	}
+	if !fileExists(a.socket) {
+		t.Fatalf("the agent's socket %s is not on the host", a.socket)
+	}
+	a.apply("hidden", rt.manifest(t, t.TempDir(), hiddenPod, map[string]string{"Root": root, "Socket": a.socket}))
+	a.waitPod("hidden", "jsonpath={.status.phase}=Succeeded", lineTimeout)
+	if got, want := a.mustCLI("logs", "hidden"), "root-entries=0\nsocket-hidden\n"; got != want {
+		t.Errorf("the container saw %q, want %q", got, want)
+	}
 }
