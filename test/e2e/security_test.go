@@ -58,7 +58,9 @@ spec:
 const (
 	statusScript = `grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status`
 	idScript     = `echo uid=$(id -u) gid=$(id -g) groups=$(id -G | tr ' ' '\n' | sort -n | xargs)`
-	pidScript    = `echo procs=$(ls /proc | grep -c '^[0-9][0-9]*$'); echo pid1=$(tr '\0' '\n' </proc/1/cmdline | head -n 1); if [ -e /proc/$TESTPID ]; then echo host-pid-visible; else echo host-pid-hidden; fi`
+	viewScript   = `m() { awk -v p=$1 '$2==p{split($4,a,",");r=a[1]}END{print r}' /proc/self/mounts; }; ` +
+		`echo keys=$([ -c /proc/keys ] && echo masked || echo visible) sys-firmware-entries=$(ls -A /sys/firmware | wc -l) proc-sys=$(m /proc/sys); echo sys=$(m /sys)`
+	pidScript = `echo procs=$(ls /proc | grep -c '^[0-9][0-9]*$'); echo pid1=$(tr '\0' '\n' </proc/1/cmdline | head -n 1); if [ -e /proc/$TESTPID ]; then echo host-pid-visible; else echo host-pid-hidden; fi`
 )
 
 // secCase is one pod of TestSecurityContext: the fields it sets and the
@@ -69,6 +71,9 @@ type secCase struct {
 	hostPID   bool
 	script    string
 	want      []any
+	// criSkip, when set, is why the case is skipped on the CRI runtime: a
+	// known divergence from the kubelet, recorded in docs/security.md.
+	criSkip string
 }
 
 // Capabilities as /proc/PID/status prints them: containerd's (and the
@@ -109,6 +114,10 @@ func secCases(rt runtimeEnv, readOnlyProbe, hostCaps string) map[string]secCase 
 			want:   []any{re(`Read-only file system$`), "root-not-writable", "data-writable"}},
 		"own-pid-namespace": {script: pidScript, want: []any{re(`^procs=[1-9]$`), "pid1=" + pid1, "host-pid-hidden"}},
 		"host-pid":          {hostPID: true, script: pidScript, want: []any{"host-pid-visible"}},
+		"sys-read-only":     {script: viewScript, want: []any{"sys=ro"}},
+		"privileged-sys":    {sc: `{privileged: true}`, script: viewScript, want: []any{"sys=rw"}},
+		"masked-proc-paths": {script: viewScript, want: []any{"keys=masked sys-firmware-entries=0 proc-sys=ro"},
+			criSkip: "known divergence: the CRI runtime sends no maskedPaths and readonlyPaths (the kubelet sends them for procMount Default), and containerd then masks nothing"},
 	}
 }
 
@@ -128,6 +137,9 @@ func TestSecurityContext(t *testing.T) {
 		}
 		for name, c := range secCases(rt, probe, hostCaps) {
 			t.Run(name, func(t *testing.T) {
+				if rt.IsCRI() && c.criSkip != "" {
+					t.Skip(c.criSkip)
+				}
 				t.Parallel()
 				r := rt.run(t, "-f", rt.manifest(t, t.TempDir(), secPod, map[string]string{
 					"Name": "sec-" + name, "PodSC": c.podSC, "SC": c.sc, "HostPID": strconv.FormatBool(c.hostPID),
