@@ -125,7 +125,8 @@ func secCases(rt runtimeEnv, readOnlyProbe, hostCaps string) map[string]secCase 
 // the container, what containerd gives a kubelet's container: the
 // capabilities (default, drop ALL, add, privileged), no_new_privs, the
 // seccomp mode, the user and groups, a read-only root with writable
-// volumes, and a PID namespace of its own unless hostPID.
+// volumes, a PID namespace of its own unless hostPID, /sys read-only unless
+// privileged, and the masked and read-only /proc paths.
 func TestSecurityContext(t *testing.T) {
 	needRoot(t)
 	hostCaps := hostCapBnd(t)
@@ -147,7 +148,7 @@ func TestSecurityContext(t *testing.T) {
 				}))
 				r.assertCode(t, 0)
 				for _, w := range c.want {
-					r.mustFind(t, appLine(w))
+					r.mustFind(t, appLine(t, w))
 				}
 			})
 		}
@@ -162,7 +163,8 @@ func dataPath(name string) string {
 
 // appLine matches the output line of container app whose text is w (a
 // string) or matches w (a *regexp.Regexp).
-func appLine(w any) matcher {
+func appLine(t *testing.T, w any) matcher {
+	t.Helper()
 	switch w := w.(type) {
 	case string:
 		return output("app", w)
@@ -173,7 +175,8 @@ func appLine(w any) matcher {
 		}
 		return re(`^app *\| ` + expr)
 	}
-	panic(fmt.Sprintf("appLine: %T", w))
+	t.Fatalf("appLine: want a string or a *regexp.Regexp, got %T", w)
+	return nil
 }
 
 // hostCapBnd is the host's bounding set, as the test's own /proc/self/status
