@@ -74,6 +74,12 @@ var rules = []rule{
 		Why:   "the cgroup layer is a leaf the shim binary links: no podward package, no Kubernetes one",
 	},
 	{
+		From:  "internal/runtime/capabilities",
+		Only:  []string{},
+		Tests: true,
+		Why:   "the capabilities' names and numbers are a leaf both runtimes' checks read and the shim binary's init helper links",
+	},
+	{
 		From:  "internal/runtime/exitstatus",
 		Only:  []string{"internal/crilog"},
 		Tests: true,
@@ -209,7 +215,7 @@ var linkRules = []linkRule{
 		Module: []string{
 			"internal/runtime/process/shim", "internal/runtime/process/launch", "internal/crilog",
 			"internal/runtime/exitstatus", "internal/runtime/hostfs/beneath", "internal/runtime/cgroups",
-			"internal/runtime/seccomp",
+			"internal/runtime/seccomp", "internal/runtime/capabilities",
 		},
 		// moby's default seccomp profile, as Go data, and the OCI types it
 		// is written in (pure Go, no cgo): internal/runtime/seccomp's.

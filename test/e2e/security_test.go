@@ -116,8 +116,7 @@ func secCases(rt runtimeEnv, readOnlyProbe, hostCaps string) map[string]secCase 
 		"host-pid":          {hostPID: true, script: pidScript, want: []any{"host-pid-visible"}},
 		"sys-read-only":     {script: viewScript, want: []any{"sys=ro"}},
 		"privileged-sys":    {sc: `{privileged: true}`, script: viewScript, want: []any{"sys=rw"}},
-		"masked-proc-paths": {script: viewScript, want: []any{"keys=masked sys-firmware-entries=0 proc-sys=ro"},
-			criSkip: "known divergence: the CRI runtime sends no maskedPaths and readonlyPaths (the kubelet sends them for procMount Default), and containerd then masks nothing"},
+		"masked-proc-paths": {script: viewScript, want: []any{"keys=masked sys-firmware-entries=0 proc-sys=ro"}},
 	}
 }
 
@@ -233,11 +232,6 @@ func TestSecurityRunAsNonRoot(t *testing.T) {
 // and its message.
 func TestSecurityRunAsNonRootReason(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
-		if rt.IsCRI() {
-			t.Skip("known divergence: the CRI runtime's verifyNonRoot (internal/runtime/cri/container.go) returns a plain error, " +
-				"so the container ends terminated (StartError, exit 128) and the pod Failed, where the kubelet keeps it waiting " +
-				"in CreateContainerConfigError and retries; docs/security.md")
-		}
 		a := startAgent(t, rt.Args...)
 		a.apply("non-root", rt.manifest(t, t.TempDir(), nonRootPod, nil))
 		a.waitPod("non-root", "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", lineTimeout)

@@ -1171,6 +1171,13 @@ func TestCheck(t *testing.T) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsGroup: ptr.To[int64](5)}
 		}, "spec.containers[0].securityContext.runAsGroup"},
 		{"user namespaces", func(p *model.Pod) { p.Spec.HostUsers = ptr.To(false) }, "spec.hostUsers"},
+		// runc would skip it, silently.
+		{"unknown capability", func(p *model.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Capabilities: &v1.Capabilities{Drop: []v1.Capability{"NOT_A_CAP"}}}
+		}, "spec.containers[0].securityContext.capabilities.drop[0]"},
+		{"known capabilities", func(p *model.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN", "CAP_SYS_TIME"}, Drop: []v1.Capability{"ALL"}}}
+		}, ""},
 		{"sysctls on the host network", func(p *model.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "net.ipv4.ip_forward", Value: "1"}}}
 		}, "spec.securityContext.sysctls"},

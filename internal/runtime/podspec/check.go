@@ -8,6 +8,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/capabilities"
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
@@ -61,6 +62,27 @@ func CheckContainer(pod *model.Pod, ref model.ContainerRef, c *v1.Container) err
 	for i := range c.VolumeMounts {
 		if err := checkMount(pod, &c.VolumeMounts[i], fmt.Sprintf("%s.volumeMounts[%d]", p, i)); err != nil {
 			return err
+		}
+	}
+	return checkCapabilities(c.SecurityContext, p)
+}
+
+// checkCapabilities refuses a capability Linux does not have, which a
+// container runtime would silently skip (runc does).
+func checkCapabilities(sc *v1.SecurityContext, p string) error {
+	if sc == nil || sc.Capabilities == nil {
+		return nil
+	}
+	for _, list := range []struct {
+		field string
+		caps  []v1.Capability
+	}{{"add", sc.Capabilities.Add}, {"drop", sc.Capabilities.Drop}} {
+		for i, c := range list.caps {
+			if n := CapabilityName(c); n != "ALL" {
+				if _, ok := capabilities.Number(n); !ok {
+					return runtime.Unsupported("%s.securityContext.capabilities.%s[%d]: Unsupported value: %q: not a Linux capability", p, list.field, i, c)
+				}
+			}
 		}
 	}
 	return nil

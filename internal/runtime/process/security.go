@@ -9,6 +9,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/capabilities"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
@@ -39,7 +40,7 @@ func (r *Runtime) security(pod *model.Pod, c *v1.Container) (*launch.Security, e
 		ls.NoNewPrivs = ls.NoNewPrivs || ls.Seccomp != ""
 		return ls, nil
 	}
-	ls.Capabilities = s.CapabilitySet(launch.CapabilityNames())
+	ls.Capabilities = s.CapabilitySet(capabilities.All())
 	ls.PIDNamespace = !pod.Spec.HostPID
 	ls.ReadOnlyRoot = s.ReadOnlyRootFilesystem
 	ls.Hidden = r.hidden
@@ -114,17 +115,6 @@ func (r *Runtime) checkContainerSecurity(c *v1.Container, p string) error {
 	p += ".securityContext"
 	if errs := r.checkCommonSecurity(p, sc.SeccompProfile, sc.AppArmorProfile, sc.SELinuxOptions); len(errs) > 0 {
 		return errs[0]
-	}
-	if sc.Capabilities != nil {
-		for field, caps := range map[string][]v1.Capability{"add": sc.Capabilities.Add, "drop": sc.Capabilities.Drop} {
-			for i, cp := range caps {
-				if n := podspec.CapabilityName(cp); n != "ALL" {
-					if _, ok := launch.Capability(n); !ok {
-						return runtime.Unsupported("%s.capabilities.%s[%d]: Unsupported value: %q: not a Linux capability", p, field, i, cp)
-					}
-				}
-			}
-		}
 	}
 	if r.euid() == 0 {
 		return nil

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podward/podward/internal/runtime/capabilities"
 )
 
 // Security is what a container's process is restricted to, as a container
@@ -70,39 +72,11 @@ func (s *Security) needsMountNamespace() bool {
 	return s != nil && (s.PIDNamespace || s.Devices || len(s.MaskedPaths) > 0 || len(s.ReadonlyPaths) > 0 || len(s.Hidden) > 0 || s.ReadOnlyRoot)
 }
 
-// capabilityNames are the kernel's capabilities by number.
-var capabilityNames = []string{
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
-	"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
-	"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK",
-	"CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
-	"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE",
-	"CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE",
-	"CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG",
-	"CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
-	"CAP_CHECKPOINT_RESTORE",
-}
-
-// CapabilityNames are the names of every capability this package knows,
-// in the kernel's order: a privileged container's set.
-func CapabilityNames() []string { return append([]string(nil), capabilityNames...) }
-
-// Capability is the number of the capability named name (CAP_CHOWN), or
-// false when there is none of that name.
-func Capability(name string) (int, bool) {
-	for i, n := range capabilityNames {
-		if n == name {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
 // capabilityMask is names as a bit mask.
 func capabilityMask(names []string) (uint64, error) {
 	var mask uint64
 	for _, n := range names {
-		c, ok := Capability(n)
+		c, ok := capabilities.Number(n)
 		if !ok {
 			return 0, fmt.Errorf("unknown capability %q", n)
 		}
