@@ -197,7 +197,7 @@ func isolate(hostname string, mounts []Mount, sec *Security) error {
 		}
 		sources[i] = f // close-on-exec
 	}
-	if err := baseView(sec, mounts); err != nil {
+	if err := baseView(sec, mounts, sources); err != nil {
 		return err
 	}
 	for i, m := range mounts {

@@ -189,3 +189,27 @@ func TestInitHelperExitCode(t *testing.T) {
 		t.Errorf("exit code %d, want 143 (SIGTERM)", code)
 	}
 }
+
+// A file mounted under the container's /dev whose source is under the
+// host's /dev (a state directory on /dev/shm) is found though the
+// container's /dev covers the host's: its target is made after the
+// source opened before.
+func TestDevicesMountFromHostDev(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "launch-test-")
+	if err != nil {
+		t.Skip("no /dev/shm:", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	src := filepath.Join(dir, "termination-log")
+	if err := os.WriteFile(src, []byte("from-the-host"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	sec := &Security{Capabilities: defaultCaps, PIDNamespace: true, Devices: true}
+	out, code := runSecured(t, sec, "cat /dev/termination-log", Mount{Source: src, Target: "/dev/termination-log"})
+	if code != 0 || out != "from-the-host" {
+		t.Errorf("output %q, exit code %d; want the host file's content", out, code)
+	}
+}

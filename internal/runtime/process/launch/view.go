@@ -32,8 +32,10 @@ var devSymlinks = [][2]string{
 
 // baseView mounts, as sec asks, a /proc of the calling process's PID
 // namespace (it is that namespace's init) and a /dev of the container's
-// own, where the targets of mounts under /dev are then made.
-func baseView(sec *Security, mounts []Mount) error {
+// own, where the targets of mounts under /dev are then made, after the
+// kind of their sources, opened before (a source under the host's /dev,
+// such as /dev/shm, is out of sight once the container's /dev is).
+func baseView(sec *Security, mounts []Mount, sources []*os.File) error {
 	if sec == nil {
 		return nil
 	}
@@ -50,7 +52,7 @@ func baseView(sec *Security, mounts []Mount) error {
 		}
 	}
 	if sec.Devices {
-		return mountDev(mounts)
+		return mountDev(mounts, sources)
 	}
 	return nil
 }
@@ -59,7 +61,7 @@ func baseView(sec *Security, mounts []Mount) error {
 // mounts of the host's nodes, opened before), a devpts of its own, a
 // /dev/shm of its own and the usual links; then the targets of the mounts
 // under /dev (a termination log at /dev/termination-log).
-func mountDev(mounts []Mount) error {
+func mountDev(mounts []Mount, sources []*os.File) error {
 	nodes := make([]*os.File, 0, len(devices))
 	defer func() {
 		for _, f := range nodes {
@@ -92,7 +94,7 @@ func mountDev(mounts []Mount) error {
 			return fmt.Errorf("container's /dev: %w", err)
 		}
 	}
-	return makeTargets(mounts, "/dev")
+	return makeTargets(mounts, sources, "/dev")
 }
 
 // bindNode bind-mounts the device node opened as f on a new file at path.
@@ -119,13 +121,13 @@ func mountAt(source, path, fstype string, flags uintptr, data string) error {
 }
 
 // makeTargets makes, for each mount under dir, its target: a directory
-// when its source is one, else an empty file.
-func makeTargets(mounts []Mount, dir string) error {
-	for _, m := range mounts {
+// when its source (opened as sources[i]) is one, else an empty file.
+func makeTargets(mounts []Mount, sources []*os.File, dir string) error {
+	for i, m := range mounts {
 		if !under(m.Target, dir) {
 			continue
 		}
-		fi, err := os.Stat(filepath.Join(m.Source, m.SubPath))
+		fi, err := sources[i].Stat()
 		if err != nil {
 			return fmt.Errorf("volume mount %s: %w", m.Target, err)
 		}
