@@ -332,6 +332,9 @@ func (e *env) apply(pod *v1.Pod) {
 	t := e.t
 	t.Helper()
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	// The scenarios record their processes' PIDs ($$, $!) and look for
+	// them on the host: the host's PIDs.
+	pod.Spec.HostPID = true
 	if e.rt.IsCRI() && !slices.ContainsFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == testDirVolume }) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: testDirVolume, VolumeSource: v1.VolumeSource{
 			HostPath: &v1.HostPathVolumeSource{Path: strings.TrimSuffix(e.dir, "/")},

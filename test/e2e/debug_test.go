@@ -91,6 +91,8 @@ spec:
     image: bash
     command: ["{{.Bash}}", "-c"]
     args: ["trap 'exit 0' TERM; mkdir -p /data/own && mount -t tmpfs none /data/own && echo in-the-tmpfs > /data/own/f && hostname set-by-app; while true; do sleep 100 & wait; done"]
+    # it mounts and names its host: CAP_SYS_ADMIN
+    securityContext: {privileged: true}
     volumeMounts:
     - name: data
       mountPath: /data

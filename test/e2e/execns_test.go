@@ -27,6 +27,8 @@ spec:
     image: bash
     command: ["{{.Bash}}", "-c"]
     args: ["mkdir -p {{.Dir}}/data/own && mount -t tmpfs none {{.Dir}}/data/own && echo mounted-by-app > {{.Dir}}/data/own/f && hostname renamed-by-app && exec sleep {{.Marker}}"]
+    # it mounts and names its host: CAP_SYS_ADMIN
+    securityContext: {privileged: true}
     volumeMounts: [{name: data, mountPath: "{{.Dir}}/data"}]
     readinessProbe:
       exec: {command: [cat, "{{.Dir}}/data/own/f"]}

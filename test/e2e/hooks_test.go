@@ -23,6 +23,8 @@ kind: Pod
 metadata:
   name: poststart-fails
 spec:
+  # its PID is the host's, which the test looks for
+  hostPID: true
   restartPolicy: Never
   terminationGracePeriodSeconds: 30
   containers:

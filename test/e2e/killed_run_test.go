@@ -18,6 +18,8 @@ kind: Pod
 metadata:
   name: linger
 spec:
+  # its PID is the host's, which the test looks for
+  hostPID: true
   containers:
   - name: app
     image: bash

@@ -235,6 +235,8 @@ metadata:
     pod.alpha.kubernetes.io/defer-containers: |
       [{"name": "flush", "image": "bash", "command": ["/bin/bash", "-c", "touch {{.Dir}}/flush.ran"]}]
 spec:
+  # its PID is the host's, which the test looks for
+  hostPID: true
   terminationGracePeriodSeconds: 30
   containers:
   - name: app
