@@ -301,7 +301,9 @@ func TestSecurityRefusedOnProcessRuntime(t *testing.T) {
 	}
 }
 
-// hiddenPod lists the agent's state directory and looks for its socket.
+// hiddenPod lists the agent's state directory and looks for its socket:
+// covered with /dev/null (it is in a directory others may share), the path
+// is no socket any more.
 const hiddenPod = `
 apiVersion: v1
 kind: Pod
@@ -312,7 +314,7 @@ spec:
   containers:
   - name: app
     image: bash
-    command: ["{{.Bash}}", "-c", "echo root-entries=$(ls -A {{.Root}} 2>/dev/null | wc -l); if [ -e {{.Socket}} ]; then echo socket-visible; else echo socket-hidden; fi"]
+    command: ["{{.Bash}}", "-c", "echo root-entries=$(ls -A {{.Root}} 2>/dev/null | wc -l); if [ -S {{.Socket}} ]; then echo socket-visible; else echo socket-hidden; fi"]
 `
 
 // TestSecurityAgentStateHidden: on the process runtime, whose containers

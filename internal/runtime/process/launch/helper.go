@@ -113,11 +113,11 @@ func runHelper(raw string) error {
 		}
 	}
 	// Before the container's view, whose /proc may be of a PID namespace
-	// the helper is not in.
+	// the helper is not in. Best effort: lowering it needs
+	// CAP_SYS_RESOURCE, which a host may not give; the shim sets it too,
+	// and warns when it cannot.
 	if spec.OOMScoreAdj != nil {
-		if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*spec.OOMScoreAdj)), 0); err != nil {
-			return fmt.Errorf("init helper: oom_score_adj: %w", err)
-		}
+		_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*spec.OOMScoreAdj)), 0)
 	}
 	// The container's namespaces (which have its mounts and name), or
 	// namespaces of its own with them.
