@@ -173,28 +173,9 @@ func (s *KubeletServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	path, err := s.cfg.Logs.LogPath(ns, name, container, opts.previous)
-	var bad *agent.BadRequestError
-	switch {
-	case errors.Is(err, agent.ErrNotFound):
-		refuse(http.StatusNotFound, fmt.Sprintf("pod %q does not exist", name))
-		return
-	case errors.As(err, &bad):
-		refuse(http.StatusBadRequest, bad.Message)
-		return
-	case err != nil:
-		refuse(http.StatusInternalServerError, fmt.Sprintf("log of container %q in pod %q: %v", container, name, err))
-		return
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		msg := fmt.Sprintf("container %q in pod %q has no log yet", container, name)
-		if opts.previous {
-			msg = fmt.Sprintf("previous terminated container %q in pod %q not found", container, name)
-		}
-		refuse(http.StatusBadRequest, msg)
-		return
-	} else if err != nil {
-		refuse(http.StatusInternalServerError, fmt.Sprintf("log of container %q in pod %q: %v", container, name, err))
+	path, code, msg := s.logFile(ns, name, container, opts.previous)
+	if code != 0 {
+		refuse(code, msg)
 		return
 	}
 
@@ -223,6 +204,31 @@ func (s *KubeletServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 		// Mid-stream: the status line is gone already.
 		log.Warn("container log stream failed", "err", err)
 	}
+}
+
+// logFile is the path of the log of container of pod ns/name (its
+// previous instance's with previous), or the status code and message of
+// the kubelet's refusal when there is none.
+func (s *KubeletServer) logFile(ns, name, container string, previous bool) (path string, code int, msg string) {
+	path, err := s.cfg.Logs.LogPath(ns, name, container, previous)
+	var bad *agent.BadRequestError
+	switch {
+	case errors.Is(err, agent.ErrNotFound):
+		return "", http.StatusNotFound, fmt.Sprintf("pod %q does not exist", name)
+	case errors.As(err, &bad):
+		return "", http.StatusBadRequest, bad.Message
+	case err != nil:
+		return "", http.StatusInternalServerError, fmt.Sprintf("log of container %q in pod %q: %v", container, name, err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if previous {
+			return "", http.StatusBadRequest, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name)
+		}
+		return "", http.StatusBadRequest, fmt.Sprintf("container %q in pod %q has no log yet", container, name)
+	} else if err != nil {
+		return "", http.StatusInternalServerError, fmt.Sprintf("log of container %q in pod %q: %v", container, name, err)
+	}
+	return path, 0, ""
 }
 
 // errLimitReached ends the reading once limitBytes were sent.

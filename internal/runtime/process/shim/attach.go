@@ -340,17 +340,7 @@ func Attach(dir string, s AttachStreams, done <-chan struct{}) error {
 		return fmt.Errorf("attach: %w", err)
 	}
 	defer conn.Close()
-	var flags byte
-	if s.Stdin != nil {
-		flags |= attachStdin
-	}
-	if s.Stdout != nil {
-		flags |= attachStdout
-	}
-	if s.Stderr != nil {
-		flags |= attachStderr
-	}
-	if _, err := conn.Write([]byte{flags}); err != nil {
+	if _, err := conn.Write([]byte{s.flags()}); err != nil {
 		return fmt.Errorf("attach: %w", err)
 	}
 	stop := make(chan struct{})
@@ -362,53 +352,82 @@ func Attach(dir string, s AttachStreams, done <-chan struct{}) error {
 		case <-stop:
 		}
 	}()
-	var wmu sync.Mutex
-	send := func(kind byte, p []byte) error {
-		frame := make([]byte, 5+len(p))
-		frame[0] = kind
-		binary.BigEndian.PutUint32(frame[1:], uint32(len(p)))
-		copy(frame[5:], p)
-		wmu.Lock()
-		defer wmu.Unlock()
-		_, err := conn.Write(frame)
-		return err
-	}
+	fw := &frameWriter{conn: conn}
 	if s.Resize != nil {
-		go func() {
-			for {
-				select {
-				case size, ok := <-s.Resize:
-					if !ok {
-						return
-					}
-					var b [4]byte
-					binary.BigEndian.PutUint16(b[:], size[0])
-					binary.BigEndian.PutUint16(b[2:], size[1])
-					if send(frameResize, b[:]) != nil {
-						return
-					}
-				case <-stop:
-					return
-				}
-			}
-		}()
+		go fw.sendSizes(s.Resize, stop)
 	}
 	if s.Stdin != nil {
-		go func() {
-			buf := make([]byte, 32*1024)
-			for {
-				n, err := s.Stdin.Read(buf)
-				if n > 0 && send(frameStdin, buf[:n]) != nil {
-					return
-				}
-				if err != nil {
-					_ = send(frameStdinEnd, nil)
-					return
-				}
-			}
-		}()
+		go fw.sendInput(s.Stdin)
 	}
 	return readOutput(conn, s)
+}
+
+// flags are the streams s asks for, as the attach's first byte says them.
+func (s AttachStreams) flags() byte {
+	var flags byte
+	if s.Stdin != nil {
+		flags |= attachStdin
+	}
+	if s.Stdout != nil {
+		flags |= attachStdout
+	}
+	if s.Stderr != nil {
+		flags |= attachStderr
+	}
+	return flags
+}
+
+// frameWriter writes an attach client's frames to the shim, one at a time.
+type frameWriter struct {
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+func (w *frameWriter) send(kind byte, p []byte) error {
+	frame := make([]byte, 5+len(p))
+	frame[0] = kind
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(p)))
+	copy(frame[5:], p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.conn.Write(frame)
+	return err
+}
+
+// sendSizes passes the client's terminal sizes on until sizes closes or
+// stop does.
+func (w *frameWriter) sendSizes(sizes <-chan [2]uint16, stop <-chan struct{}) {
+	for {
+		select {
+		case size, ok := <-sizes:
+			if !ok {
+				return
+			}
+			var b [4]byte
+			binary.BigEndian.PutUint16(b[:], size[0])
+			binary.BigEndian.PutUint16(b[2:], size[1])
+			if w.send(frameResize, b[:]) != nil {
+				return
+			}
+		case <-stop:
+			return
+		}
+	}
+}
+
+// sendInput passes the client's stdin on, and its end.
+func (w *frameWriter) sendInput(in io.Reader) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := in.Read(buf)
+		if n > 0 && w.send(frameStdin, buf[:n]) != nil {
+			return
+		}
+		if err != nil {
+			_ = w.send(frameStdinEnd, nil)
+			return
+		}
+	}
 }
 
 // readOutput copies the shim's output frames to s until the shim closes

@@ -149,26 +149,45 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	// Before the container starts, so that the pod's others never miss it.
 	s.order = s.joinPod(&spec)
 	defer s.order.leave()
-	proc := spec.Process
-	proc.Stdin, proc.Terminal, proc.OOMScoreAdj = io.childIn, spec.TTY, spec.OOMScoreAdj
-	if proc.Join, err = joined(spec.Join); err != nil {
-		io.closeAll()
+	if err := s.launch(&spec, io); err != nil {
 		logFile.Close()
 		return s.startFailed(err)
+	}
+	started := Started{StartedAt: s.clock.Now()}
+	s.scoreContainer(s.pgid)
+	sink, con, copied := s.supervise(&spec, io, logFile, control, sigs)
+	abort := s.report(&started)
+	exit := s.finish(logFile, sink, io.outputs, copied)
+	con.close()
+	return s.recordExit(&spec, exit, abort)
+}
+
+// launch starts the container of spec with io's child ends (package
+// launch), which it then closes: the child has its copies, and ours would
+// keep the pipes open for ever. On failure it closes every stream.
+func (s *supervisor) launch(spec *Spec, io *stdio) error {
+	proc := spec.Process
+	proc.Stdin, proc.Terminal, proc.OOMScoreAdj = io.childIn, spec.TTY, spec.OOMScoreAdj
+	var err error
+	if proc.Join, err = joined(spec.Join); err != nil {
+		io.closeAll()
+		return err
 	}
 	cmd, err := launch.Start(context.Background(), proc, io.childOut, io.childErr)
 	proc.Join.Close()
-	// The child has its copies; ours would keep the pipes open for ever.
 	io.closeChild()
 	if err != nil {
-		logFile.Close()
 		io.closeOurs()
-		return s.startFailed(err)
+		return err
 	}
 	s.cmd, s.pgid = cmd, cmd.Process.Pid
-	started := Started{StartedAt: s.clock.Now()}
-	s.scoreContainer(s.pgid)
+	return nil
+}
 
+// supervise serves the running container: its output into the log
+// (copied gets a value as each stream ends) and to attaches (the
+// console), the signals the shim gets, its control FIFO and its tether.
+func (s *supervisor) supervise(spec *Spec, io *stdio, logFile *crilog.LogFile, control *os.File, sigs <-chan os.Signal) (*crilog.Sink, *console, chan struct{}) {
 	sink := crilog.NewSink(logFile, s.clock, nil)
 	sink.OnDrop(s.dropped)
 	// Once the container runs: an attach before would find nothing.
@@ -191,30 +210,42 @@ func (s *supervisor) run(sigs <-chan os.Signal) error {
 	if spec.Tether != 0 {
 		go s.tether(spec.Tether)
 	}
+	return sink, con, copied
+}
 
+// report records the running container (container.json) and reports it to
+// the agent that started it; when either fails, or the agent gave up, the
+// container is killed and the reason returned.
+func (s *supervisor) report(started *Started) error {
 	var abort error
+	var err error
 	if started.Process, err = IdentOf(s.pgid); err != nil {
 		abort = err
 	} else if err := writeJSON(s.dir, ContainerFile, started); err != nil {
 		abort = fmt.Errorf("write %s: %w", ContainerFile, err)
-	} else if err := s.handshake(report{Started: &started}); err != nil {
+	} else if err := s.handshake(report{Started: started}); err != nil {
 		abort = fmt.Errorf("start aborted: %w", err)
 	}
 	if abort != nil {
 		s.log.Warn("giving up on the container", "err", abort)
 		s.signal(unix.SIGKILL)
-	} else {
-		s.log.Debug("container started", "pid", s.pgid)
-		// Once the agent has its start: a move costs milliseconds on v1.
-		s.enterCgroup()
+		return abort
 	}
-	exit := s.finish(logFile, sink, io.outputs, copied)
-	con.close()
+	s.log.Debug("container started", "pid", s.pgid)
+	// Once the agent has its start: a move costs milliseconds on v1.
+	s.enterCgroup()
+	return nil
+}
+
+// recordExit completes how the container ended (a start the shim gave up
+// on is a StartError; else its cgroup's OOM kills and its termination
+// message, once the log is complete) and writes it, or sends it as a
+// notice when the disk cannot take it.
+func (s *supervisor) recordExit(spec *Spec, exit *Exit, abort error) error {
 	if abort != nil {
 		exit = &Exit{ExitCode: 128, Reason: exitstatus.StartError, Message: abort.Error(), FinishedAt: exit.FinishedAt}
 	} else {
 		s.cgroupExit(exit)
-		// The log is complete: the message may come from its tail.
 		exit.Message = spec.TerminationMessage.Message(exit.Status(), spec.LogPath)
 	}
 	if err := WriteExit(s.dir, exit); err != nil {
