@@ -225,7 +225,7 @@ func killIn(dir string) error {
 	if err := writeFile(dir, "cgroup.kill", "1"); err == nil {
 		return nil
 	}
-	for round := range killRounds {
+	for range killRounds {
 		pids, err := readProcs(dir)
 		if err != nil || len(pids) == 0 {
 			return err
@@ -233,8 +233,9 @@ func killIn(dir string) error {
 		for _, pid := range pids {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
-		// A killed process leaves the cgroup when it has exited.
-		time.Sleep(time.Duration(min(round, 10)) * time.Millisecond)
+		// A killed process leaves the cgroup when it has exited (before
+		// it is reaped): its pidfd says when.
+		waitExited(pids, exitWait)
 	}
 	return fmt.Errorf("cgroup %s: processes left after %d rounds of kills", dir, killRounds)
 }
@@ -272,4 +273,39 @@ func readKey(file, key string) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: no %s", file, key)
+}
+
+// exitWait bounds how long a round of killIn waits for the processes it
+// killed to exit: a process in uninterruptible sleep may take longer, and
+// is killed again in the next round.
+const exitWait = time.Second
+
+// waitExited waits, at most within, until each of pids has exited: its
+// pidfd (pidfd_open) becomes readable then. A PID already gone counts as
+// exited; one whose pidfd cannot be opened for another reason is not
+// waited for.
+func waitExited(pids []int, within time.Duration) {
+	fds := make([]unix.PollFd, 0, len(pids))
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err == nil {
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+	}
+	defer func(fds []unix.PollFd) {
+		for _, f := range fds {
+			unix.Close(int(f.Fd))
+		}
+	}(slices.Clone(fds)) // the loop below shortens fds in place
+	deadline := time.Now().Add(within)
+	for pending := fds; len(pending) > 0; {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		if _, err := unix.Poll(pending, int(left.Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+		pending = slices.DeleteFunc(pending, func(f unix.PollFd) bool { return f.Revents != 0 })
+	}
 }
