@@ -120,10 +120,10 @@ type Agent struct {
 
 	ctx context.Context
 
-	// ephemeralMu serialises the changes of a running pod (updateSpec's
+	// specChangeMu serialises the changes of a running pod's spec (updateSpec's
 	// callers: setEphemeral, setResources, SyncConditions), each a read,
 	// check and write of one pod; never held with mu.
-	ephemeralMu sync.Mutex
+	specChangeMu sync.Mutex
 
 	mu   sync.Mutex
 	pods map[types.UID]*entry
@@ -487,7 +487,7 @@ func (a *Agent) launch(pod *model.Pod) error {
 // recorded returns the pod uid as the agent records it, or ErrNotFound.
 // The changes of a running pod's spec or conditions (ephemeral containers,
 // resizes, a lowered deadline, others' conditions) call it under
-// ephemeralMu, which keeps the pod theirs to change until they store it.
+// specChangeMu, which keeps the pod theirs to change until they store it.
 func (a *Agent) recorded(uid types.UID) (*model.Pod, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -19,8 +19,8 @@ import (
 // conditions as before are nothing to do; a pod that was rejected or has
 // terminated takes them without a worker to hand them to.
 func (a *Agent) SyncConditions(uid types.UID, conds []v1.PodCondition) error {
-	a.ephemeralMu.Lock()
-	defer a.ephemeralMu.Unlock()
+	a.specChangeMu.Lock()
+	defer a.specChangeMu.Unlock()
 	cur, err := a.recorded(uid)
 	if err != nil {
 		return err

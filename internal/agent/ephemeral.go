@@ -108,8 +108,8 @@ func (a *Agent) admitSynced(pod *model.Pod) error {
 // Its generation is nextGeneration's, of the API server's generation when
 // not ownAPI.
 func (a *Agent) setEphemeral(uid types.UID, ecs []v1.EphemeralContainer, generation int64, ownAPI bool) (*model.Pod, error) {
-	a.ephemeralMu.Lock()
-	defer a.ephemeralMu.Unlock()
+	a.specChangeMu.Lock()
+	defer a.specChangeMu.Unlock()
 	cur, err := a.recorded(uid)
 	if err != nil {
 		return nil, err

@@ -83,8 +83,8 @@ func (a *Agent) registrars() []objects.Registrar {
 // written again. The same labels and annotations are nothing to do. An
 // apply that changes only a pod's metadata comes here too.
 func (a *Agent) SyncMetadata(uid types.UID, labels, annotations map[string]string) error {
-	a.ephemeralMu.Lock()
-	defer a.ephemeralMu.Unlock()
+	a.specChangeMu.Lock()
+	defer a.specChangeMu.Unlock()
 	cur, err := a.recorded(uid)
 	if err != nil {
 		return err

@@ -241,8 +241,8 @@ func (a *Agent) SetActiveDeadline(uid types.UID, seconds *int64, generation int6
 // pod uid: stored, then handed to its worker (updateSpec). Its generation
 // is nextGeneration's. It returns the pod it recorded.
 func (a *Agent) setActiveDeadline(uid types.UID, seconds *int64, generation int64, ownAPI bool) (*model.Pod, error) {
-	a.ephemeralMu.Lock()
-	defer a.ephemeralMu.Unlock()
+	a.specChangeMu.Lock()
+	defer a.specChangeMu.Unlock()
 	cur, err := a.recorded(uid)
 	if err != nil {
 		return nil, err

@@ -64,8 +64,8 @@ func (a *Agent) SyncResources(uid types.UID, pod *v1.Pod) error {
 // with the updates of ephemeral containers, the other change of a running
 // pod's spec.
 func (a *Agent) setResources(uid types.UID, patched *v1.Pod, ownAPI bool) (*model.Pod, error) {
-	a.ephemeralMu.Lock()
-	defer a.ephemeralMu.Unlock()
+	a.specChangeMu.Lock()
+	defer a.specChangeMu.Unlock()
 	cur, err := a.recorded(uid)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func nextGeneration(cur *model.Pod, api int64, ownAPI bool) int64 {
 // pod uid (a change of a running pod: ephemeral containers, a resize, the
 // conditions others set): stored first (write-ahead), then handed to its
 // worker unless the pod has ended or was rejected. ErrNotFound when the
-// pod went meanwhile. The caller holds ephemeralMu, which serialises these
+// pod went meanwhile. The caller holds specChangeMu, which serialises these
 // changes, each a read, check and write of one pod.
 func (a *Agent) updateSpec(uid types.UID, next *model.Pod) (*model.Pod, error) {
 	a.mu.Lock()
