@@ -641,7 +641,11 @@ func (a *Agent) launchReplacement(old types.UID, next *model.Pod) {
 // asked, with a Warning event (FailedCheckpoint) and the agent's StateError
 // saying so; only an agent that restarts before the disk has room again
 // does not know of the deletion.
-func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error {
+func (a *Agent) Delete(uid types.UID, grace *int64, reason StopReason) error {
+	wr, err := reason.workerReason()
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	e, ok := a.pods[uid]
 	a.mu.Unlock()
@@ -666,7 +670,7 @@ func (a *Agent) Delete(uid types.UID, grace *int64, reason podworker.Termination
 		a.notify()
 		a.launchReplacement(uid, next)
 	}
-	a.workers.UpdatePod(podworker.UpdateOptions{Pod: e.pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: reason}})
+	a.workers.UpdatePod(podworker.UpdateOptions{Pod: e.pod, Kill: &podworker.KillOptions{GracePeriodSeconds: grace, Reason: wr}})
 	a.mu.Lock()
 	still := a.knownLocked(uid)
 	a.mu.Unlock()
@@ -700,19 +704,19 @@ func (a *Agent) forceRemoveLocked(uid types.UID) *model.Pod {
 // A removed pod is still found, with its last status, for a while; a pod
 // recorded whose worker is not made yet (launch is storing it) is found
 // Pending, as the API server shows a pod just created.
-func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
+func (a *Agent) Get(uid types.UID) (*v1.Pod, Phase, error) {
 	if p, phase, ok := a.workers.PodStatus(uid); ok {
 		a.mu.Lock()
 		if e := a.entryLocked(uid); e != nil {
 			e.annotate(p)
 		}
 		a.mu.Unlock()
-		return p, phase, nil
+		return p, phaseOf(phase), nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if p, ok := a.final[uid]; ok {
-		return p.DeepCopy(), podworker.Terminated, nil
+		return p.DeepCopy(), Terminated, nil
 	}
 	if e, ok := a.pods[uid]; ok {
 		// Only read: a worker made meanwhile reads the pod too, and
@@ -720,11 +724,11 @@ func (a *Agent) Get(uid types.UID) (*v1.Pod, podworker.Phase, error) {
 		p := e.pod.Pod.DeepCopy()
 		if isRejected(e.pod) {
 			e.annotate(p)
-			return p, podworker.Terminated, nil
+			return p, Terminated, nil
 		}
 		p.Status = v1.PodStatus{Phase: v1.PodPending}
 		e.annotate(p)
-		return p, podworker.Syncing, nil
+		return p, Syncing, nil
 	}
 	return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, uid)
 }

@@ -84,14 +84,14 @@ func TestCreateDeleteWait(t *testing.T) {
 	if _, err := a.Create(decode(t, manifest)); !errors.Is(err, ErrAlreadyExists) {
 		t.Fatalf("second create of the same name: err = %v, want ErrAlreadyExists", err)
 	}
-	if err := a.Delete(types.UID("nope"), nil, "test"); !errors.Is(err, ErrNotFound) {
+	if err := a.Delete(types.UID("nope"), nil, StopDeleted); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete of an unknown pod: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	waitChange(t, ctx, func() string { return "the container never started" }, rt.Changed, func() bool { return slices.Contains(rt.Calls(), "start app") })
 	watch := a.WatchPods(ctx, "default")
-	if err := a.Delete(pod.UID, nil, "test"); err != nil {
+	if err := a.Delete(pod.UID, nil, StopDeleted); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.WaitTerminated(ctx, pod.UID); err != nil {

@@ -111,7 +111,7 @@ func TestDeleteOnAFullDisk(t *testing.T) {
 	done := a.Workers().Done(pod.UID)
 	fs.full.Store(true)
 	grace := int64(5)
-	if err := a.Delete(pod.UID, &grace, "test"); err != nil {
+	if err := a.Delete(pod.UID, &grace, StopDeleted); err != nil {
 		t.Fatalf("delete on a full disk: %v", err)
 	}
 	waitCalls("app's stop signal", func(c string) bool { return strings.Contains(c, "signal app terminated") })

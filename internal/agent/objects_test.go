@@ -124,7 +124,7 @@ func TestObjectChangedRoutesToThePodsThatReferenceIt(t *testing.T) {
 		t.Errorf("refreshes %q, want %q", got, want)
 	}
 
-	if err := a.Delete(pods["cm"].UID, nil, "test"); err != nil {
+	if err := a.Delete(pods["cm"].UID, nil, StopDeleted); err != nil {
 		t.Fatal(err)
 	}
 	waitChange(t, ctx, func() string { return fmt.Sprintf("calls %q", reg.recorded()) }, a.changedCh, func() bool {

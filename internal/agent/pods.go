@@ -14,7 +14,6 @@ import (
 
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/podworker"
 )
 
 // The agent's pod API by namespace and name, as the API server serves it.
@@ -194,7 +193,7 @@ func (a *Agent) replace(old types.UID, next *model.Pod) (*v1.Pod, ApplyResult, e
 	if err := a.persistReplacement(old, next); err != nil {
 		return nil, 0, err
 	}
-	switch err := a.Delete(old, nil, podworker.TerminationReplaced); {
+	switch err := a.Delete(old, nil, StopReplaced); {
 	case errors.Is(err, ErrNotFound):
 		// The removal may have cleared the stored replacement before
 		// persistReplacement wrote it: the old pod is gone, and so goes
@@ -285,7 +284,7 @@ func (a *Agent) DeletePod(ns, name string, grace *int64) (*v1.Pod, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
 	}
-	if err := a.Delete(e.pod.UID, grace, podworker.TerminationDeleted); err != nil {
+	if err := a.Delete(e.pod.UID, grace, StopDeleted); err != nil {
 		return nil, err
 	}
 	p, _, err := a.Get(e.pod.UID)

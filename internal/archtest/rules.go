@@ -110,6 +110,16 @@ var rules = []rule{
 		Why:   "the shim binary is the shim and the init helper, nothing else (linkRules checks what they link)",
 	},
 	{
+		From: "internal/node",
+		Not:  []string{"internal/podworker"},
+		Why:  "the daemons' assembly speaks the agent's words (agent.StopReason, agent.Phase), never the pod worker's: the CLI, which imports internal/node, so never reaches the worker either",
+	},
+	{
+		From: "internal/cluster",
+		Not:  []string{"internal/podworker", "internal/planner"},
+		Why:  "cluster mode drives pods through the agent (agent.StopReason, agent.Phase), never the pod worker",
+	},
+	{
 		From: "internal/cli",
 		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/runtime", "internal/planner", "internal/prober", "internal/apiserver", "internal/staticpods", "internal/cluster"},
 		Why:  "the CLI speaks to the agent through the client; daemons are assembled by internal/node",

@@ -24,7 +24,6 @@ import (
 
 	"github.com/podward/podward/internal/agent"
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/podworker"
 )
 
 // PodAgent is what the pod source needs of the node's agent: the same
@@ -41,8 +40,8 @@ type PodAgent interface {
 	SyncMetadata(uid types.UID, labels, annotations map[string]string) error
 	SetActiveDeadline(uid types.UID, seconds *int64, generation int64) error
 	Known(uid types.UID) bool
-	Delete(uid types.UID, grace *int64, reason podworker.TerminationReason) error
-	Get(uid types.UID) (*v1.Pod, podworker.Phase, error)
+	Delete(uid types.UID, grace *int64, reason agent.StopReason) error
+	Get(uid types.UID) (*v1.Pod, agent.Phase, error)
 	ListPods(ns string) []*v1.Pod
 	WatchPods(ctx context.Context, ns string) <-chan agent.WatchEvent
 	WatchEvents(ctx context.Context, ns string) <-chan v1.Event
@@ -216,7 +215,7 @@ func (p *Pods) killUnknown(store cache.Store) {
 		p.mu.Lock()
 		p.deleted[pod.UID] = true
 		p.mu.Unlock()
-		if err := p.cfg.Agent.Delete(pod.UID, nil, podworker.TerminationDeletedFromAPI); err != nil && !errors.Is(err, agent.ErrNotFound) {
+		if err := p.cfg.Agent.Delete(pod.UID, nil, agent.StopDeletedFromAPI); err != nil && !errors.Is(err, agent.ErrNotFound) {
 			p.log.Error("kill pod", "podUID", pod.UID, "err", err)
 		}
 	}
@@ -257,7 +256,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 		p.deleted[uid] = true
 		p.mu.Unlock()
 		if known {
-			if err := p.cfg.Agent.Delete(uid, nil, podworker.TerminationDeletedFromAPI); err != nil && !errors.Is(err, agent.ErrNotFound) {
+			if err := p.cfg.Agent.Delete(uid, nil, agent.StopDeletedFromAPI); err != nil && !errors.Is(err, agent.ErrNotFound) {
 				return err
 			}
 		}
@@ -267,7 +266,7 @@ func (p *Pods) syncPod(ctx context.Context, uid types.UID) error {
 			// Nothing of it runs here, and nothing will.
 			return p.deleteObject(ctx, pod.Namespace, pod.Name, uid)
 		}
-		if err := p.cfg.Agent.Delete(uid, pod.DeletionGracePeriodSeconds, podworker.TerminationDeleted); err != nil && !errors.Is(err, agent.ErrNotFound) {
+		if err := p.cfg.Agent.Delete(uid, pod.DeletionGracePeriodSeconds, agent.StopDeleted); err != nil && !errors.Is(err, agent.ErrNotFound) {
 			return err
 		}
 		p.statusQ.Add(uid) // it may be terminated already
@@ -565,7 +564,7 @@ func (p *Pods) writeStatus(ctx context.Context, uid types.UID) error {
 	if gone {
 		return nil
 	}
-	if phase == podworker.Terminated && pod.DeletionTimestamp != nil {
+	if phase == agent.Terminated && pod.DeletionTimestamp != nil {
 		// Terminated: nothing runs and nothing will. The final status
 		// first, for whoever watches, then the object goes at once.
 		if err := p.writePodStatus(ctx, pod); err != nil && !apierrors.IsNotFound(err) {

@@ -21,7 +21,6 @@ import (
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/planner"
-	"github.com/podward/podward/internal/podworker"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/cri"
@@ -398,15 +397,15 @@ type InvalidError = agent.InvalidError
 // reason and message.
 type RejectedError = agent.RejectedError
 
-// TerminationReason says why `podward run` ends a pod (the pod worker's
-// type, so that the CLI need not import the worker).
-type TerminationReason = podworker.TerminationReason
+// TerminationReason says why `podward run` ends a pod (the agent's
+// word, so that the CLI need not import the agent).
+type TerminationReason = agent.StopReason
 
 // The reasons `podward run` ends its pods for.
 const (
-	TerminationInterrupted = podworker.TerminationInterrupted
-	TerminationTimeout     = podworker.TerminationTimeout
-	TerminationAborted     = podworker.TerminationAborted
+	TerminationInterrupted = agent.StopInterrupted
+	TerminationTimeout     = agent.StopTimeout
+	TerminationAborted     = agent.StopAborted
 )
 
 // The classes of a daemon's errors, matched with errors.Is; an error of
