@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // PeakGrowth runs fn and returns how far the resident memory of pid rose
@@ -120,21 +122,89 @@ func LogContentBytes(path string) (int64, error) {
 
 // WaitLogContent waits at most within until the one CRI log that pattern
 // (a glob) matches holds want bytes of content: a runtime's shim copies
-// what a container wrote into its log some time after it was written.
+// what a container wrote into its log some time after it was written. It
+// waits on inotify events of the log's directory (a write, a rotation);
+// until the log exists, on those of the deepest directory of pattern's
+// fixed part that exists, which tells of nothing created further below,
+// so that wait is bounded by a tenth of a second.
 func WaitLogContent(pattern string, want int64, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
+		matches, _ := filepath.Glob(pattern)
+		// Watched before the content is read: a write in between is an
+		// event still to come.
+		dir, bound := watchedDir(pattern, matches)
+		w := watchDir(dir)
 		var n int64
-		matches, err := filepath.Glob(pattern)
-		if err == nil && len(matches) == 1 {
+		var err error
+		if len(matches) == 1 {
 			n, err = LogContentBytes(matches[0])
 		}
 		if err == nil && n == want {
+			w.close()
 			return nil
 		}
 		if time.Now().After(deadline) || n > want {
+			w.close()
 			return fmt.Errorf("log %q holds %d bytes of content (%v), want %d", matches, n, err, want)
 		}
-		time.Sleep(100 * time.Millisecond)
+		w.wait(min(time.Until(deadline), bound))
+		w.close()
+	}
+}
+
+// watchedDir is the directory whose events tell of the log's change: its
+// own once it exists (any wait is then bounded by the deadline alone),
+// else the deepest existing directory of pattern's fixed part (and a
+// tenth of a second).
+func watchedDir(pattern string, matches []string) (string, time.Duration) {
+	if len(matches) == 1 {
+		return filepath.Dir(matches[0]), time.Hour
+	}
+	dir := pattern
+	for strings.ContainsAny(dir, "*?[") {
+		dir = filepath.Dir(dir)
+	}
+	for {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir, 100 * time.Millisecond
+		}
+		if dir == filepath.Dir(dir) {
+			return dir, 100 * time.Millisecond
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// dirWatch is an inotify watch of a directory's entries (a write, a
+// creation, a rename into it); one that could not be made waits for its
+// bound alone.
+type dirWatch struct{ fd int }
+
+func watchDir(dir string) dirWatch {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return dirWatch{fd: -1}
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_MODIFY|unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+		unix.Close(fd)
+		return dirWatch{fd: -1}
+	}
+	return dirWatch{fd: fd}
+}
+
+// wait returns at the watch's first event, or once within passed.
+func (w dirWatch) wait(within time.Duration) {
+	timeout := int(within.Milliseconds()) + 1
+	if w.fd < 0 {
+		_, _ = unix.Poll(nil, timeout)
+		return
+	}
+	_, _ = unix.Poll([]unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}, timeout)
+}
+
+func (w dirWatch) close() {
+	if w.fd >= 0 {
+		unix.Close(w.fd)
 	}
 }
