@@ -24,7 +24,7 @@ status=0
 if [ -n "${KUBECONFIG:-}" ]; then
   # the names of hack/addons/*.yaml (their @VALUES@ do not matter for a delete)
   if ! { sed 's/@[A-Z_]*@/x/g' "$here/addons/kube-proxy.yaml" && echo --- && sed 's/@[A-Z_]*@/x/g' "$here/addons/coredns.yaml"; } |
-    "$KUBECTL" --kubeconfig "$KUBECONFIG" delete --ignore-not-found --wait=true --timeout=60s -f - >&2; then
+    "$KUBECTL" --kubeconfig "$KUBECONFIG" delete --ignore-not-found --cascade=foreground --wait=true --timeout=90s -f - >&2; then
     say "deleting the add-ons' objects failed"
     status=1
   fi
@@ -32,10 +32,26 @@ fi
 # shellcheck source=hack/lib/k8s-build.sh
 . "$here/lib/k8s-build.sh"
 KP=$CACHE/bin/kube-proxy-v$K8S_VERSION
-if [ "$(id -u)" = 0 ] && [ -x "$KP" ]; then
-  if iptables-save 2>/dev/null | grep -q '^:KUBE-' || iptables-legacy-save 2>/dev/null | grep -q '^:KUBE-'; then
-    say "removing kube-proxy's iptables rules ($KP --cleanup)"
-    "$KP" --cleanup >/dev/null 2>&1 || { say "kube-proxy --cleanup failed"; status=1; }
-  fi
+kube_chains() { # the number of KUBE-* chains in the host's tables, both backends
+  local n=0 s
+  for s in iptables-save ip6tables-save iptables-legacy-save ip6tables-legacy-save; do
+    command -v "$s" >/dev/null || continue
+    n=$((n + $("$s" 2>/dev/null | grep -c '^:KUBE-' || true)))
+  done
+  echo "$n"
+}
+if [ "$(id -u)" = 0 ] && [ -x "$KP" ] && [ "$(kube_chains)" -gt 0 ]; then
+  say "removing kube-proxy's iptables rules ($KP --cleanup)"
+  "$KP" --cleanup >/dev/null 2>&1 || { say "kube-proxy --cleanup failed"; status=1; }
+  # --cleanup leaves an empty KUBE-FIREWALL chain and its jumps from INPUT and OUTPUT behind
+  for t in iptables ip6tables; do
+    rules=$("$t" -w 5 -S KUBE-FIREWALL 2>/dev/null) || continue
+    [ "$rules" = "-N KUBE-FIREWALL" ] || continue
+    "$t" -w 5 -D INPUT -j KUBE-FIREWALL 2>/dev/null || true
+    "$t" -w 5 -D OUTPUT -j KUBE-FIREWALL 2>/dev/null || true
+    "$t" -w 5 -X KUBE-FIREWALL 2>/dev/null || true
+  done
+  n=$(kube_chains)
+  [ "$n" = 0 ] || { say "$n KUBE-* chains left in the host's tables (iptables-save | grep KUBE)"; status=1; }
 fi
 exit "$status"

@@ -10,7 +10,9 @@
 #   oci_image REF CONFIG LAYER...      an image of the named layers with CONFIG (a JSON fragment of the
 #                                      config's "config" object, without braces), pushed as $REG/REF
 #                                      (containerd pulls registry.k8s.io/REF from it when cri-up.sh ran
-#                                      with PODWARD_CRI_MIRRORS=registry.k8s.io)
+#                                      with PODWARD_CRI_MIRRORS=registry.k8s.io); sets
+#                                      OCI_CONFIG_SIZE and OCI_CONFIG_DIGEST (hex) to its config's
+#   oci_registry_has NAME TAG SIZE DIGEST  the registry serves NAME:TAG with that config
 #   OCI_XATTR_TAR_ARGS                 pax format with security.capability kept, and no
 #                                      time or pid in the extended headers
 
@@ -48,7 +50,8 @@ oci_image() { # REF CONFIG LAYER...
   printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"WorkingDir":"/",%s},"rootfs":{"type":"layers","diff_ids":[%s]}}' \
     "$(go env GOARCH 2>/dev/null || echo amd64)" "$cfg" "${diffs%,}" >"$d/config.json"
   c=$(oci_sha "$d/config.json")
-  if oci_registry_has "${ref%%:*}" "${ref#*:}" "$(stat -c %s "$d/config.json")" "$c"; then
+  OCI_CONFIG_SIZE=$(stat -c %s "$d/config.json") OCI_CONFIG_DIGEST=$c
+  if oci_registry_has "${ref%%:*}" "${ref#*:}" "$OCI_CONFIG_SIZE" "$c"; then
     say "registry has registry.k8s.io/$ref"
     return 0
   fi
