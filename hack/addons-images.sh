@@ -39,6 +39,7 @@ say() { echo "[addons-images $(date -u +%T)] $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 [[ $K8S_VERSION =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_CP_K8S_VERSION '$K8S_VERSION'"
 [[ $COREDNS_VERSION =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "bad PODWARD_ADDONS_COREDNS_VERSION '$COREDNS_VERSION'"
+[ "$(id -u)" = 0 ] || die "must run as root (chroot to check the kube-proxy image's iptables, setcap on coredns)"
 IPT=${PODWARD_ADDONS_IPTABLES:-}
 if [ -z "$IPT" ]; then
   case $(iptables -V 2>/dev/null) in

@@ -20,8 +20,9 @@
 # Env (all optional):
 #   PODWARD_CP_ENV                 the control plane's env file (hack/with-control-plane.sh sets it;
 #                                  default $PODWARD_CP_BASE/env, /tmp/podward-cp/env): KUBECONFIG,
-#                                  CP_APISERVER_URL, CP_SERVICE_CIDR, KUBECTL. Without one, KUBECONFIG
-#                                  must be set and PODWARD_ADDONS_SERVICE_CIDR says the service CIDR.
+#                                  CP_APISERVER_URL, CP_SERVICE_CIDR, KUBECTL (KUBECONFIG and KUBECTL
+#                                  in the environment win). Without one, KUBECONFIG must be set and
+#                                  PODWARD_ADDONS_SERVICE_CIDR says the service CIDR.
 #   PODWARD_CRI_BASE (/tmp/podward-cri)  the CRI environment (hack/cri-up.sh) that gets the images
 #   PODWARD_ADDONS_APISERVER_URL   the API server as kube-proxy and CoreDNS reach it (default: the
 #                                  kubeconfig's server; the test control plane's is on 127.0.0.1,
