@@ -29,6 +29,10 @@ type EnvSources struct {
 	// configMapKeyRef and secretKeyRef; nil: there are none, and a
 	// reference to one is a reference to an object that does not exist.
 	Objects objects.Getter
+	// Services lists the Services whose links the container sees
+	// (ServiceEnv); nil: there are none, and it sees no service variable
+	// at all, as under a kubelet without an API server.
+	Services objects.ServiceLister
 	// Allocatable is the node's allocatable resources: a resourceFieldRef
 	// to a limit the container does not set reads it (or the pod's own
 	// limit, when it sets pod-level ones), as the kubelet's
@@ -47,7 +51,10 @@ type EnvSources struct {
 const ReasonInvalidEnvNames = "InvalidEnvironmentVariableNames"
 
 // Env is the environment a container's spec writes, as the kubelet makes
-// it (makeEnvironmentVariables): first the variables of each envFrom
+// it (makeEnvironmentVariables). The pod's service links (ServiceEnv,
+// through src.Services) are its base: the container's own variables
+// replace them, and its $(VAR) references see them. Then the variables of
+// each envFrom
 // source in turn (a source's keys in sorted order, each with the source's
 // prefix; a key that is no variable name under the relaxed rule, any
 // printable ASCII but '=', is skipped with a Warn), then env in spec
@@ -71,7 +78,12 @@ func Env(ctx context.Context, pod *model.Pod, c *v1.Container, path string, src 
 		return nil, nil, err
 	}
 	r := &envReader{ctx: ctx, pod: pod, src: src}
-	l := newEnvList(len(c.Env))
+	services, err := r.serviceEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	l := newEnvList(len(c.Env) + len(services))
+	l.under(services)
 	for i := range c.EnvFrom {
 		if err := r.envFrom(&c.EnvFrom[i], l); err != nil {
 			return nil, nil, err
@@ -91,6 +103,7 @@ func Env(ctx context.Context, pod *model.Pod, c *v1.Container, path string, src 
 			l.set(e.Name, v)
 		}
 	}
+	l.appendUnder(services)
 	return l.env, l.vars, nil
 }
 
@@ -119,7 +132,8 @@ func CheckEnv(c *v1.Container, path string) error {
 }
 
 // envList is an environment being built: its variables in order, and by
-// name.
+// name. vars also holds the variables under it (under), which references
+// see until a variable of the same name is set.
 type envList struct {
 	env  []EnvVar
 	vars Vars
@@ -140,6 +154,24 @@ func (l *envList) set(name, value string) {
 	}
 	l.pos[name] = len(l.env)
 	l.env = append(l.env, EnvVar{Name: name, Value: value})
+}
+
+// under makes env the variables under l's: $(VAR) references see them,
+// until set replaces them.
+func (l *envList) under(env []EnvVar) {
+	for _, e := range env {
+		l.vars[e.Name] = e.Value
+	}
+}
+
+// appendUnder appends the variables of env that l has not set, in order.
+func (l *envList) appendUnder(env []EnvVar) {
+	for _, e := range env {
+		if _, ok := l.pos[e.Name]; !ok {
+			l.pos[e.Name] = len(l.env)
+			l.env = append(l.env, e)
+		}
+	}
 }
 
 // envReader reads the sources of one container's environment.
