@@ -53,26 +53,29 @@ const ReasonInvalidEnvNames = "InvalidEnvironmentVariableNames"
 // Env is the environment a container's spec writes, as the kubelet makes
 // it (makeEnvironmentVariables). The pod's service links (ServiceEnv,
 // through src.Services) are its base: the container's own variables
-// replace them, and its $(VAR) references see them. Then the variables of
-// each envFrom
-// source in turn (a source's keys in sorted order, each with the source's
-// prefix; a key that is no variable name under the relaxed rule, any
-// printable ASCII but '=', is skipped with a Warn), then env in spec
-// order. A later variable of a name already set replaces its value in
-// place. A value may refer to the variables set before it, $(VAR); a
-// valueFrom is a fieldRef (model.Pod.FieldRef), a resourceFieldRef
-// (ResourceValue), a configMapKeyRef or a secretKeyRef. vars are the same
-// variables by name, for the $(VAR) references in command, args and
-// subPathExpr.
+// replace them, and its $(VAR) references see them. Then the variables
+// of each envFrom source in turn (a source's keys in sorted order, each
+// with the source's prefix; a key that is no variable name under the
+// relaxed rule, any printable ASCII but '=', is skipped with a Warn),
+// then env in spec order. A later variable of a name already set replaces
+// its value in place. A value may refer to the variables set before it,
+// $(VAR); a valueFrom is a fieldRef (model.Pod.FieldRef), a
+// resourceFieldRef (ResourceValue), a configMapKeyRef or a secretKeyRef.
+// env is the container's own variables, then the service links it did not
+// set (in ServiceEnv's order), as the kubelet appends the remaining ones.
+// vars are the same variables by name, for the $(VAR) references in
+// command, args and subPathExpr.
 //
 // An object or key a container needs that is not there, or that cannot be
 // read, is a runtime.ContainerConfigError with the kubelet's message
 // (`configmap "x" not found`, `couldn't find key k in ConfigMap ns/x`);
-// an optional one is left out (its variable is not set). What no runtime
-// can give (CheckEnv) wraps runtime.ErrUnsupported. When ctx ends, its
-// error is returned. path is the container's field path for the messages,
-// such as "spec.containers[0]". The caller owns the results; a runtime
-// adds its own defaults.
+// an optional one is left out (its variable is not set). Services not
+// read within ServicesSyncWait (static pods do not wait), or that cannot
+// be listed, are a ContainerConfigError too, with the kubelet's messages.
+// What no runtime can give (CheckEnv) wraps runtime.ErrUnsupported. When
+// ctx ends, its error is returned. path is the container's field path for
+// the messages, such as "spec.containers[0]". The caller owns the
+// results; a runtime adds its own defaults.
 func Env(ctx context.Context, pod *model.Pod, c *v1.Container, path string, src EnvSources) (env []EnvVar, vars Vars, err error) {
 	if err := CheckEnv(c, path); err != nil {
 		return nil, nil, err
