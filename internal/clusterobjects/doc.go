@@ -4,9 +4,11 @@
 // (a list+watch with the field selector metadata.name, which is all the
 // Node authorizer lets a node read), and TokenManager requests service
 // account tokens bound to the pods (the TokenRequest API) and refreshes
-// them.
+// them, and Services keeps the Services of all namespaces (one informer,
+// the kubelet's service lister) for the pods' service links.
 //
-// It implements internal/objects' contract (Getter, Registrar, Tokens) and
+// It implements internal/objects' contract (Getter, Registrar, Tokens,
+// ServiceLister) and
 // imports nothing of podward but internal/objects and internal/model;
 // internal/node wires it in cluster mode and routes its Changes to the
 // agent.

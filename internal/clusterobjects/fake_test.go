@@ -65,10 +65,12 @@ func newAPIServer(objs ...any) *apiServer {
 			_ = cs.Tracker().Add(o)
 		case *v1.Secret:
 			_ = cs.Tracker().Add(o)
+		case *v1.Service:
+			_ = cs.Tracker().Add(o)
 		}
 	}
 	s := &apiServer{Clientset: cs, watching: make(chan string, 64), stopped: make(chan string, 64), listed: make(chan struct{}, 64)}
-	for _, res := range []string{"configmaps", "secrets"} {
+	for _, res := range []string{"configmaps", "secrets", "services"} {
 		cs.PrependReactor("list", res, s.list)
 		cs.PrependWatchReactor(res, s.watch)
 	}

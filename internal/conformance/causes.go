@@ -35,11 +35,6 @@ var Known = []Cause{
 		Note:      "issue 20",
 	},
 	{
-		Name:    "no service environment variables (enableServiceLinks)",
-		Message: regexp.MustCompile(`_SERVICE_HOST`),
-		Note:    "issue 23",
-	},
-	{
 		Name: "hostnameOverride not honoured",
 		Spec: regexp.MustCompile(`Override hostname of Pod`),
 		Note: "issue 23",

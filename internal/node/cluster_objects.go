@@ -22,25 +22,31 @@ const maxPendingChanges = 4096
 // clusterObjects is what a cluster node's pods read besides their specs:
 // the ConfigMaps and Secrets they reference, watched one by one on the API
 // server (clusterobjects.Managers), and their service account tokens
-// (clusterobjects.TokenManager). Their changes reach the agent through
-// relay, which keeps them until the agent exists (the runtime, and so the
-// managers, are made before it).
+// (clusterobjects.TokenManager), and the cluster's Services, whose links
+// the containers see (clusterobjects.Services, started with the node).
+// The objects' and tokens' changes reach the agent through relay, which
+// keeps them until the agent exists (the runtime, and so the managers, are
+// made before it); a Service's change is news to no running container, as
+// in the kubelet.
 type clusterObjects struct {
 	managers *clusterobjects.Managers
 	tokens   *clusterobjects.TokenManager
+	services *clusterobjects.Services
 	relay    *changeRelay
 	stop     context.CancelFunc
 	once     sync.Once
 }
 
-// newClusterObjects makes the managers and the token manager of the node's
-// client. They outlive ctx, whose values they keep: close stops them.
+// newClusterObjects makes the managers, the token manager and the
+// Services' informer (started at once) of the node's client. They outlive
+// ctx, whose values they keep: close stops them.
 func newClusterObjects(ctx context.Context, client kubernetes.Interface, clk clock.WithDelayedExecution, log *slog.Logger) *clusterObjects {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	relay := &changeRelay{log: log, pending: map[objects.Change]struct{}{}}
 	return &clusterObjects{
 		managers: clusterobjects.New(ctx, clusterobjects.Config{Client: client, OnChange: relay.deliver, Logger: log}),
 		tokens:   clusterobjects.NewTokenManager(clusterobjects.TokenConfig{Client: client, Clock: clk, OnChange: relay.deliver, Logger: log}),
+		services: clusterobjects.NewServices(ctx, client),
 		relay:    relay,
 		stop:     stop,
 	}
@@ -48,7 +54,7 @@ func newClusterObjects(ctx context.Context, client kubernetes.Interface, clk clo
 
 // runtimeObjects is what the runtime reads through.
 func (c *clusterObjects) runtimeObjects() runtime.Objects {
-	return runtime.Objects{Getter: c.managers, Tokens: c.tokens}
+	return runtime.Objects{Getter: c.managers, Tokens: c.tokens, Services: c.services}
 }
 
 // connect hands the changes, those kept so far first, to the agent.
@@ -60,6 +66,7 @@ func (c *clusterObjects) close() {
 		c.stop()
 		c.managers.Close()
 		c.tokens.Close()
+		c.services.Close()
 	})
 }
 

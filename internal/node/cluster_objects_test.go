@@ -61,8 +61,8 @@ func TestClusterObjectsChangesReachTheRelay(t *testing.T) {
 	changes := make(chan objects.Change, 8)
 	c.relay.connect(func(ch objects.Change) { changes <- ch })
 	rt := c.runtimeObjects()
-	if rt.Getter == nil || rt.Tokens == nil {
-		t.Fatalf("runtime objects %+v, want the getter and the tokens", rt)
+	if rt.Getter == nil || rt.Tokens == nil || rt.Services == nil {
+		t.Fatalf("runtime objects %+v, want the getter, the tokens and the services", rt)
 	}
 	reg, ok := rt.Getter.(objects.Registrar)
 	if !ok {

@@ -1,14 +1,15 @@
 // Package objects is what a pod reads besides its own spec: the ConfigMaps
 // and Secrets of its namespace, and the service account tokens minted for
-// it. It declares how podward reads them (Getter, Tokens), how the readers
+// it, and the Services whose links its containers see. It declares how
+// podward reads them (Getter, Tokens, ServiceLister), how the readers
 // learn which pods reference what (Registrar) and how news of a change
 // travels (Change), and it lists what a pod references (Refs).
 //
 // Two sides implement it: standalone, the agent's own store of the objects
 // applied to it (internal/objects/local; no tokens, since nothing there can
-// mint one); as a node, the cluster's managers, which read the referenced
-// objects from the API server and request tokens from it
-// (internal/cluster). The runtimes read through it when they write a pod's
+// mint one, and no Services); as a node, the cluster's managers, which read the referenced
+// objects from the API server, request tokens from it and keep its Services
+// (internal/clusterobjects). The runtimes read through it when they write a pod's
 // volumes and its containers' environment.
 package objects
 

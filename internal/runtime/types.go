@@ -147,7 +147,7 @@ func SortContainerStatuses(list []ContainerStatus) {
 // Objects is how a runtime reads what a pod references besides its spec,
 // when it writes the pod's configMap, secret, downwardAPI and projected
 // volumes and its containers' environment (envFrom, configMapKeyRef,
-// secretKeyRef).
+// secretKeyRef, the service links).
 type Objects struct {
 	// Getter reads the ConfigMaps and Secrets; nil: there are none, and a
 	// pod that needs one waits for it as for one that does not exist.
@@ -155,4 +155,8 @@ type Objects struct {
 	// Tokens mints service account tokens; nil: nothing can (standalone),
 	// and a pod with a serviceAccountToken source is refused.
 	Tokens objects.Tokens
+	// Services lists the cluster's Services, whose links the containers
+	// see (podspec.ServiceEnv); nil: there are none (standalone), and no
+	// container gets a service variable.
+	Services objects.ServiceLister
 }

@@ -19,7 +19,8 @@ const warningBuffer = 64
 
 // containerEnv is the container's env as CRI key/values (podspec.Env:
 // envFrom then env, a later duplicate replacing an earlier one in place,
-// read through the Runtime's objects and allocatable), and the variables
+// read through the Runtime's objects and allocatable, then the pod's
+// service links it does not set), and the variables
 // $(VAR) references in command, args and subPathExpr may use. Unlike the
 // process runtime's, it adds no PATH or HOSTNAME: those come from the
 // image and the CRI runtime. An exec in the container has the env the CRI
@@ -28,6 +29,7 @@ const warningBuffer = 64
 func (r *Runtime) containerEnv(ctx context.Context, pod *model.Pod, c *v1.Container, path string) ([]*runtimeapi.KeyValue, podspec.Vars, error) {
 	env, vars, err := podspec.Env(ctx, pod, c, path, podspec.EnvSources{
 		Objects:     r.objects.Getter,
+		Services:    r.objects.Services,
 		Allocatable: r.allocatable,
 		Addresses:   r.addresses(pod),
 		Warn: func(reason, message string) {

@@ -66,3 +66,31 @@ func TestEnvSources(t *testing.T) {
 		t.Error("no warning of the invalid key")
 	}
 }
+
+// The container's config has the pod's service links after its own
+// variables, and the master service's.
+func TestServiceLinks(t *testing.T) {
+	svcs := &objectstest.Services{}
+	svcs.Put(
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+			Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []v1.ServicePort{{Name: "https", Port: 443}}}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
+			Spec: v1.ServiceSpec{ClusterIP: "10.96.0.9", Ports: []v1.ServicePort{{Port: 5432}}}},
+	)
+	h := newHarness(t, func(cfg *Config) { cfg.Objects = runtime.Objects{Services: svcs} })
+	pod := testPod("uid-1")
+	h.prepare(pod)
+	c := h.start(pod, "app", 0)
+	env := map[string]string{}
+	for _, kv := range h.f.container(c.ID).config.Envs {
+		env[kv.Key] = string(kv.Value)
+	}
+	for k, v := range map[string]string{
+		"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443",
+		"DB_SERVICE_HOST": "10.96.0.9", "DB_PORT_5432_TCP": "tcp://10.96.0.9:5432", "POD": "web",
+	} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q (env %v)", k, env[k], v, env)
+		}
+	}
+}

@@ -29,6 +29,10 @@ type EnvSources struct {
 	// configMapKeyRef and secretKeyRef; nil: there are none, and a
 	// reference to one is a reference to an object that does not exist.
 	Objects objects.Getter
+	// Services lists the Services whose links the container sees
+	// (ServiceEnv); nil: there are none, and it sees no service variable
+	// at all, as under a kubelet without an API server.
+	Services objects.ServiceLister
 	// Allocatable is the node's allocatable resources: a resourceFieldRef
 	// to a limit the container does not set reads it (or the pod's own
 	// limit, when it sets pod-level ones), as the kubelet's
@@ -47,31 +51,42 @@ type EnvSources struct {
 const ReasonInvalidEnvNames = "InvalidEnvironmentVariableNames"
 
 // Env is the environment a container's spec writes, as the kubelet makes
-// it (makeEnvironmentVariables): first the variables of each envFrom
-// source in turn (a source's keys in sorted order, each with the source's
-// prefix; a key that is no variable name under the relaxed rule, any
-// printable ASCII but '=', is skipped with a Warn), then env in spec
-// order. A later variable of a name already set replaces its value in
-// place. A value may refer to the variables set before it, $(VAR); a
-// valueFrom is a fieldRef (model.Pod.FieldRef), a resourceFieldRef
-// (ResourceValue), a configMapKeyRef or a secretKeyRef. vars are the same
-// variables by name, for the $(VAR) references in command, args and
-// subPathExpr.
+// it (makeEnvironmentVariables). The pod's service links (ServiceEnv,
+// through src.Services) are its base: the container's own variables
+// replace them, and its $(VAR) references see them. Then the variables
+// of each envFrom source in turn (a source's keys in sorted order, each
+// with the source's prefix; a key that is no variable name under the
+// relaxed rule, any printable ASCII but '=', is skipped with a Warn),
+// then env in spec order. A later variable of a name already set replaces
+// its value in place. A value may refer to the variables set before it,
+// $(VAR); a valueFrom is a fieldRef (model.Pod.FieldRef), a
+// resourceFieldRef (ResourceValue), a configMapKeyRef or a secretKeyRef.
+// env is the container's own variables, then the service links it did not
+// set (in ServiceEnv's order), as the kubelet appends the remaining ones.
+// vars are the same variables by name, for the $(VAR) references in
+// command, args and subPathExpr.
 //
 // An object or key a container needs that is not there, or that cannot be
 // read, is a runtime.ContainerConfigError with the kubelet's message
 // (`configmap "x" not found`, `couldn't find key k in ConfigMap ns/x`);
-// an optional one is left out (its variable is not set). What no runtime
-// can give (CheckEnv) wraps runtime.ErrUnsupported. When ctx ends, its
-// error is returned. path is the container's field path for the messages,
-// such as "spec.containers[0]". The caller owns the results; a runtime
-// adds its own defaults.
+// an optional one is left out (its variable is not set). Services not
+// read within ServicesSyncWait (static pods do not wait), or that cannot
+// be listed, are a ContainerConfigError too, with the kubelet's messages.
+// What no runtime can give (CheckEnv) wraps runtime.ErrUnsupported. When
+// ctx ends, its error is returned. path is the container's field path for
+// the messages, such as "spec.containers[0]". The caller owns the
+// results; a runtime adds its own defaults.
 func Env(ctx context.Context, pod *model.Pod, c *v1.Container, path string, src EnvSources) (env []EnvVar, vars Vars, err error) {
 	if err := CheckEnv(c, path); err != nil {
 		return nil, nil, err
 	}
 	r := &envReader{ctx: ctx, pod: pod, src: src}
-	l := newEnvList(len(c.Env))
+	services, err := r.serviceEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	l := newEnvList(len(c.Env) + len(services))
+	l.under(services)
 	for i := range c.EnvFrom {
 		if err := r.envFrom(&c.EnvFrom[i], l); err != nil {
 			return nil, nil, err
@@ -91,6 +106,7 @@ func Env(ctx context.Context, pod *model.Pod, c *v1.Container, path string, src 
 			l.set(e.Name, v)
 		}
 	}
+	l.appendUnder(services)
 	return l.env, l.vars, nil
 }
 
@@ -119,7 +135,8 @@ func CheckEnv(c *v1.Container, path string) error {
 }
 
 // envList is an environment being built: its variables in order, and by
-// name.
+// name. vars also holds the variables under it (under), which references
+// see until a variable of the same name is set.
 type envList struct {
 	env  []EnvVar
 	vars Vars
@@ -140,6 +157,24 @@ func (l *envList) set(name, value string) {
 	}
 	l.pos[name] = len(l.env)
 	l.env = append(l.env, EnvVar{Name: name, Value: value})
+}
+
+// under makes env the variables under l's: $(VAR) references see them,
+// until set replaces them.
+func (l *envList) under(env []EnvVar) {
+	for _, e := range env {
+		l.vars[e.Name] = e.Value
+	}
+}
+
+// appendUnder appends the variables of env that l has not set, in order.
+func (l *envList) appendUnder(env []EnvVar) {
+	for _, e := range env {
+		if _, ok := l.pos[e.Name]; !ok {
+			l.pos[e.Name] = len(l.env)
+			l.env = append(l.env, e)
+		}
+	}
 }
 
 // envReader reads the sources of one container's environment.

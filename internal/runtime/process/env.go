@@ -22,9 +22,10 @@ const localIP = "127.0.0.1"
 // default PATH and HOSTNAME (the pod's host name, podspec.Hostname; the
 // host's for a pod on the host network), which a process has no image or
 // container runtime to take from, overridden by the spec's env
-// (podspec.Env, in spec order).
-// vars holds only the spec's variables, which are what $(VAR) references in
-// command, args and subPathExpr may use, as in Kubernetes. path is the
+// (podspec.Env, in spec order, then the service links it does not set).
+// vars holds only the spec's variables and the service links, which are
+// what $(VAR) references in command, args and subPathExpr may use, as in
+// Kubernetes. path is the
 // container's field path for error messages, such as "spec.containers[0]".
 // The objects and the node's allocatable are the Runtime's; invalid
 // envFrom keys become a Warning of the pod. A missing object is a
@@ -32,6 +33,7 @@ const localIP = "127.0.0.1"
 func (r *Runtime) containerEnv(ctx context.Context, pod *model.Pod, c *v1.Container, path string) (env []string, vars podspec.Vars, err error) {
 	spec, vars, err := podspec.Env(ctx, pod, c, path, podspec.EnvSources{
 		Objects:     r.objects.Getter,
+		Services:    r.objects.Services,
 		Allocatable: r.allocatable,
 		Addresses:   podspec.Addresses{HostIP: localIP, PodIP: localIP},
 		Warn: func(reason, message string) {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/podward/podward/internal/crilog"
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/objects/objectstest"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
@@ -514,6 +515,29 @@ func TestContainerEnv(t *testing.T) {
 				t.Errorf("env %q vars %v, want %q and %v", env, vars, tc.want, tc.wantVars)
 			}
 		})
+	}
+}
+
+// The service links of the Runtime's lister follow the spec's own
+// variables; the spec's win.
+func TestContainerEnvServiceLinks(t *testing.T) {
+	svcs := &objectstest.Services{}
+	svcs.Put(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []v1.ServicePort{{Name: "https", Port: 443}}}})
+	c := v1.Container{Name: "main", Command: []string{"true"}, Env: []v1.EnvVar{{Name: "KUBERNETES_SERVICE_PORT", Value: "6443"}}}
+	r := &Runtime{objects: runtime.Objects{Services: svcs}}
+	env, vars, err := r.containerEnv(context.Background(), newPod(t, c), &c, "spec.containers[0]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"PATH=" + defaultPath, "HOSTNAME=web", "KUBERNETES_SERVICE_PORT=6443",
+		"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT_HTTPS=443",
+		"KUBERNETES_PORT=tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP=tcp://10.96.0.1:443",
+		"KUBERNETES_PORT_443_TCP_PROTO=tcp", "KUBERNETES_PORT_443_TCP_PORT=443", "KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1",
+	}
+	if !slices.Equal(env, want) || vars["KUBERNETES_SERVICE_HOST"] != "10.96.0.1" {
+		t.Errorf("env %q vars %v, want %q", env, vars, want)
 	}
 }
 
