@@ -360,8 +360,9 @@ func TestExecInAPIDNamespaceDiesWithItsAgent(t *testing.T) {
 	root := t.TempDir()
 	fifo := mkfifo(t)
 	uid := types.UID("uid-" + randomSuffix(t))
-	marker := randomSleep(t)
-	script := "tr '\\0' ' ' < /proc/1/cmdline > " + fifo + "; exec sleep " + marker
+	// The shell stays the exec's main process (no exec): it runs when it
+	// writes the FIFO, and is found by its command line.
+	script := "tr '\\0' ' ' < /proc/1/cmdline > " + fifo + "; sleep " + randomSleep(t)
 	agent, _ := startTestAgent(t, root, uid, "exec sleep 301", testAgentOwnPIDsEnv+"=1", testAgentExecEnv+"="+script)
 	init := make(chan string, 1)
 	go func() {
@@ -376,7 +377,7 @@ func TestExecInAPIDNamespaceDiesWithItsAgent(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("the test agent's exec did not start")
 	}
-	exec := processWithArgs(t, "sleep", marker)
+	exec := processWithArgs(t, "/bin/sh", "-c", script)
 	if err := agent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
