@@ -234,3 +234,29 @@ var linkRules = []linkRule{
 			"whose initialisation and memory each of them would pay (docs/architecture.md, issue 14's 1 MB per container)",
 	},
 }
+
+// A makerRule keeps the making of a type's values to its own package: no
+// other package (nor its tests) writes a composite literal of Type (or of
+// a slice, array or map of it), and the Values — the constants that say
+// what such a value is — are only compared against elsewhere (== or !=, a
+// switch case), never used to set one.
+type makerRule struct {
+	// Pkg is the package that declares Type, relative to the module; it
+	// and those below it may make values.
+	Pkg    string
+	Type   string
+	Values []string
+	// Why is printed with a violation.
+	Why string
+}
+
+// makerRules are the types only their package makes.
+var makerRules = []makerRule{
+	{
+		Pkg:    "internal/planner",
+		Type:   "Action",
+		Values: []string{"Start", "Stop", "Kill"},
+		Why: "every Start, Stop and Kill comes out of the planner's Next (issue 24): the pod worker records facts " +
+			"in planner.Observed and carries the plan out; a stop decided elsewhere is a rule outside the planner",
+	},
+}

@@ -107,9 +107,11 @@ func (p *Plan) restart(in *Input, ref model.ContainerRef, o Observed, maxDelay t
 // instance stopped because its liveness or startup probe failed restarts
 // whenever the container is restartable at all, whatever its exit code
 // (Restartable) — the kubelet kills it and starts it again in one step
-// (pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions).
+// (pkg/kubelet/kuberuntime/kuberuntime_manager.go, computePodActions); so
+// does one whose probe failed and that exited before its stop was planned
+// (Observed.ProbeFailed).
 func restarts(pod *model.Pod, c *v1.Container, o Observed) bool {
-	if o.ProbeKilled {
+	if o.ProbeKilled || o.ProbeFailed != 0 {
 		return Restartable(pod, c)
 	}
 	if c == nil || c.RestartPolicy == nil {

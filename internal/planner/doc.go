@@ -8,12 +8,15 @@
 // Next runs stages, one function per rule, each with a doc comment naming
 // the rule it implements:
 //
-//	syncing (sync.go)            the active deadline (start rule 6), the restart of all
-//	                             containers (rule 7, restartall.go), kills of the stops the
-//	                             worker began (a failed probe or postStart hook), ephemeral
-//	                             containers (rule 8), init containers and sidecars (start
-//	                             rules 1, 2), regular containers (rules 3-5)
-//	terminating (terminate.go)   the deadline (steps 6, 8), defer containers (step 3),
+//	syncing (sync.go)            the stops a container's own state asks for (a failed
+//	                             probe or postStart hook, a resize that restarts it:
+//	                             containerstops.go), the active deadline (start rule 6),
+//	                             the restart of all containers (rule 7, restartall.go), the
+//	                             kills of those stops, ephemeral containers (rule 8), init
+//	                             containers and sidecars (start rules 1, 2), regular
+//	                             containers (rules 3-5)
+//	terminating (terminate.go)   the same container stops first; the deadline (steps 6, 8),
+//	                             defer containers (step 3),
 //	                             regular and ephemeral containers (step 4), sidecars
 //	                             (step 5), done (step 7, once the ephemeral ones exited too)
 //
@@ -25,8 +28,10 @@
 // reports AllContainersRestarting), InitsDone (the Initialized condition)
 // and Phase.
 //
-// The pod worker (package podworker) executes the plan and re-plans on every
-// runtime event and on the plan's WakeAt.
+// Every Start, Stop and Kill comes out of Next: the pod worker (package
+// podworker) records facts in Observed, executes the plan and re-plans on
+// every runtime event and on the plan's WakeAt (internal/archtest checks
+// that no other package constructs an Action).
 //
 // It imports only the model and the Kubernetes API types; plannertest, which
 // reads the scenario files, is for tests only.

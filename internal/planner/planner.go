@@ -62,20 +62,39 @@ type Observed struct {
 	SignalledAt time.Time
 	// Killed is true once SIGKILL was sent to the running instance.
 	Killed bool
-	// KillAt, set while the pod syncs, is when a container being stopped
-	// because a probe or its postStart hook failed gets SIGKILL.
+	// ProbeFailed, PostStartFailedAt and ResizeNeedsRestartAt are the facts
+	// the worker observed of the running instance that ask for its stop
+	// (see containerStops), each with when it learnt it: ProbeFailed is the
+	// probe (liveness or startup) whose failure asks for it, at
+	// ProbeFailedAt; PostStartFailedAt is when its postStart hook failed;
+	// ResizeNeedsRestartAt is when the worker found that the resources the
+	// node allocated to it need a restart to apply (Resize said
+	// ResizeRestart). The plan that stops the instance for one of them turns
+	// it into the stop's marks (KillAt, ProbeKilled, ResizeRestart), which
+	// the worker writes ahead with the stop; a new instance starts without
+	// them. The worker does not checkpoint them: they become marks in the
+	// same step.
+	ProbeFailed          Probe
+	ProbeFailedAt        time.Time
+	PostStartFailedAt    time.Time
+	ResizeNeedsRestartAt time.Time
+	// KillAt is when a container being stopped by containerStops (a failed
+	// probe or postStart hook, a resize that restarts it) gets SIGKILL: the
+	// KillAt of its Stop action, which the worker records with the stop.
 	KillAt time.Time
 	// ProbeKilled is true once the worker began stopping the instance
-	// because its liveness or startup probe failed; it stays true after the
-	// instance exited, so that the restart rule knows (see restarts), and a
-	// new instance starts without it.
+	// because its liveness or startup probe failed (a Stop with
+	// ReasonProbeFailed); it stays true after the instance exited, so that
+	// the restart rule knows (see restarts), and a new instance starts
+	// without it.
 	ProbeKilled bool
 	// RestartedAll is true once a restart of all containers (RestartAll)
 	// reset the container, until its next instance starts: the rules then
 	// read it as Waiting (see current), and its next start is a restart.
 	RestartedAll bool
 	// ResizeRestart is true once the worker began stopping the instance
-	// to apply a resize its resizePolicy restarts it for (KEP-1287); it
+	// to apply a resize its resizePolicy restarts it for (KEP-1287: a Stop
+	// with ReasonResize); it
 	// stays true after the instance exited, so that the next one starts at
 	// once whatever the restart policy (see resizeRestart), and a new
 	// instance starts without it.
@@ -171,17 +190,18 @@ const (
 	// ReasonGracePeriodExceeded: the deadline passed and whatever runs is
 	// killed (termination steps 6 and 8).
 	ReasonGracePeriodExceeded
-	// ReasonProbeFailed: a liveness or startup probe failed and the stop
-	// the worker began reached its kill time.
+	// ReasonProbeFailed: a liveness or startup probe failed: the container
+	// is stopped, and killed at the stop's kill time (containerStops).
 	ReasonProbeFailed
-	// ReasonPostStartHookFailed: the container's postStart hook failed and
-	// the stop the worker began reached its kill time.
+	// ReasonPostStartHookFailed: the container's postStart hook failed: it
+	// is stopped, and killed at the stop's kill time (containerStops).
 	ReasonPostStartHookFailed
 	// ReasonRestartAllContainers: a restart of all containers (start rule
 	// 7) stops every container that runs.
 	ReasonRestartAllContainers
 	// ReasonResize: a resize whose resizePolicy restarts the container
-	// (KEP-1287) and the stop the worker began reached its kill time.
+	// (KEP-1287): it is stopped, and killed at the stop's kill time
+	// (containerStops).
 	ReasonResize
 )
 

@@ -7,28 +7,31 @@ import (
 )
 
 // planSync plans a pod that is not terminating: the "Start" rules of
-// docs/lifecycle.md, with the kills of the stops the worker began for a
-// failed postStart hook (rule 2) or probe (its "Probes" section). Each stage
-// below implements one of them; they run in this order. The active
-// deadline, once passed, ends the plan (the pod terminates), and so does a
-// restart of all containers while it lasts; otherwise only the init stage
-// can hold up the one after it.
+// docs/lifecycle.md, with the stops a failed postStart hook (rule 2), a
+// failed probe (its "Probes" section) or a resize that restarts a container
+// (rule 9) ask for. Each stage below implements one of them; they run in
+// this order. A container stop planned ends the plan (the worker records
+// it and plans again), and so does the active deadline, once passed (the
+// pod terminates), and a restart of all containers while it lasts;
+// otherwise only the init stage can hold up the one after it.
 //
+//	container stops a failed probe or postStart hook, or a resize that
+//	                restarts it, stops the container (containerstops.go)
 //	active deadline activeDeadlineSeconds since startTime: terminate  (rule 6)
 //	restart all     a RestartAllContainers rule matched: stop all, reset,
 //	                start over                                          (rule 7)
-//	worker stops    a container stopped for a failed probe or postStart hook,
-//	                or for a resize that restarts it, is killed at its KillAt
+//	stop kills      a container stopped by the first stage is killed at its
+//	                KillAt
 //	ephemeral       each ephemeral container added starts once, whatever
 //	                the init stage does                                 (rule 8)
 //	init stage      init-1 ─▶ sidecar-A (started) ─▶ init-2          (rules 1, 2)
 //	regular stage                                   main-1, main-2   (rules 3, 4, 5)
 func planSync(in Input, refs []model.ContainerRef) Plan {
 	s := syncing{in: in, refs: refs}
-	if s.activeDeadline() || s.restartAllContainers() {
+	if s.p.containerStops(&s.in, s.refs, time.Time{}) || s.activeDeadline() || s.restartAllContainers() {
 		return s.p
 	}
-	s.workerStopKills()
+	s.containerStopKills()
 	s.ephemeralContainers()
 	if s.initContainers() {
 		return s.p
@@ -74,29 +77,6 @@ func ActiveDeadline(pod *model.Pod, start time.Time) (deadline time.Time, ok boo
 		return time.Time{}, false
 	}
 	return start.Add(time.Duration(*ads) * time.Second), true
-}
-
-// workerStopKills implements the probe rule of docs/lifecycle.md
-// ("Probes"), the postStart rule (start rule 2) and the resize rule (start
-// rule 9): a container the worker began to stop because a liveness or
-// startup probe failed, or its postStart hook did, or a resize restarts
-// it, gets SIGKILL at its KillAt if it still runs — but never sooner than
-// Config.MinStopGrace after its stop signal (see Config.KillTime).
-func (s *syncing) workerStopKills() {
-	for _, ref := range s.refs {
-		o := s.in.obs(ref.Name)
-		if o.State != Running || o.KillAt.IsZero() || o.Killed {
-			continue
-		}
-		reason := ReasonPostStartHookFailed
-		switch {
-		case o.ProbeKilled:
-			reason = ReasonProbeFailed
-		case o.ResizeRestart:
-			reason = ReasonResize
-		}
-		s.p.killWhenDue(&s.in, ref, o, o.KillAt, reason)
-	}
 }
 
 // ephemeralContainers implements start rule 8: an ephemeral container

@@ -68,8 +68,16 @@ func (t *Termination) RetryFits(c Config, o Observed) bool {
 //	  │     (ephemeral containers stopped in step 4 and      │ 2 s (steps 6, 8)
 //	  │     never waited for, until step 7)                  │
 //	step 7  done, as soon as everything exited              ─┘
+//
+// Before them, a container whose failed probe or postStart hook asks for
+// its stop gets it (containerStops), its kill time bounded by the deadline.
 func planTerminating(in Input, refs []model.ContainerRef) Plan {
 	s := terminating{in: in, t: in.Termination, refs: refs}
+	if s.p.containerStops(&s.in, s.refs, s.t.Deadline) {
+		// A failed probe or postStart hook stops its container at once,
+		// whoever's turn it is (containerstops.go).
+		return s.p
+	}
 	if !in.Now.Before(s.t.Deadline) {
 		s.pastDeadline()
 		return s.p

@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 	"time"
@@ -44,6 +45,14 @@ func (pw *podWorker) writeAhead(actions []planner.Action) []planner.Action {
 			c.pending = &pendingStart{attempt: attempt, backoffSteps: a.BackoffSteps}
 		case planner.Stop:
 			c.obs.StopRequestedAt = now
+			if a.Reason.ContainerStop() {
+				// A stop for a failed probe or postStart hook, or a
+				// resize: its kill time and why, for the kill and the
+				// restart that follow (also after an agent restart).
+				c.obs.KillAt = a.KillAt
+				c.obs.ProbeKilled = a.Reason == planner.ReasonProbeFailed
+				c.obs.ResizeRestart = a.Reason == planner.ReasonResize
+			}
 			if !pw.hasPreStop(c, a) {
 				// The signal follows at once: recorded with the intent,
 				// so that a crash in between never sends it twice nor
@@ -257,32 +266,16 @@ func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool,
 	return true, time.Time{}
 }
 
-// stop begins a container's graceful stop: the preStop hook (in the
-// background, bounded by the kill time) then the stop signal. The time of
-// the signal comes back to the pod's goroutine (SignalledAt), since a
-// prompt kill counts from it. SIGKILL, if needed, comes from a later plan.
+// stop begins a container's graceful stop: its Killing event, the preStop
+// hook (in the background, bounded by the kill time) then the stop signal.
+// The time of the signal comes back to the pod's goroutine (SignalledAt),
+// since a prompt kill counts from it. SIGKILL, if needed, comes from a later
+// plan.
 func (pw *podWorker) stop(ctx context.Context, c *ctr, a planner.Action) {
-	pw.stopWith(ctx, c, a, true)
-}
-
-// stopWith is stop; event says whether to record the Killing event (a
-// caller with its own message passes false).
-func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, event bool) {
 	spec := pw.pod.Container(c.ref)
 	pw.removeProbes(c)
 	pw.noteInstance(timeline.NoteStopRequested, c, c.obs.StopRequestedAt)
-	if event {
-		msg := "Stopping container " + c.ref.Name
-		switch a.Reason {
-		case planner.ReasonDeferDone:
-			msg += " (defer containers completed)"
-		case planner.ReasonGracePeriodExceeded:
-			msg += " (grace period exceeded)"
-		case planner.ReasonRestartAllContainers:
-			msg += " (restarting all containers)"
-		}
-		pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", msg)
-	}
+	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", pw.stopMessage(c, a.Reason))
 	var hook *v1.LifecycleHandler
 	if pw.hasPreStop(c, a) {
 		hook = spec.Lifecycle.PreStop
@@ -322,29 +315,26 @@ func (pw *podWorker) stopWith(ctx context.Context, c *ctr, a planner.Action, eve
 // errHookTimeUp is why a preStop hook is cut off past the deadline.
 var errHookTimeUp = errors.New("the grace period is over")
 
-// workerStop begins the graceful stop of a container the worker itself
-// decided to stop — its liveness or startup probe failed (probeKilled), or
-// its postStart hook did — as the kubelet's killContainer does: the
-// Killing event with message, the preStop hook, the stop signal, and
-// SIGKILL grace seconds later (never past a termination's deadline), which
-// the planner sends at the instance's KillAt. KillAt and ProbeKilled go into
-// the same write-ahead as the stop, which goes ahead even when it cannot be
-// saved (see writeAhead). A container whose stop has begun already is left
-// to it.
-func (pw *podWorker) workerStop(ctx context.Context, c *ctr, grace int64, probeKilled bool, message string) {
-	if !c.obs.StopRequestedAt.IsZero() {
-		return
+// stopMessage is the Killing event of a stop for reason: the kubelet's
+// words for the stops a container's own state asks for (a failed probe or
+// postStart hook, a resize that restarts it), podward's for the others.
+func (pw *podWorker) stopMessage(c *ctr, reason planner.StopReason) string {
+	msg := "Stopping container " + c.ref.Name
+	switch reason {
+	case planner.ReasonProbeFailed:
+		return pw.probeKillMessage(c, c.obs.ProbeFailed)
+	case planner.ReasonPostStartHookFailed:
+		return "FailedPostStartHook"
+	case planner.ReasonResize:
+		return fmt.Sprintf("Container %s resize requires restart", c.ref.Name)
+	case planner.ReasonDeferDone:
+		msg += " (defer containers completed)"
+	case planner.ReasonGracePeriodExceeded:
+		msg += " (grace period exceeded)"
+	case planner.ReasonRestartAllContainers:
+		msg += " (restarting all containers)"
 	}
-	killAt := pw.w.cfg.Clock.Now().Add(time.Duration(grace) * time.Second)
-	if pw.term != nil && pw.term.Deadline.Before(killAt) {
-		killAt = pw.term.Deadline
-	}
-	a := planner.Action{Kind: planner.Stop, Container: c.ref, PreStop: true, KillAt: killAt}
-	c.obs.KillAt, c.obs.ProbeKilled = killAt, probeKilled
-	pw.writeAhead([]planner.Action{a}) // a stop goes ahead even unrecorded
-	pw.removeProbes(c)
-	pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "%s", message)
-	pw.stopWith(ctx, c, a, false)
+	return msg
 }
 
 // hasPreStop says whether a stop action runs the container's preStop hook.

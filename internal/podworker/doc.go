@@ -43,7 +43,9 @@
 // allocations, allocation.go — the one state the pods' goroutines share,
 // under Workers.allocMu — then applies them, resize.go); plan asks the
 // planner and emits the events a plan implies; act carries the actions
-// out. When a plan has nothing to do now, the goroutine sleeps until news
+// out. The worker decides no start, stop or kill itself: a failed probe or
+// postStart hook, or resources that need a restart to apply, are facts it
+// records in planner.Observed, and the planner plans the stop. When a plan has nothing to do now, the goroutine sleeps until news
 // or the plan's wake-up time.
 //
 // act records each action in the checkpoint before doing it

@@ -36,14 +36,16 @@ func (pw *podWorker) startPostStart(ctx context.Context, c *ctr, h *v1.Lifecycle
 }
 
 // observeHook applies a postStart result: the container is started, or —
-// on failure — stopped gracefully (its preStop hook, its stop signal,
-// SIGKILL after the pod's grace period), and its restart policy applies to
-// how it exits. The kubelet does the same: startContainer kills a container
-// whose postStart hook failed with killContainer, reason
-// FailedPostStartHook (pkg/kubelet/kuberuntime/kuberuntime_container.go).
-// Its events are the kubelet's words too; the hook's output is only
-// logged, never put in the event, so that secrets do not leak into events.
-func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
+// on failure — the failure is recorded (Observed.PostStartFailedAt) and its
+// probes stop: the planner stops it gracefully (its preStop hook, its stop
+// signal, SIGKILL after the pod's grace period: planner containerStops),
+// and its restart policy applies to how it exits. The kubelet does the
+// same: startContainer kills a container whose postStart hook failed with
+// killContainer, reason FailedPostStartHook
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go). Its events are the
+// kubelet's words too; the hook's output is only logged, never put in the
+// event, so that secrets do not leak into events.
+func (pw *podWorker) observeHook(r hookResult) {
 	c := pw.byName[r.container]
 	if c == nil || c.id != r.id || c.obs.State != planner.Running {
 		return
@@ -55,7 +57,10 @@ func (pw *podWorker) observeHook(ctx context.Context, r hookResult) {
 	}
 	pw.log.Error("postStart hook failed", "container", c.ref.Name, "err", r.err)
 	pw.eventf(c.ref.FieldPath(), events.Warning, events.FailedPostStartHook, "PostStartHook failed")
-	pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, "FailedPostStartHook")
+	if c.obs.StopRequestedAt.IsZero() && c.obs.PostStartFailedAt.IsZero() {
+		c.obs.PostStartFailedAt = pw.w.cfg.Clock.Now()
+		pw.removeProbes(c)
+	}
 }
 
 // runHook runs a lifecycle handler in the container's context, cut off at

@@ -380,9 +380,9 @@ func (pw *podWorker) observe(ctx context.Context, inputs []input, now time.Time)
 		case inputExit:
 			pw.observeExit(in.exit)
 		case inputHookDone:
-			pw.observeHook(ctx, in.hook)
+			pw.observeHook(in.hook)
 		case inputProbe:
-			pw.observeProbe(ctx, in.probe)
+			pw.observeProbe(in.probe)
 		case inputStopSignalled:
 			pw.observeSignal(in.signal)
 		case inputVolumes:

@@ -1,7 +1,6 @@
 package podworker
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -82,9 +81,10 @@ func (pw *podWorker) removeProbes(c *ctr) {
 
 // observeProbe applies a probe result: Unhealthy events for failed
 // attempts; a startup success starts the container; readiness sets ready;
-// a liveness or startup failure stops the container, to be restarted per
-// the restart policy.
-func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
+// a liveness or startup failure is recorded for the planner, which stops
+// the container (planner containerStops), to be restarted per the restart
+// policy.
+func (pw *podWorker) observeProbe(r prober.Result) {
 	c := pw.byName[r.Container]
 	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.phase != Syncing {
 		return
@@ -107,37 +107,28 @@ func (pw *podWorker) observeProbe(ctx context.Context, r prober.Result) {
 			c.obs.Started, c.obs.StartedOnce = true, true
 			return
 		}
-		pw.probeKill(ctx, c, prober.Startup)
+		pw.probeFailed(c, planner.StartupProbe)
 	case prober.Readiness:
 		c.ready = r.Healthy
 	case prober.Liveness:
 		if !r.Healthy {
-			pw.probeKill(ctx, c, prober.Liveness)
+			pw.probeFailed(c, planner.LivenessProbe)
 		}
 	}
 }
 
-// probeKill stops a container whose liveness or startup probe failed: its
-// preStop hook, its stop signal, SIGKILL after the probe's
-// terminationGracePeriodSeconds (else the pod's). The instance is marked
-// ProbeKilled, with its kill time, in the same write-ahead as the stop, so
-// that the restart rule holds for it after an agent restart too.
-func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
-	if !c.obs.StopRequestedAt.IsZero() {
+// probeFailed records that a container's liveness or startup probe failed
+// (Observed.ProbeFailed): the planner stops it, with the probe's
+// terminationGracePeriodSeconds (else the pod's), and the stop's write-ahead
+// marks it ProbeKilled, so that the restart rule holds for it after an
+// agent restart too. Its probes stop at once. A container whose stop has
+// begun, or whose probe failed already, is left as it is.
+func (pw *podWorker) probeFailed(c *ctr, probe planner.Probe) {
+	if !c.obs.StopRequestedAt.IsZero() || c.obs.ProbeFailed != 0 {
 		return
 	}
-	spec := pw.pod.Container(c.ref)
-	grace := pw.pod.GracePeriodSeconds()
-	var probe *v1.Probe
-	if kind == prober.Startup {
-		probe = spec.StartupProbe
-	} else {
-		probe = spec.LivenessProbe
-	}
-	if probe != nil && probe.TerminationGracePeriodSeconds != nil {
-		grace = *probe.TerminationGracePeriodSeconds
-	}
-	pw.workerStop(ctx, c, grace, true, pw.probeKillMessage(c, kind))
+	c.obs.ProbeFailed, c.obs.ProbeFailedAt = probe, pw.w.cfg.Clock.Now()
+	pw.removeProbes(c)
 }
 
 // probeKillMessage is the Killing event of a probe kill, in the kubelet's
@@ -145,12 +136,12 @@ func (pw *podWorker) probeKill(ctx context.Context, c *ctr, kind prober.Kind) {
 // restarted" only when the container will be (planner.Restartable: its own
 // restartPolicy and rules, or else the pod's); a sidecar is an init container to the kubelet,
 // which does not say it for one.
-func (pw *podWorker) probeKillMessage(c *ctr, kind prober.Kind) string {
-	probe := strings.ToLower(kind.String())
+func (pw *podWorker) probeKillMessage(c *ctr, probe planner.Probe) string {
+	kind := strings.ToLower(probe.String())
 	if c.ref.Role == model.RoleSidecar {
-		return fmt.Sprintf("Init container %s failed %s probe", c.ref.Name, probe)
+		return fmt.Sprintf("Init container %s failed %s probe", c.ref.Name, kind)
 	}
-	msg := fmt.Sprintf("Container %s failed %s probe", c.ref.Name, probe)
+	msg := fmt.Sprintf("Container %s failed %s probe", c.ref.Name, kind)
 	if planner.Restartable(pw.pod, pw.pod.Container(c.ref)) {
 		msg += ", will be restarted"
 	}

@@ -3,7 +3,6 @@ package podworker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -142,11 +141,13 @@ func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time
 		case planner.ResizeNone:
 			continue
 		case planner.ResizeRestart:
-			if c.obs.StopRequestedAt.IsZero() {
-				// Recorded with the stop's write-ahead: the planner starts
-				// the next instance at once, whatever the restart policy.
-				c.obs.ResizeRestart = true
-				pw.workerStop(ctx, c, pw.pod.GracePeriodSeconds(), false, fmt.Sprintf("Container %s resize requires restart", c.ref.Name))
+			if c.obs.StopRequestedAt.IsZero() && c.obs.ResizeNeedsRestartAt.IsZero() {
+				// The planner stops the instance (containerStops); the
+				// stop's write-ahead marks it ResizeRestart, so that the
+				// next instance starts at once, whatever the restart
+				// policy. Its probes stop now.
+				c.obs.ResizeNeedsRestartAt = pw.w.cfg.Clock.Now()
+				pw.removeProbes(c)
 			}
 			st.inProgress = true
 			continue

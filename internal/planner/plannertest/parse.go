@@ -250,8 +250,11 @@ func Observe(d Directive, containers map[string]planner.Observed) error {
 //	.stopping(T)            the stop sequence (preStop, then signal) began at T
 //	.signalled(T)           the stop signal went out at T (the stop began then too, unless .stopping says otherwise)
 //	.killed                 SIGKILL was sent
-//	.killAt(T)              the kill time of a stop begun for a failed probe
+//	.killAt(T)              the kill time of a stop begun for a failed probe or postStart hook or a resize
 //	.probeKilled            the instance was stopped because a probe failed (kept after it exited)
+//	.probeFailed(KIND,T)    its liveness or startup probe (KIND) failed at T: a fact, no stop yet
+//	.postStartFailed(T)     its postStart hook failed at T: a fact, no stop yet
+//	.resizeNeedsRestart(T)  at T its allocated resources needed a restart to apply: a fact, no stop yet
 //	.restartedAll           a restart of all containers reset the container
 //	.resizeRestart          the instance was stopped for a resize that restarts it (kept after it exited)
 //	.configError(T)         the last start failed at T for its configuration (CreateContainerConfigError)
@@ -303,6 +306,8 @@ func modify(o *planner.Observed, c string) error {
 	switch name {
 	case "notStarted", "started", "startedOnce", "killed", "probeKilled", "restartedAll", "resizeRestart":
 		want = 0
+	case "probeFailed":
+		want = 2
 	}
 	if len(args) != want {
 		return fmt.Errorf(".%s takes %d argument(s), not %d", name, want, len(args))
@@ -310,7 +315,19 @@ func modify(o *planner.Observed, c string) error {
 	var t time.Time
 	var n int
 	switch name {
-	case "ranFrom", "stopping", "signalled", "killAt", "configError":
+	case "probeFailed":
+		if t, err = ParseTime(args[1]); err != nil {
+			return err
+		}
+		switch args[0] {
+		case "liveness":
+			o.ProbeFailed = planner.LivenessProbe
+		case "startup":
+			o.ProbeFailed = planner.StartupProbe
+		default:
+			return fmt.Errorf(".probeFailed: probe %q: want liveness or startup", args[0])
+		}
+	case "ranFrom", "stopping", "signalled", "killAt", "configError", "postStartFailed", "resizeNeedsRestart":
 		if t, err = ParseTime(args[0]); err != nil {
 			return err
 		}
@@ -345,6 +362,12 @@ func modify(o *planner.Observed, c string) error {
 		}
 	case "killAt":
 		o.KillAt = t
+	case "probeFailed":
+		o.ProbeFailedAt = t
+	case "postStartFailed":
+		o.PostStartFailedAt = t
+	case "resizeNeedsRestart":
+		o.ResizeNeedsRestartAt = t
 	case "steps":
 		o.BackoffSteps = n
 	case "restarts":
