@@ -92,6 +92,12 @@ var rules = []rule{
 		Why:   "opening a path beneath a directory is a leaf that hostfs and the shim binary's init helper share",
 	},
 	{
+		From:  "internal/runtime/hostfs/mountinfo",
+		Only:  []string{},
+		Tests: true,
+		Why:   "reading a mountinfo file is a leaf that hostfs and the shim binary's init helper share",
+	},
+	{
 		From:  "internal/runtime/seccomp",
 		Only:  []string{},
 		Tests: true,
@@ -225,7 +231,7 @@ var linkRules = []linkRule{
 		Module: []string{
 			"internal/runtime/process/shim", "internal/runtime/process/launch", "internal/crilog",
 			"internal/runtime/exitstatus", "internal/runtime/hostfs/beneath", "internal/runtime/cgroups",
-			"internal/runtime/seccomp", "internal/runtime/capabilities",
+			"internal/runtime/seccomp", "internal/runtime/capabilities", "internal/runtime/hostfs/mountinfo",
 		},
 		// moby's default seccomp profile, as Go data, and the OCI types it
 		// is written in (pure Go, no cgo): internal/runtime/seccomp's.

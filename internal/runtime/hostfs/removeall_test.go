@@ -43,9 +43,3 @@ func TestRemoveAllUnmountedKeepsWhatABindShows(t *testing.T) {
 		t.Errorf("the data behind the bind mount: %q, %v", b, err)
 	}
 }
-
-func TestUnescapeMountinfo(t *testing.T) {
-	if got := unescapeMountinfo(`/tmp/a\040b\134c`); got != `/tmp/a b\c` {
-		t.Errorf("unescapeMountinfo = %q", got)
-	}
-}

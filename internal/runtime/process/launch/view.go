@@ -1,7 +1,8 @@
 package launch
 
 import (
-	"bufio"
+	"github.com/podward/podward/internal/runtime/hostfs/mountinfo"
+
 	"errors"
 	"fmt"
 	"io/fs"
@@ -234,7 +235,7 @@ func setReadOnly(p string, flags uint) error {
 // the volumes (and below them), /proc and /dev: readOnlyRootFilesystem
 // for a container whose root is the host's.
 func readOnlyRoot(mounts []Mount) error {
-	points, err := mountPoints()
+	points, err := mountinfo.Points("/proc/thread-self/mountinfo")
 	if err != nil {
 		return err
 	}
@@ -263,47 +264,4 @@ func underAny(p string, dirs []string) bool {
 		}
 	}
 	return false
-}
-
-// mountPoints are the mount points of the calling thread's mount
-// namespace, from its mountinfo.
-func mountPoints() ([]string, error) {
-	f, err := os.Open("/proc/thread-self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		points = append(points, unescapeMountinfo(fields[4]))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	return points, nil
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
