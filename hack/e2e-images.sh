@@ -46,11 +46,9 @@ command -v skopeo >/dev/null || die "skopeo not found (hack/cri-up.sh installs i
 
 W=$(mktemp -d "$BASE/tmp/e2e-images.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-sha() { sha256sum "$1" | cut -d' ' -f1; }
-layer() { # DIR NAME: a deterministic tar of DIR's contents as $W/NAME.tar
-  (cd "$1" && find . -mindepth 1 -printf '%P\n' | sort) >"$W/$2.list"
-  tar --no-recursion --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu -C "$1" -T "$W/$2.list" -cf "$W/$2.tar"
-}
+# shellcheck source=hack/lib/oci-image.sh
+. "$(dirname "$0")/lib/oci-image.sh"
+layer() { oci_layer "$@"; } # DIR NAME: a deterministic tar of DIR's contents as $W/NAME.tar
 
 # layer base: busybox-static, its applets as links, bash-static, passwd and group
 r=$W/base
@@ -97,35 +95,7 @@ for k in kitten nautilus; do
   layer "$r" "$k"
 done
 
-# registry_has NAME TAG CONFIG-DIGEST: the registry serves NAME:TAG with that config
-registry_has() {
-  curl -fsS --max-time 5 -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
-    "http://$REG/v2/$1/manifests/$2" 2>/dev/null | tr -d ' \n' | grep -qF "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\",\"size\":$3,\"digest\":\"sha256:$4\"}"
-}
-image() { # NAME:TAG CONFIG-FRAGMENT LAYER...: a docker-archive, pushed as $REG/NAME:TAG
-  local ref=$1 cfg=$2 d diffs='' files='' l s c
-  shift 2
-  d=$W/img
-  rm -rf "$d" && mkdir -p "$d"
-  for l in "$@"; do
-    s=$(sha "$W/$l.tar")
-    mkdir -p "$d/$s" && cp "$W/$l.tar" "$d/$s/layer.tar"
-    diffs+="\"sha256:$s\"," files+="\"$s/layer.tar\","
-  done
-  printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"WorkingDir":"/",%s},"rootfs":{"type":"layers","diff_ids":[%s]}}' \
-    "$(go env GOARCH 2>/dev/null || echo amd64)" "$cfg" "${diffs%,}" >"$d/config.json"
-  c=$(sha "$d/config.json")
-  if registry_has "${ref%%:*}" "${ref#*:}" "$(stat -c %s "$d/config.json")" "$c"; then
-    say "registry has registry.k8s.io/$ref"
-    return
-  fi
-  mv "$d/config.json" "$d/$c.json"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":[%s]}]\n' "$c" "$REG/$ref" "${files%,}" >"$d/manifest.json"
-  (cd "$d" && tar --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu -cf "$W/img.tar" -- *)
-  TMPDIR=$W skopeo copy -q --insecure-policy --dest-tls-verify=false --format v2s2 "docker-archive:$W/img.tar" "docker://$REG/$ref" ||
-    die "skopeo copy $ref to $REG"
-  say "pushed registry.k8s.io/$ref"
-}
+image() { oci_image "$@"; } # NAME:TAG CONFIG-FRAGMENT LAYER...: pushed as $REG/NAME:TAG
 AGNHOST_CFG='"Entrypoint":["/agnhost"],"Cmd":["pause"]'
 image e2e-test-images/agnhost:2.66.1 "$AGNHOST_CFG" base agnhost
 image e2e-test-images/agnhost:2.55 "$AGNHOST_CFG" base agnhost

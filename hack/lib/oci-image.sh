@@ -1,5 +1,5 @@
-# oci-image.sh — sourced by hack/addons-images.sh: deterministic image layers and their push to the
-# local registry of hack/cri-up.sh, the way hack/e2e-images.sh makes its images (fixed mtimes,
+# oci-image.sh — sourced by hack/e2e-images.sh and hack/addons-images.sh: deterministic image layers
+# and their push to the local registry of hack/cri-up.sh (fixed mtimes,
 # owners and order: the same inputs always give the same digests; nothing is pushed when the
 # registry already serves that exact config).
 #
