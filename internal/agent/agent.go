@@ -701,14 +701,20 @@ func (a *Agent) forceRemoveLocked(uid types.UID) *model.Pod {
 }
 
 // Get returns the pod with its current status, a copy owned by the caller.
-// A removed pod is still found, with its last status, for a while; a pod
-// recorded whose worker is not made yet (launch is storing it) is found
-// Pending, as the API server shows a pod just created.
+// Its spec is the one recorded last, as the API server returns the stored
+// object: the worker may not have taken a change just made (an ephemeral
+// container, a resize) when it published its status, and a read after a
+// write must see the write. A removed pod is still found, with its last
+// status, for a while; a pod recorded whose worker is not made yet (launch
+// is storing it) is found Pending, as the API server shows a pod just
+// created.
 func (a *Agent) Get(uid types.UID) (*v1.Pod, Phase, error) {
 	if p, phase, ok := a.workers.PodStatus(uid); ok {
 		a.mu.Lock()
 		if e := a.entryLocked(uid); e != nil {
 			e.annotate(p)
+			p.Spec = *e.pod.Spec.DeepCopy()
+			p.Generation = e.pod.Generation
 		}
 		a.mu.Unlock()
 		return p, phaseOf(phase), nil
