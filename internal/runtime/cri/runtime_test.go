@@ -1203,6 +1203,59 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestHostPorts: with a pod network, the containers' hostPorts go to the
+// sandbox as PortMappings for the CNI portmap plugin (protocol,
+// containerPort, hostPort, hostIP), with the pod's own network namespace;
+// on the host's network (no pod network) a hostPort other than the
+// containerPort cannot be honoured and is refused, naming the field.
+func TestHostPorts(t *testing.T) {
+	ports := []v1.ContainerPort{
+		{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolTCP},
+		{ContainerPort: 53, HostPort: 5353, HostIP: "127.0.0.1", Protocol: v1.ProtocolUDP},
+		{ContainerPort: 9000, Protocol: v1.ProtocolTCP}, // no hostPort: not mapped
+	}
+	t.Run("pod network", func(t *testing.T) {
+		h := newHarness(t, func(c *Config) { c.PodNetwork = true })
+		pod := testPod("uid-1")
+		pod.Spec.Containers[0].Ports = ports
+		if err := h.r.Check(pod); err != nil {
+			t.Fatalf("Check = %v", err)
+		}
+		h.prepare(pod)
+		cfg := h.f.sandboxList()[0].config
+		if ns := cfg.Linux.SecurityContext.NamespaceOptions.Network; ns != runtimeapi.NamespaceMode_POD {
+			t.Errorf("network namespace = %v, want POD", ns)
+		}
+		want := []*runtimeapi.PortMapping{
+			{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080},
+			{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"},
+		}
+		if len(cfg.PortMappings) != len(want) {
+			t.Fatalf("port mappings = %v, want %v", cfg.PortMappings, want)
+		}
+		for i, pm := range cfg.PortMappings {
+			w := want[i]
+			if pm.Protocol != w.Protocol || pm.ContainerPort != w.ContainerPort || pm.HostPort != w.HostPort || pm.HostIp != w.HostIp {
+				t.Errorf("port mapping %d = %v, want %v", i, pm, want[i])
+			}
+		}
+	})
+	t.Run("host network", func(t *testing.T) {
+		h := newHarness(t, nil)
+		pod := testPod("uid-1")
+		pod.Spec.Containers[0].Ports = ports
+		err := h.r.Check(pod)
+		if want := "spec.containers[0].ports[0].hostPort: Unsupported value: 8080"; !errors.Is(err, runtime.ErrUnsupported) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Check = %v, want ErrUnsupported naming %q", err, want)
+		}
+		// hostPort = containerPort is the host's port itself.
+		pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 80, Protocol: v1.ProtocolTCP}}
+		if err := h.r.Check(pod); err != nil {
+			t.Fatalf("Check of hostPort = containerPort = %v", err)
+		}
+	})
+}
+
 func TestRunAsNonRoot(t *testing.T) {
 	h := newHarness(t, nil)
 	h.f.mu.Lock()
