@@ -241,6 +241,7 @@ type Runtime struct {
 	closed    bool
 	tracked   map[string]*instance     // instances started or found running, until their exit is seen
 	sandboxes map[types.UID]sandboxRef // the ready sandbox of each prepared pod
+	podIPs    map[types.UID][]string   // the addresses of each pod on the pod network (PodIPs)
 }
 
 // New connects to the CRI runtime at cfg.Endpoint, checks that it answers
@@ -354,6 +355,7 @@ func newRuntime(cfg Config, root string, lock *os.File, conn *grpc.ClientConn) *
 		poke:           make(chan struct{}, 1),
 		tracked:        make(map[string]*instance),
 		sandboxes:      make(map[types.UID]sandboxRef),
+		podIPs:         make(map[types.UID][]string),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -374,6 +376,9 @@ func (r *Runtime) begin(ctx context.Context, endpoint string) error {
 	}
 	if err := r.attach(ctx); err != nil {
 		return err
+	}
+	if err := r.restoreIPs(ctx); err != nil {
+		return fmt.Errorf("pod addresses: %w", err)
 	}
 	r.log.Debug("CRI runtime ready", "endpoint", endpoint, "runtime", name, "version", version)
 	r.wg.Add(2)

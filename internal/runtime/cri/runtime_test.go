@@ -1203,6 +1203,41 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestPodIPs: a pod on the pod network has the addresses of its
+// sandbox's network status, the primary first and then the additional
+// ones, also after a restart (a new Runtime on the root, which the pod
+// worker, already set up, does not ask to prepare the pod again); they
+// are gone once the pod is cleaned up. A pod on the host's network has
+// none of its own.
+func TestPodIPs(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PodNetwork = true })
+	pod := testPod("uid-1")
+	if ips := h.r.PodIPs(pod.UID); ips != nil {
+		t.Fatalf("PodIPs before the sandbox = %v, want nil", ips)
+	}
+	h.prepare(pod)
+	want := []string{"10.88.0.7", "fd00::7"}
+	if ips := h.r.PodIPs(pod.UID); !slices.Equal(ips, want) {
+		t.Fatalf("PodIPs = %v, want %v", ips, want)
+	}
+	hostNet := testPod("uid-2")
+	hostNet.Spec.HostNetwork = true
+	h.prepare(hostNet)
+	h.reopen()
+	if ips := h.r.PodIPs(pod.UID); !slices.Equal(ips, want) {
+		t.Fatalf("PodIPs after a restart = %v, want %v", ips, want)
+	}
+	if ips := h.r.PodIPs(hostNet.UID); ips != nil {
+		t.Fatalf("PodIPs of a hostNetwork pod after a restart = %v, want nil", ips)
+	}
+	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if ips := h.r.PodIPs(pod.UID); ips != nil {
+		t.Fatalf("PodIPs after CleanupPod = %v, want nil", ips)
+	}
+}
+
 // TestHostPorts: with a pod network, the containers' hostPorts go to the
 // sandbox as PortMappings for the CNI portmap plugin (protocol,
 // containerPort, hostPort, hostIP), with the pod's own network namespace;
