@@ -129,9 +129,12 @@ type Config struct {
 	PullSecretsDir string
 	// PodNetwork gives pods that ask for their own network
 	// (spec.hostNetwork false) a network namespace of their own, set up by
-	// the CRI runtime's CNI plugins. Default false: every pod shares the
-	// host's network, as on the process runtime, and needs no CNI
-	// configuration.
+	// the CRI runtime's CNI plugins (their hostPorts as the sandbox's
+	// PortMappings, for CNI's portmap), and makes Status require the
+	// runtime's NetworkReady. False (the zero value; podward's standalone
+	// default, while its cluster mode turns it on) puts every pod on the
+	// host's network, as on the process runtime, with no CNI configuration
+	// needed: a hostPort other than the containerPort is refused then.
 	PodNetwork bool
 	// CgroupParent is the cgroup under which each pod gets a parent of its
 	// own, <CgroupParent>/<qos>/pod<UID> (podspec.PodCgroup), for the
