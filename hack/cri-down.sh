@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cri-down.sh — tear down what hack/cri-up.sh started for the same PODWARD_CRI_BASE: every pod
 # sandbox and container of THIS containerd, containerd itself, its shims, the registry, all mounts
-# under the base dir, this instance's shim sockets in /run/containerd/s, the CNI bridge (pwcni0 or
-# PODWARD_CRI_CNI_BRIDGE, when PODWARD_CRI_CNI=1 made one), the pod cgroups, and the state. Works also when containerd is
+# under the base dir, this instance's shim sockets in /run/containerd/s, the CNI bridge (the one
+# cri-up.sh recorded in $BASE/cni/bridge, when PODWARD_CRI_CNI=1 made one) and its portmap rules
+# left by sandboxes removed without CNI, the pod cgroups, and the state. Works also when containerd is
 # already dead (it then kills runc containers and shims itself). Debian packages stay installed.
 #
 # Usage: hack/cri-down.sh        (as root; idempotent; exit 1 if anything of ours is left behind)
@@ -205,6 +206,18 @@ done
 # only when cri-up.sh configured CNI for this base dir (it leaves cni/bridge as a marker)
 if [ -e "$BASE/cni/bridge" ] && ip link show "$BRIDGE" >/dev/null 2>&1; then
   ip link delete "$BRIDGE" && say "deleted bridge $BRIDGE"
+fi
+# portmap's rules of our network's sandboxes that went without a CNI DEL (removed through ctr, or
+# containerd killed): each sandbox's CNI-DN-* chain, named in a rule of CNI-HOSTPORT-DNAT whose
+# comment names our network. Other networks' rules are left alone.
+if [ -e "$BASE/cni/bridge" ] && command -v iptables-save >/dev/null; then
+  for chain in $(iptables-save -t nat 2>/dev/null | grep -F "dnat name: \\\"$NETWORK\\\"" |
+    grep -o -- '-j CNI-DN-[0-9a-f]*' | awk '{print $2}' | sort -u); do
+    while n=$(iptables -t nat -L CNI-HOSTPORT-DNAT -n --line-numbers 2>/dev/null | awk -v c="$chain" '$2 == c {print $1; exit}') && [ -n "$n" ]; do
+      iptables -t nat -D CNI-HOSTPORT-DNAT "$n" || break
+    done
+    iptables -t nat -F "$chain" 2>/dev/null && iptables -t nat -X "$chain" 2>/dev/null && say "removed portmap chain $chain"
+  done
 fi
 # libcni's result cache (not configurable in containerd 1.6): our network's entries and the
 # loopback entries of our sandboxes (CRI removes them itself when a pod is removed through it)

@@ -16,13 +16,18 @@
 #   PODWARD_CRI_REGISTRY_PORT=5000     registry port on 127.0.0.1. When set, it must be free or be
 #                                      ours. When unset: the port of our running registry, else 5000,
 #                                      else the first free port of 5001-5099.
-#   PODWARD_CRI_CNI=0                  1 = configure a CNI bridge (host-local IPAM) so
-#                                      pods may use their own network namespace. 0 = no CNI
+#   PODWARD_CRI_CNI=1                  1 = configure a CNI network (bridge + host-local IPAM + portmap;
+#                                      containerd adds the loopback) so that pods get their own
+#                                      network namespace and IP, and hostPorts are mapped: what
+#                                      `podward node --runtime cri` uses by default. 0 = no CNI
 #                                      config: only host-network pods (namespace_options.network=2)
 #                                      can run, and the CRI status reports NetworkReady=false.
-#   PODWARD_CRI_CNI_SUBNET=10.88.0.0/16  pod subnet of the bridge
-#   PODWARD_CRI_CNI_BRIDGE=pwcni0      the bridge's name: one per CRI environment that runs at the
-#                                      same time as another (cri-down.sh reads it from $BASE/cni/bridge)
+#   PODWARD_CRI_CNI_SUBNET=10.X.Y.0/24 pod subnet of the bridge; default derived from the base dir
+#                                      (X in 160-223), so that environments running at the same time
+#                                      under other base dirs have other subnets; refused when a route
+#                                      of the host already covers it or lies in it
+#   PODWARD_CRI_CNI_BRIDGE=pwXXXXXXXX  the bridge's name; default derived from the base dir, one per
+#                                      CRI environment (cri-down.sh reads it from $BASE/cni/bridge)
 #   PODWARD_CRI_MIRRORS=""             more registries (space separated, e.g. "registry.k8s.io") that
 #                                      containerd pulls through the local registry, as docker.io:
 #                                      registry.k8s.io/e2e-test-images/agnhost:2.66.1 is then
@@ -63,9 +68,12 @@ PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin:/usr/local/go/bin
 
 BASE=${PODWARD_CRI_BASE:-/tmp/podward-cri}
 SOCK=$BASE/containerd.sock
-CNI=${PODWARD_CRI_CNI:-0}
-SUBNET=${PODWARD_CRI_CNI_SUBNET:-10.88.0.0/16}
-BRIDGE=${PODWARD_CRI_CNI_BRIDGE:-pwcni0}
+CNI=${PODWARD_CRI_CNI:-1}
+# The bridge's name and subnet, by default from a hash of the base dir: two environments under
+# two base dirs (engineers' tests running side by side) get two bridges and two subnets.
+BASE_HASH=$(printf %s "$BASE" | sha256sum | cut -c1-8)
+SUBNET=${PODWARD_CRI_CNI_SUBNET:-10.$((160 + 0x${BASE_HASH:0:2} % 64)).$((0x${BASE_HASH:2:2})).0/24}
+BRIDGE=${PODWARD_CRI_CNI_BRIDGE:-pw$BASE_HASH}
 MIRRORS=${PODWARD_CRI_MIRRORS:-}
 # the CNI network's name: libcni keeps results under /var/lib/cni/results/NAME-*, which
 # cri-down.sh removes, so each bridge has a network of its own
@@ -118,7 +126,7 @@ mkdir -p "$BASE"/{containerd/root,containerd/state,containerd/opt,containerd/run
   "$BASE"/{registry,logs,tmp,cache/registry,cache/images,cache/bin}
 
 # ----------------------------------------------------------------------------- 1. packages
-PKGS=(containerd runc containernetworking-plugins busybox-static bash-static docker-registry skopeo
+PKGS=(containerd runc containernetworking-plugins iptables busybox-static bash-static docker-registry skopeo
   iproute2 curl util-linux tar)
 installed=" $(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null |
   awk '$NF == "installed" {printf "%s ", $1}' || true)"
@@ -239,6 +247,16 @@ else
   say "registry started (pid $(cat "$REG_PIDF")) on $REG, storage $BASE/cache/registry"
 fi
 
+# check_subnet dies when a route of the host, but our bridge's, covers $SUBNET or lies in it:
+# another environment's bridge (or the host's own network) has it.
+check_subnet() {
+  [[ $SUBNET =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || die "bad PODWARD_CRI_CNI_SUBNET '$SUBNET' (an IPv4 CIDR)"
+  local clash
+  clash=$({ ip -4 route show match "$SUBNET"; ip -4 route show root "$SUBNET"; } 2>/dev/null |
+    awk -v br="$BRIDGE" '$1 != "default" { for (i = 1; i < NF; i++) if ($i == "dev" && $(i + 1) != br) { print; break } }' | sort -u)
+  [ -z "$clash" ] || die "the pod subnet $SUBNET is routed already ($(echo "$clash" | head -n 1)): set PODWARD_CRI_CNI_SUBNET (and PODWARD_CRI_CNI_BRIDGE) to free ones"
+}
+
 # ----------------------------------------------------------------------------- 3. containerd config
 {
   cat <<EOF
@@ -296,13 +314,20 @@ EOF
 } >"$BASE/config.toml.new"
 CNI_CONF=$BASE/cni/net.d/10-podward-bridge.conflist
 if [ "$CNI" = 1 ]; then
-  if [ ! -x /usr/lib/cni/bridge ] || [ ! -x /usr/lib/cni/host-local ]; then die "CNI plugins missing in /usr/lib/cni"; fi
+  for plugin in bridge host-local portmap loopback; do # loopback: containerd's own lo network
+    [ -x "/usr/lib/cni/$plugin" ] || die "CNI plugin $plugin missing in /usr/lib/cni (package containernetworking-plugins)"
+  done
+  command -v iptables >/dev/null || die "iptables not found (the portmap plugin needs it)"
+  check_subnet
   echo "$BRIDGE" >"$BASE/cni/bridge" # tells cri-down.sh which bridge the plugin creates, to delete it
+  # portmap: the sandboxes' PortMappings (the pods' hostPorts) as DNAT rules, also from the host
+  # itself to 127.0.0.1 (snat, route_localnet on the bridge)
   cat >"$CNI_CONF" <<EOF
 {"cniVersion": "1.0.0", "name": "$NETWORK", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}],
-            "dataDir": "$BASE/cni/ipam"}}]}
+            "dataDir": "$BASE/cni/ipam"}},
+  {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}]}
 EOF
 else
   rm -f "$CNI_CONF"
@@ -476,6 +501,8 @@ PODWARD_CRI_BASE=$BASE
 PODWARD_CRI_REGISTRY=$REG
 PODWARD_CRI_SANDBOX_IMAGE=$SANDBOX_IMAGE
 PODWARD_CRI_CNI=$CNI
+PODWARD_CRI_CNI_SUBNET=$SUBNET
+PODWARD_CRI_CNI_BRIDGE=$BRIDGE
 PODWARD_CRI_RUNC_ROOT=$BASE/containerd/runc
 EOF
 say "ready: containerd pid $(cat "$BASE/containerd.pid"), registry $REG (mirror of docker.io), CNI $([ "$CNI" = 1 ] && echo "bridge $BRIDGE $SUBNET" || echo "off (host-network pods only)")"

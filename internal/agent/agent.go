@@ -50,8 +50,9 @@ type Config struct {
 	Planner  planner.Config
 	Logger   *slog.Logger
 	NodeName string
-	// NodeIP is the node's address: the pods' hostIP and podIP (they share
-	// the host's network). Default 127.0.0.1.
+	// NodeIP is the node's address: the pods' hostIP, and the podIP of
+	// those on the host's network (a runtime.PodAddresser gives the
+	// others theirs). Default 127.0.0.1.
 	NodeIP string
 	// EventsPerPod bounds the events kept per pod.
 	EventsPerPod int
@@ -260,12 +261,19 @@ func New(ctx context.Context, cfg Config) *Agent {
 	return a
 }
 
-// podIPOf is the runtime's PodIP when it gives pods networks of their own.
+// podIPOf is the runtime's primary PodIPs when it gives pods networks of
+// their own.
 func podIPOf(rt runtime.Runtime) func(types.UID) string {
-	if pa, ok := rt.(runtime.PodAddresser); ok {
-		return pa.PodIP
+	pa, ok := rt.(runtime.PodAddresser)
+	if !ok {
+		return nil
 	}
-	return nil
+	return func(uid types.UID) string {
+		if ips := pa.PodIPs(uid); len(ips) > 0 {
+			return ips[0]
+		}
+		return ""
+	}
 }
 
 // Wait returns, once the ctx given to New is done, when every goroutine

@@ -91,7 +91,11 @@ func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeO
 	f.StringVar(&o.CRIEndpoint, "cri-endpoint", def.CRIEndpoint, "the CRI runtime's socket (--runtime cri)")
 	f.StringVar(&o.PullSecretsDir, "image-pull-secrets-dir", "", "directory of image pull secrets not found as Secrets, by namespace: spec.imagePullSecrets name N of a pod of namespace NS is the dockerconfigjson file NS/N.json (namespace default: N.json too) (--runtime cri)")
 	f.StringVar(&o.ShimBinary, "shim-binary", "", "the process runtime's shim binary, run for each container and exec (default: podward-shim beside this executable, else in PATH, else this binary re-executed, at some MB more memory per container)")
-	f.BoolVar(&o.PodNetwork, "cri-pod-network", false, "give pods without hostNetwork their own network namespace through the CRI runtime's CNI (--runtime cri; default: every pod on the host network)")
+	podNetHelp := "give pods without hostNetwork their own network namespace and IP through the CRI runtime's CNI (--runtime cri); false puts every pod on the host network, as the process runtime does"
+	if def.PodNetwork {
+		podNetHelp = "give pods without hostNetwork their own network namespace and IP through the CRI runtime's CNI, as the kubelet does (--runtime cri; the node is Ready once the runtime's network is); false puts every pod on the host network, against the specs that say otherwise, for a CRI runtime without a CNI configuration"
+	}
+	f.BoolVar(&o.PodNetwork, "cri-pod-network", def.PodNetwork, podNetHelp)
 	f.StringVar(&o.Cgroups, "cgroups", def.Cgroups, "enforce resource limits in cgroups (process runtime: the pods' and containers'; cri: each pod's, its cgroup parent, as the kubelet): auto (when podward can: root and a usable cgroup v1 or v2 hierarchy; it logs when it cannot), on (fail when it cannot) or off")
 	f.StringVar(&o.CgroupRoot, "cgroup-root", def.CgroupRoot, "podward's cgroup, as the kubelet's --cgroup-root: the pods' cgroups (process runtime) and cgroup parents (CRI runtime) are below it, in the kubelet's QoS layout")
 	f.Int64Var(&o.PodMaxPids, "pod-max-pids", def.PodMaxPids, "most processes (threads) of each pod, as the kubelet's --pod-max-pids (0 or -1: no limit; both runtimes, in the pod's cgroup)")

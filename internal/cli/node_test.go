@@ -34,6 +34,25 @@ func TestNodeWithoutRuntimeFails(t *testing.T) {
 	}
 }
 
+// The pod network is on by default in cluster mode (as on a kubelet's
+// node), off standalone (run and serve need no CNI configuration).
+func TestPodNetworkFlagDefaults(t *testing.T) {
+	root := NewRootCommand(Streams{})
+	for cmd, want := range map[string]string{"node": "true", "serve": "false", "run": "false"} {
+		c, _, err := root.Find([]string{cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := c.Flags().Lookup("cri-pod-network")
+		if f == nil {
+			t.Fatalf("%s has no --cri-pod-network", cmd)
+		}
+		if f.DefValue != want {
+			t.Errorf("%s --cri-pod-network defaults to %q, want %q", cmd, f.DefValue, want)
+		}
+	}
+}
+
 // The help tells the truth: node's --runtime has no default and says the
 // process runtime's taint; run's and serve's default to process.
 func TestRuntimeFlagDefaults(t *testing.T) {

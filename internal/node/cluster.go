@@ -90,11 +90,25 @@ func processRuntimeTaint() string {
 }
 
 // DefaultClusterOptions are DefaultOptions without a runtime, which a
-// cluster node must be told (ErrNoRuntime).
+// cluster node must be told (ErrNoRuntime), and with the pod network on:
+// on the CRI runtime a pod without hostNetwork gets a network namespace
+// and an IP of its own from the runtime's CNI, as on a kubelet's node.
 func DefaultClusterOptions() Options {
 	o := DefaultOptions()
 	o.Runtime.Kind = ""
+	o.Runtime.PodNetwork = true
 	return o
+}
+
+// warnHostNetworkOnly logs, for a cluster node on the CRI runtime without
+// the pod network (--cri-pod-network=false), that its pods' specs are not
+// honoured: the kubelet has no such mode, and a cluster's workloads expect
+// IPs of their own.
+func warnHostNetworkOnly(o RuntimeOptions, log *slog.Logger) {
+	if o.Kind == RuntimeCRI && !o.PodNetwork {
+		log.Warn("--cri-pod-network=false: every pod is put on the host's network, also those whose spec says hostNetwork: false, against the spec (a kubelet's node has no such mode); " +
+			"their IP is the node's and a hostPort other than the containerPort is refused. Drop the flag once the CRI runtime has a CNI configuration")
+	}
 }
 
 // check refuses options that cannot work: they match ErrBadOptions.
@@ -146,6 +160,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 		return nil, err
 	}
 	log := o.logger()
+	warnHostNetworkOnly(o.Runtime, log)
 	client, host, err := o.connect()
 	if err != nil {
 		return nil, err
@@ -179,6 +194,7 @@ func NewClusterNode(ctx context.Context, o ClusterOptions) (*ClusterNode, error)
 	o.Runtime.sockets = []string{o.Socket}
 	n.objects = newClusterObjects(ctx, client, clock.RealClock{}, log)
 	o.Runtime.objects = n.objects.runtimeObjects()
+	o.Runtime.nodeIP = nodeIP
 	if n.agent, err = o.startDurable(ctx, root, n.store, log, agent.Config{NodeName: name, NodeIP: nodeIP, Objects: o.Runtime.objects}, n.pokeNode); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -35,9 +36,33 @@ func TestDefaultClusterOptionsChooseNoRuntime(t *testing.T) {
 	if got.Runtime.Kind != "" {
 		t.Errorf("runtime %q, want none: a cluster node's is chosen", got.Runtime.Kind)
 	}
-	want.Runtime.Kind = ""
+	if !got.Runtime.PodNetwork || DefaultOptions().Runtime.PodNetwork {
+		t.Errorf("pod network %v in cluster mode, %v standalone; want on, off", got.Runtime.PodNetwork, want.Runtime.PodNetwork)
+	}
+	want.Runtime.Kind, want.Runtime.PodNetwork = "", true
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DefaultClusterOptions = %+v, want DefaultOptions but the runtime", got)
+		t.Errorf("DefaultClusterOptions = %+v, want DefaultOptions but the runtime and the pod network", got)
+	}
+}
+
+// A cluster node on CRI without the pod network says that its pods'
+// specs are not honoured; with it, or on the process runtime, nothing.
+func TestWarnHostNetworkOnly(t *testing.T) {
+	for name, tc := range map[string]struct {
+		o    RuntimeOptions
+		warn bool
+	}{
+		"cri without the pod network": {RuntimeOptions{Kind: RuntimeCRI}, true},
+		"cri with the pod network":    {RuntimeOptions{Kind: RuntimeCRI, PodNetwork: true}, false},
+		"process":                     {RuntimeOptions{Kind: RuntimeProcess}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			warnHostNetworkOnly(tc.o, slog.New(slog.NewTextHandler(&b, nil)))
+			if got := strings.Contains(b.String(), "level=WARN") && strings.Contains(b.String(), "--cri-pod-network=false"); got != tc.warn {
+				t.Errorf("log %q; want a warning: %v", b.String(), tc.warn)
+			}
+		})
 	}
 }
 

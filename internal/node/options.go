@@ -132,7 +132,10 @@ type RuntimeOptions struct {
 	PullSecretsDir string
 	// PodNetwork gives pods without hostNetwork their own network
 	// namespace through the CRI runtime's CNI (RuntimeCRI); otherwise every
-	// pod is on the host network.
+	// pod is on the host network. On by default in cluster mode
+	// (DefaultClusterOptions), off standalone (DefaultOptions: run and
+	// serve work without a CNI configuration, their pods reachable on the
+	// host as the process runtime's).
 	PodNetwork bool
 	// Cgroups says whether the runtime makes the pods' cgroups with their
 	// limits (the process runtime: the pods' and the containers'; the CRI
@@ -157,6 +160,10 @@ type RuntimeOptions struct {
 	// sockets are the daemon's unix sockets, which no process-runtime
 	// container may see (hiddenFromContainers).
 	sockets []string
+	// nodeIP is the node's address, for the downward API's status.hostIP
+	// (and status.podIP on the host's network) in the CRI runtime's
+	// containers; "" for its default, 127.0.0.1 (standalone).
+	nodeIP string
 	// objects is what the runtime reads the pods' ConfigMaps, Secrets and
 	// tokens through: set by the daemon (standalone: its own store's, serve.go;
 	// cluster mode: its API server's, cluster_objects.go), never a flag.
@@ -335,7 +342,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
 			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids,
-			Allocatable: allocatable, Objects: o.objects,
+			Allocatable: allocatable, Objects: o.objects, NodeIP: o.nodeIP,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)

@@ -13,10 +13,19 @@ import (
 	"github.com/podward/podward/internal/runtime"
 )
 
-// podIP is the pod's own address, "" when it has none.
-func (pw *podWorker) podIP() string {
+// podIPs are the pod's own addresses, the primary first; nil when it has
+// none (it shares the host's network).
+func (pw *podWorker) podIPs() []string {
 	if pa, ok := pw.w.cfg.Runtime.(runtime.PodAddresser); ok {
-		return pa.PodIP(pw.uid)
+		return pa.PodIPs(pw.uid)
+	}
+	return nil
+}
+
+// podIP is the pod's own primary address, "" when it has none.
+func (pw *podWorker) podIP() string {
+	if ips := pw.podIPs(); len(ips) > 0 {
+		return ips[0]
 	}
 	return ""
 }

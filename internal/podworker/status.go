@@ -51,14 +51,8 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	obs := pw.observed()
 	phase := pw.phase
 	terminated := phase == Terminated
-	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated), HostIP: pw.w.cfg.HostIP, PodIP: pw.w.cfg.HostIP}
-	if ip := pw.podIP(); ip != "" {
-		st.PodIP = ip
-	}
-	if st.HostIP != "" {
-		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
-		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}
-	}
+	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated)}
+	pw.addresses(&st)
 	if !pw.startTime.IsZero() {
 		t := metav1.NewTime(pw.startTime)
 		st.StartTime = &t
@@ -470,4 +464,26 @@ func (pw *podWorker) waitingReason(c *ctr, terminated bool) string {
 		}
 	}
 	return reason
+}
+
+// addresses fills the status's hostIP(s), the node's, and podIP(s): the
+// pod's own addresses when the runtime gave it a network of its own (the
+// primary first), the node's when it shares the host's network (always on
+// the process runtime; hostNetwork pods on CRI), as the kubelet reports a
+// host-network pod's.
+func (pw *podWorker) addresses(st *v1.PodStatus) {
+	host := pw.w.cfg.HostIP
+	if host == "" {
+		return
+	}
+	st.HostIP = host
+	st.HostIPs = []v1.HostIP{{IP: host}}
+	ips := pw.podIPs()
+	if len(ips) == 0 {
+		ips = []string{host}
+	}
+	st.PodIP = ips[0]
+	for _, ip := range ips {
+		st.PodIPs = append(st.PodIPs, v1.PodIP{IP: ip})
+	}
 }

@@ -63,8 +63,10 @@ type Config struct {
 	// Checkpointer, when set, stores each worker's checkpoint so that a
 	// restarted agent can resume its pods (see Restore).
 	Checkpointer Checkpointer
-	// HostIP is the node's address, reported as hostIP and, since pods
-	// share the host's network, as podIP. Default 127.0.0.1.
+	// HostIP is the node's address, reported as hostIP and, for a pod
+	// that shares the host's network (the runtime is no
+	// runtime.PodAddresser, or gives the pod no IPs), as podIP. Default
+	// 127.0.0.1.
 	HostIP string
 	// OnChange, when set, is called from a pod's goroutine, with no lock
 	// held, after the pod's status or phase changed. It must not block.

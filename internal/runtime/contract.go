@@ -126,11 +126,13 @@ type ConcurrentStarter interface {
 }
 
 // PodAddresser is the optional ability to give a pod a network of its own
-// (the CRI runtime with CNI): PodIP is the pod's address once its sandbox
-// exists, "" while the pod shares the host's network. The pod's status
-// reports it, and its hooks' and probes' httpGet go there.
+// (the CRI runtime with CNI): PodIPs are the pod's addresses once its
+// sandbox exists, the primary one first (at most one per IP family), nil
+// while the pod shares the host's network (its IP is the node's then).
+// The pod's status.podIP(s) report them, and its hooks' and probes'
+// httpGet go to the first. The caller must not modify the slice.
 type PodAddresser interface {
-	PodIP(podUID types.UID) string
+	PodIPs(podUID types.UID) []string
 }
 
 // Info is the optional ability to describe the runtime to a cluster: the

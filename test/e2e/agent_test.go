@@ -282,8 +282,15 @@ type pod struct {
 		ServiceAccountName string `json:"serviceAccountName"`
 	} `json:"spec"`
 	Status struct {
-		Phase      string `json:"phase"`
-		PodIP      string `json:"podIP"`
+		Phase  string `json:"phase"`
+		PodIP  string `json:"podIP"`
+		PodIPs []struct {
+			IP string `json:"ip"`
+		} `json:"podIPs"`
+		HostIP  string `json:"hostIP"`
+		HostIPs []struct {
+			IP string `json:"ip"`
+		} `json:"hostIPs"`
 		Reason     string `json:"reason"`
 		Message    string `json:"message"`
 		QOSClass   string `json:"qosClass"`

@@ -3,8 +3,9 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,10 +35,45 @@ spec:
       valueFrom: {fieldRef: {fieldPath: status.podIP}}
 `
 
+// hostPortPod serves HTTP on its port 80, mapped to the host's
+// {{.Port}} by CNI's portmap.
+const hostPortPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: host-port
+spec:
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "mkdir -p /www && echo served-by-host-port > /www/index.html && trap 'exit 0' TERM; httpd -f -p 80 -h /www & wait"]
+    ports:
+    - {containerPort: 80, hostPort: {{.Port}}}
+    readinessProbe:
+      httpGet: {path: /index.html, port: 80}
+      periodSeconds: 1
+`
+
+const hostNetworkPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: host-network
+spec:
+  hostNetwork: true
+  containers:
+  - name: main
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 1000 & wait"]
+`
+
 // TestPodNetworkOnCRI: with --cri-pod-network, a pod without hostNetwork
 // gets its own network namespace from the runtime's CNI: its status has
-// its own IP, and its readiness probe reaches it there. The test runs its
-// own containerd with a CNI bridge.
+// its own IP (in the bridge's subnet, not the host's), and its readiness
+// probe reaches it there; a pod's hostPort 80 -> P is mapped by CNI's
+// portmap, so that the host reaches it at 127.0.0.1:P; a hostNetwork pod's
+// podIP is the host's. The test runs its own containerd with a CNI
+// bridge.
 //
 // Its teardown (hack/cri-down.sh) leaves alone an empty pod cgroup under
 // podward's default root that is not its containerd's: an agent beside it
@@ -47,6 +83,53 @@ func TestPodNetworkOnCRI(t *testing.T) {
 	needRoot(t)
 	bintest.CRI().Need(t)
 	t.Parallel()
+	endpoint, subnet := criWithCNI(t)
+
+	a := startAgent(t, "--runtime", "cri", "--cri-endpoint", endpoint, "--cri-pod-network")
+	a.apply("own-network", writeManifest(t, t.TempDir(), podNetworkPod, nil))
+	port := freePort(t)
+	a.apply("host-port", writeManifest(t, t.TempDir(), hostPortPod, map[string]int{"Port": port}))
+	a.apply("host-network", writeManifest(t, t.TempDir(), hostNetworkPod, nil))
+	a.waitPod("own-network", "condition=Ready", 60*time.Second)
+	a.waitPod("host-port", "condition=Ready", 60*time.Second)
+	a.waitPod("host-network", "condition=Ready", 60*time.Second)
+
+	st := a.getPod("own-network").Status
+	ip := net.ParseIP(st.PodIP)
+	if ip == nil || !subnet.Contains(ip) || st.PodIP == st.HostIP {
+		t.Fatalf("podIP %q (hostIP %q), want one of the CNI bridge's %s", st.PodIP, st.HostIP, subnet)
+	}
+	if len(st.PodIPs) == 0 || st.PodIPs[0].IP != st.PodIP || st.HostIP != "127.0.0.1" || len(st.HostIPs) != 1 {
+		t.Errorf("podIPs %v hostIP %q hostIPs %v, want podIPs starting with podIP, the node's hostIP", st.PodIPs, st.HostIP, st.HostIPs)
+	}
+	t.Logf("pod IP %s; readiness probe passed there", ip)
+
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/index.html")
+	if err != nil {
+		t.Fatalf("the hostPort %d -> 80 from the host: %v", port, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "served-by-host-port" {
+		t.Fatalf("GET 127.0.0.1:%d: %s %q, want the pod's page", port, resp.Status, body)
+	}
+	if hp := a.getPod("host-port").Status.PodIP; !subnet.Contains(net.ParseIP(hp)) {
+		t.Errorf("host-port pod's podIP %q, want one of %s", hp, subnet)
+	}
+
+	if hn := a.getPod("host-network").Status; hn.PodIP != hn.HostIP || hn.PodIP != "127.0.0.1" {
+		t.Errorf("hostNetwork pod: podIP %q hostIP %q, want the node's for both", hn.PodIP, hn.HostIP)
+	}
+	for _, name := range []string{"own-network", "host-port", "host-network"} {
+		a.mustCLI("delete", "pod", name, "--wait", "--timeout", "30s")
+	}
+}
+
+// criWithCNI starts a containerd of the test's own with a CNI network
+// (hack/cri-up.sh, torn down at the test's end), and returns its endpoint
+// and its pods' subnet.
+func criWithCNI(t *testing.T) (endpoint string, subnet *net.IPNet) {
+	t.Helper()
 	base := filepath.Join(os.TempDir(), "pw-cri-cni-"+strconv.Itoa(os.Getpid()))
 	// A port of its own for its registry: cri-up.sh's choice of a free
 	// one races with other suites starting theirs at the same time.
@@ -74,27 +157,22 @@ func TestPodNetworkOnCRI(t *testing.T) {
 		t.Fatalf("cri-up.sh with CNI: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	endpoint := strings.TrimPrefix(lines[len(lines)-1], "CRI_ENDPOINT=")
-
-	a := startAgent(t, "--runtime", "cri", "--cri-endpoint", endpoint, "--cri-pod-network")
-	a.apply("own-network", writeManifest(t, t.TempDir(), podNetworkPod, nil))
-	a.waitPod("own-network", "condition=Ready", 60*time.Second)
-	var st struct {
-		Status struct {
-			PodIP string `json:"podIP"`
-		} `json:"status"`
-	}
-	out2 := a.mustCLI("get", "pod", "own-network", "-o", "json")
-	if err := json.Unmarshal([]byte(out2), &st); err != nil {
+	endpoint = strings.TrimPrefix(lines[len(lines)-1], "CRI_ENDPOINT=")
+	envFile, err := os.ReadFile(filepath.Join(base, "env"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	ip := net.ParseIP(st.Status.PodIP)
-	_, subnet, _ := net.ParseCIDR("10.88.0.0/16")
-	if ip == nil || !subnet.Contains(ip) {
-		t.Fatalf("podIP %q, want one of the CNI bridge's 10.88.0.0/16", out2)
+	for _, l := range strings.Split(string(envFile), "\n") {
+		if v, ok := strings.CutPrefix(l, "PODWARD_CRI_CNI_SUBNET="); ok {
+			if _, subnet, err = net.ParseCIDR(v); err != nil {
+				t.Fatalf("cri-up.sh's subnet %q: %v", v, err)
+			}
+		}
 	}
-	t.Logf("pod IP %s; readiness probe passed there", ip)
-	a.mustCLI("delete", "pod", "own-network", "--wait", "--timeout", "30s")
+	if subnet == nil {
+		t.Fatalf("cri-up.sh's env file has no PODWARD_CRI_CNI_SUBNET:\n%s", envFile)
+	}
+	return endpoint, subnet
 }
 
 // foreignPodCgroup makes an empty pod cgroup under podward's default root

@@ -92,6 +92,11 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 		return err
 	}
 	p := ref.SpecPath()
+	if r.hostNetwork(pod) {
+		if err := podspec.CheckHostPorts(c, p); err != nil {
+			return err
+		}
+	}
 	for name := range c.Resources.Limits {
 		if name != v1.ResourceCPU && name != v1.ResourceMemory {
 			return runtime.Unsupported("%s.resources.limits[%s]: not supported by the CRI runtime, which limits only cpu and memory", p, name)

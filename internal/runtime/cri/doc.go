@@ -29,7 +29,12 @@
 //
 // PreparePod runs the sandbox: on the host's network (no hostname: a
 // host-network sandbox cannot set one) unless the pod asks for its own and
-// Config.PodNetwork is on; PID namespace per container unless
+// Config.PodNetwork is on, when the CRI runtime's CNI gives it a network
+// namespace and addresses (PodIPs, from PodSandboxStatus, read again at New
+// for the ready sandboxes) and maps its containers' hostPorts (the
+// sandbox's PortMappings, for CNI's portmap); on the host's network a
+// hostPort other than the containerPort is refused (podspec.CheckHostPorts);
+// PID namespace per container unless
 // shareProcessNamespace; cgroup parent <Config.CgroupParent>/<qos>/pod<UID>
 // as the kubelet's cgroupfs driver names it, which the runtime makes first
 // with the pod's limits and pid limit (with Config.Cgroups: as the

@@ -65,9 +65,10 @@ func (r *Runtime) warn(w runtime.Warning) {
 // node's IP, and the pod's on the pod network once its sandbox runs (the
 // node's when it shares the host's network).
 func (r *Runtime) addresses(pod *model.Pod) podspec.Addresses {
-	podIP := r.nodeIP
+	a := podspec.Addresses{HostIP: r.nodeIP, PodIP: r.nodeIP}
 	if !r.hostNetwork(pod) {
-		podIP = r.sandboxIP(pod.UID)
+		a.PodIPs = r.PodIPs(pod.UID)
+		a.PodIP = r.sandboxIP(pod.UID)
 	}
-	return podspec.Addresses{HostIP: r.nodeIP, PodIP: podIP}
+	return a
 }

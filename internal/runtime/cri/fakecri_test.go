@@ -301,9 +301,17 @@ func (f *fakeCRI) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 	if s == nil {
 		return nil, status.Errorf(codes.NotFound, "sandbox %s not found", req.PodSandboxId)
 	}
+	// As containerd: a sandbox on the host's network has no IP of its
+	// own reported; one on a pod network has an IPv4 and an IPv6.
+	ns := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	network := &runtimeapi.PodSandboxNetworkStatus{}
+	if ns.GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		network = &runtimeapi.PodSandboxNetworkStatus{Ip: "10.88.0.7", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00::7"}}}
+	}
 	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
 		Id: s.id, Metadata: s.config.Metadata, State: s.state, CreatedAt: s.created,
-		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.88.0.7"},
+		Network: network,
+		Linux:   &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: ns}},
 		Labels:  s.config.Labels,
 	}}, nil
 }

@@ -129,9 +129,12 @@ type Config struct {
 	PullSecretsDir string
 	// PodNetwork gives pods that ask for their own network
 	// (spec.hostNetwork false) a network namespace of their own, set up by
-	// the CRI runtime's CNI plugins. Default false: every pod shares the
-	// host's network, as on the process runtime, and needs no CNI
-	// configuration.
+	// the CRI runtime's CNI plugins (their hostPorts as the sandbox's
+	// PortMappings, for CNI's portmap), and makes Status require the
+	// runtime's NetworkReady. False (the zero value; podward's standalone
+	// default, while its cluster mode turns it on) puts every pod on the
+	// host's network, as on the process runtime, with no CNI configuration
+	// needed: a hostPort other than the containerPort is refused then.
 	PodNetwork bool
 	// CgroupParent is the cgroup under which each pod gets a parent of its
 	// own, <CgroupParent>/<qos>/pod<UID> (podspec.PodCgroup), for the
@@ -241,6 +244,7 @@ type Runtime struct {
 	closed    bool
 	tracked   map[string]*instance     // instances started or found running, until their exit is seen
 	sandboxes map[types.UID]sandboxRef // the ready sandbox of each prepared pod
+	podIPs    map[types.UID][]string   // the addresses of each pod on the pod network (PodIPs)
 }
 
 // New connects to the CRI runtime at cfg.Endpoint, checks that it answers
@@ -354,6 +358,7 @@ func newRuntime(cfg Config, root string, lock *os.File, conn *grpc.ClientConn) *
 		poke:           make(chan struct{}, 1),
 		tracked:        make(map[string]*instance),
 		sandboxes:      make(map[types.UID]sandboxRef),
+		podIPs:         make(map[types.UID][]string),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -374,6 +379,9 @@ func (r *Runtime) begin(ctx context.Context, endpoint string) error {
 	}
 	if err := r.attach(ctx); err != nil {
 		return err
+	}
+	if err := r.restoreIPs(ctx); err != nil {
+		return fmt.Errorf("pod addresses: %w", err)
 	}
 	r.log.Debug("CRI runtime ready", "endpoint", endpoint, "runtime", name, "version", version)
 	r.wg.Add(2)

@@ -1210,6 +1210,94 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestPodIPs: a pod on the pod network has the addresses of its
+// sandbox's network status, the primary first and then the additional
+// ones, also after a restart (a new Runtime on the root, which the pod
+// worker, already set up, does not ask to prepare the pod again); they
+// are gone once the pod is cleaned up. A pod on the host's network has
+// none of its own.
+func TestPodIPs(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PodNetwork = true })
+	pod := testPod("uid-1")
+	if ips := h.r.PodIPs(pod.UID); ips != nil {
+		t.Fatalf("PodIPs before the sandbox = %v, want nil", ips)
+	}
+	h.prepare(pod)
+	want := []string{"10.88.0.7", "fd00::7"}
+	if ips := h.r.PodIPs(pod.UID); !slices.Equal(ips, want) {
+		t.Fatalf("PodIPs = %v, want %v", ips, want)
+	}
+	hostNet := testPod("uid-2")
+	hostNet.Spec.HostNetwork = true
+	h.prepare(hostNet)
+	h.reopen()
+	if ips := h.r.PodIPs(pod.UID); !slices.Equal(ips, want) {
+		t.Fatalf("PodIPs after a restart = %v, want %v", ips, want)
+	}
+	if ips := h.r.PodIPs(hostNet.UID); ips != nil {
+		t.Fatalf("PodIPs of a hostNetwork pod after a restart = %v, want nil", ips)
+	}
+	if err := h.r.CleanupPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if ips := h.r.PodIPs(pod.UID); ips != nil {
+		t.Fatalf("PodIPs after CleanupPod = %v, want nil", ips)
+	}
+}
+
+// TestHostPorts: with a pod network, the containers' hostPorts go to the
+// sandbox as PortMappings for the CNI portmap plugin (protocol,
+// containerPort, hostPort, hostIP), with the pod's own network namespace;
+// on the host's network (no pod network) a hostPort other than the
+// containerPort cannot be honoured and is refused, naming the field.
+func TestHostPorts(t *testing.T) {
+	ports := []v1.ContainerPort{
+		{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolTCP},
+		{ContainerPort: 53, HostPort: 5353, HostIP: "127.0.0.1", Protocol: v1.ProtocolUDP},
+		{ContainerPort: 9000, Protocol: v1.ProtocolTCP}, // no hostPort: not mapped
+	}
+	t.Run("pod network", func(t *testing.T) {
+		h := newHarness(t, func(c *Config) { c.PodNetwork = true })
+		pod := testPod("uid-1")
+		pod.Spec.Containers[0].Ports = ports
+		if err := h.r.Check(pod); err != nil {
+			t.Fatalf("Check = %v", err)
+		}
+		h.prepare(pod)
+		cfg := h.f.sandboxList()[0].config
+		if ns := cfg.Linux.SecurityContext.NamespaceOptions.Network; ns != runtimeapi.NamespaceMode_POD {
+			t.Errorf("network namespace = %v, want POD", ns)
+		}
+		want := []*runtimeapi.PortMapping{
+			{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080},
+			{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"},
+		}
+		if len(cfg.PortMappings) != len(want) {
+			t.Fatalf("port mappings = %v, want %v", cfg.PortMappings, want)
+		}
+		for i, pm := range cfg.PortMappings {
+			w := want[i]
+			if pm.Protocol != w.Protocol || pm.ContainerPort != w.ContainerPort || pm.HostPort != w.HostPort || pm.HostIp != w.HostIp {
+				t.Errorf("port mapping %d = %v, want %v", i, pm, want[i])
+			}
+		}
+	})
+	t.Run("host network", func(t *testing.T) {
+		h := newHarness(t, nil)
+		pod := testPod("uid-1")
+		pod.Spec.Containers[0].Ports = ports
+		err := h.r.Check(pod)
+		if want := "spec.containers[0].ports[0].hostPort: Unsupported value: 8080"; !errors.Is(err, runtime.ErrUnsupported) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Check = %v, want ErrUnsupported naming %q", err, want)
+		}
+		// hostPort = containerPort is the host's port itself.
+		pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 80, Protocol: v1.ProtocolTCP}}
+		if err := h.r.Check(pod); err != nil {
+			t.Fatalf("Check of hostPort = containerPort = %v", err)
+		}
+	})
+}
+
 func TestRunAsNonRoot(t *testing.T) {
 	h := newHarness(t, nil)
 	h.f.mu.Lock()

@@ -27,25 +27,99 @@ import (
 type sandboxRef struct {
 	id      string
 	attempt uint32
-	ip      string // on the pod network; "" on the host's
 }
 
 // hostNetwork says whether the pod's sandbox shares the host's network:
-// always, unless the pod asks for its own and Config.PodNetwork is on.
+// when the pod asks for it, or Config.PodNetwork is off.
 func (r *Runtime) hostNetwork(pod *model.Pod) bool {
 	return pod.Spec.HostNetwork || !r.podNetwork
 }
 
-// sandboxIP is the pod's IP on the pod network, once its sandbox runs.
-// PodIP is the address of a pod with a network of its own (see
-// Config.PodNetwork) once its sandbox runs; "" for a pod on the host's
-// network.
-func (r *Runtime) PodIP(uid types.UID) string { return r.sandboxIP(uid) }
-
-func (r *Runtime) sandboxIP(uid types.UID) string {
+// PodIPs are the addresses of a pod with a network of its own (see
+// Config.PodNetwork), from its sandbox's network status: the primary one
+// (PodSandboxNetworkStatus.Ip) first, then the additional ones; nil for
+// a pod on the host's network, and until its sandbox runs. A pod's
+// addresses are known again after a restart: New reads those of the
+// ready sandboxes of the root. The caller must not modify the slice.
+func (r *Runtime) PodIPs(uid types.UID) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.sandboxes[uid].ip
+	return r.podIPs[uid]
+}
+
+// sandboxIP is the pod's primary IP on the pod network, "" on the host's.
+func (r *Runtime) sandboxIP(uid types.UID) string {
+	if ips := r.PodIPs(uid); len(ips) > 0 {
+		return ips[0]
+	}
+	return ""
+}
+
+// networkIPs are the addresses of a sandbox's network status, the primary
+// first; nil when it has none (a host-network sandbox).
+func networkIPs(st *runtimeapi.PodSandboxNetworkStatus) []string {
+	if st.GetIp() == "" {
+		return nil
+	}
+	ips := []string{st.GetIp()}
+	for _, a := range st.GetAdditionalIps() {
+		if a.GetIp() != "" && !slices.Contains(ips, a.GetIp()) {
+			ips = append(ips, a.GetIp())
+		}
+	}
+	return ips
+}
+
+// sandboxIPs asks the CRI runtime for the addresses of sandbox id: nil
+// for a sandbox on the host's network, whose IP the runtime does not
+// report (containerd leaves it empty).
+func (r *Runtime) sandboxIPs(ctx context.Context, id string) ([]string, error) {
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	resp, err := r.rt.PodSandboxStatus(cctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return nil, fmt.Errorf("pod sandbox status %s: %w", id, err)
+	}
+	st := resp.GetStatus()
+	if st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
+		return nil, nil
+	}
+	return networkIPs(st.GetNetwork()), nil
+}
+
+// restoreIPs, at New, learns the addresses of the pods whose ready
+// sandboxes (of this root, on a pod network) an earlier Runtime made, so
+// that their status keeps their IPs across an agent's restart even when
+// the pod worker, already set up, does not call PreparePod again.
+func (r *Runtime) restoreIPs(ctx context.Context) error {
+	cctx, cancel := r.call(ctx)
+	resp, err := r.rt.ListPodSandbox(cctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{
+			State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+			LabelSelector: r.selector(),
+		},
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	newest := map[types.UID]*runtimeapi.PodSandbox{}
+	for _, s := range resp.Items {
+		uid := types.UID(s.GetLabels()[LabelPodUID])
+		if uid != "" && (newest[uid] == nil || s.CreatedAt > newest[uid].CreatedAt) {
+			newest[uid] = s
+		}
+	}
+	for uid, s := range newest {
+		ips, err := r.sandboxIPs(ctx, s.Id)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.podIPs[uid] = ips
+		r.mu.Unlock()
+	}
+	return nil
 }
 
 // PreparePod creates the pod's directories, its volumes (a directory per
@@ -143,17 +217,15 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 		sb = sandboxRef{id: resp.PodSandboxId, attempt: attempt}
 		r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", sb.id)
 	}
+	var ips []string
 	if !r.hostNetwork(pod) {
-		cctx, cancel := r.call(ctx)
-		st, err := r.rt.PodSandboxStatus(cctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.id})
-		cancel()
-		if err != nil {
-			return sandboxRef{}, fmt.Errorf("pod sandbox status: %w", err)
+		if ips, err = r.sandboxIPs(ctx, sb.id); err != nil {
+			return sandboxRef{}, err
 		}
-		sb.ip = st.GetStatus().GetNetwork().GetIp()
 	}
 	r.mu.Lock()
 	r.sandboxes[pod.UID] = sb
+	r.podIPs[pod.UID] = ips
 	r.mu.Unlock()
 	return sb, nil
 }
@@ -163,6 +235,7 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 func (r *Runtime) forgetSandbox(uid types.UID) {
 	r.mu.Lock()
 	delete(r.sandboxes, uid)
+	delete(r.podIPs, uid)
 	r.mu.Unlock()
 }
 

@@ -3,6 +3,7 @@ package podspec
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -17,9 +18,12 @@ type EnvVar struct {
 }
 
 // Addresses are what the downward API's status.hostIP(s) and
-// status.podIP(s) resolve to for a container.
+// status.podIP(s) resolve to for a container. PodIPs, when set, are all
+// the pod's addresses, the primary (PodIP) first: status.podIPs is
+// them joined by commas, as the kubelet gives it; PodIP alone otherwise.
 type Addresses struct {
 	HostIP, PodIP string
+	PodIPs        []string
 }
 
 // EnvSources is what a container's environment is read from besides its
@@ -190,6 +194,9 @@ func (r *envReader) valueFrom(c *v1.Container, from *v1.EnvVarSource, path strin
 	switch {
 	case from.FieldRef != nil:
 		a := r.src.Addresses
+		if from.FieldRef.FieldPath == "status.podIPs" && len(a.PodIPs) > 0 {
+			return strings.Join(a.PodIPs, ","), true, nil
+		}
 		v, _ := r.pod.FieldRef(from.FieldRef.FieldPath, a.HostIP, a.PodIP) // CheckEnv: known
 		return v, true, nil
 	case from.ResourceFieldRef != nil:

@@ -26,7 +26,7 @@ func fieldRef(path string) *v1.EnvVarSource {
 }
 
 func TestEnv(t *testing.T) {
-	addrs := Addresses{HostIP: "10.0.0.1", PodIP: "10.1.0.7"}
+	addrs := Addresses{HostIP: "10.0.0.1", PodIP: "10.1.0.7", PodIPs: []string{"10.1.0.7", "fd00::7"}}
 	tests := map[string]struct {
 		env     []v1.EnvVar
 		envFrom []v1.EnvFromSource
@@ -65,11 +65,13 @@ func TestEnv(t *testing.T) {
 				{Name: "APP", ValueFrom: fieldRef("metadata.labels['app']")},
 				{Name: "HOST_IP", ValueFrom: fieldRef("status.hostIP")},
 				{Name: "POD_IP", ValueFrom: fieldRef("status.podIP")},
+				// All of them, joined by commas, as the kubelet gives them.
+				{Name: "POD_IPS", ValueFrom: fieldRef("status.podIPs")},
 				{Name: "REF", Value: "$(NAME).$(NS)"},
 			},
 			want: []EnvVar{
 				{"NAME", "web"}, {"NS", "default"}, {"UID", "uid-1"}, {"NODE", "node-1"}, {"APP", "web"},
-				{"HOST_IP", "10.0.0.1"}, {"POD_IP", "10.1.0.7"}, {"REF", "web.default"},
+				{"HOST_IP", "10.0.0.1"}, {"POD_IP", "10.1.0.7"}, {"POD_IPS", "10.1.0.7,fd00::7"}, {"REF", "web.default"},
 			},
 		},
 		"fileKeyRef": {

@@ -37,6 +37,10 @@ func (r *Runtime) checkContainer(pod *model.Pod, ref model.ContainerRef, c *v1.C
 		return err
 	}
 	p := ref.SpecPath()
+	// No pod network here: every pod is on the host's.
+	if err := podspec.CheckHostPorts(c, p); err != nil {
+		return err
+	}
 	if len(c.Command) == 0 {
 		return runtime.Unsupported("%s.command: Required value: the process runtime runs the command itself and has no image to take it from", p)
 	}

@@ -669,6 +669,23 @@ func TestCheck(t *testing.T) {
 				return p
 			},
 		},
+		// Every pod is on the host's network: a hostPort is the port the
+		// container listens on, or cannot be honoured.
+		"hostPort equal to containerPort": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: v1.ProtocolTCP}}
+				return newPod(t, c)
+			},
+		},
+		"hostPort other than containerPort": {
+			pod: func(t *testing.T) *model.Pod {
+				c := shell("main", "true")
+				c.Ports = []v1.ContainerPort{{ContainerPort: 80, Protocol: v1.ProtocolTCP}, {ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolTCP}}
+				return newPod(t, c)
+			},
+			wantErr: "spec.containers[0].ports[1].hostPort: Unsupported value: 8080: the pod shares the host's network",
+		},
 		"no command": {
 			pod:     func(t *testing.T) *model.Pod { return newPod(t, shell("a", "true"), v1.Container{Name: "b"}) },
 			wantErr: "spec.containers[1].command: Required value: the process runtime runs the command itself and has no image to take it from",
