@@ -94,6 +94,7 @@ func processRuntimeTaint() string {
 func DefaultClusterOptions() Options {
 	o := DefaultOptions()
 	o.Runtime.Kind = ""
+	o.Runtime.ClusterDomain = DefaultClusterDomain
 	return o
 }
 

@@ -35,9 +35,9 @@ func TestDefaultClusterOptionsChooseNoRuntime(t *testing.T) {
 	if got.Runtime.Kind != "" {
 		t.Errorf("runtime %q, want none: a cluster node's is chosen", got.Runtime.Kind)
 	}
-	want.Runtime.Kind = ""
+	want.Runtime.Kind, want.Runtime.ClusterDomain = "", DefaultClusterDomain
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DefaultClusterOptions = %+v, want DefaultOptions but the runtime", got)
+		t.Errorf("DefaultClusterOptions = %+v, want DefaultOptions but the runtime and the cluster domain", got)
 	}
 }
 

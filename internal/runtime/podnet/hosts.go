@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/podward/podward/internal/model"
 )
 
 // The first line of the hosts files the kubelet writes: a pod's own, and a
@@ -68,12 +66,12 @@ func aliasEntries(aliases []v1.HostAlias) []byte {
 	return b.Bytes()
 }
 
-// MountsHostsFile says whether a container gets the pod's hosts file at
+// MountsHostsFile says whether container c gets its pod's hosts file at
 // /etc/hosts (shouldMountHostsFile and makeMounts): when the pod has an IP
-// or is on the host's network, and no volumeMount of the container is at
-// /etc/hosts already.
-func MountsHostsFile(pod *model.Pod, c *v1.Container, podIPs []string) bool {
-	if len(podIPs) == 0 && !pod.Spec.HostNetwork {
+// or is on the host's network, and no volumeMount of c is at /etc/hosts
+// already.
+func MountsHostsFile(c *v1.Container, podIPs []string, hostNetwork bool) bool {
+	if len(podIPs) == 0 && !hostNetwork {
 		return false
 	}
 	for _, m := range c.VolumeMounts {

@@ -4,9 +4,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/podward/podward/internal/model"
 )
 
 const localhost = "# Kubernetes-managed hosts file.\n" +
@@ -59,20 +56,18 @@ func TestHostNetworkHostsFile(t *testing.T) {
 // shouldMountHostsFile and makeMounts: a pod IP or the host network, and
 // no volumeMount of the container at /etc/hosts.
 func TestMountsHostsFile(t *testing.T) {
-	pod := &model.Pod{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}}
 	c := &v1.Container{Name: "c"}
-	if MountsHostsFile(pod, c, nil) {
+	if MountsHostsFile(c, nil, false) {
 		t.Error("no pod IP yet: mounted")
 	}
-	if !MountsHostsFile(pod, c, []string{"10.0.0.5"}) {
+	if !MountsHostsFile(c, []string{"10.0.0.5"}, false) {
 		t.Error("with a pod IP: not mounted")
 	}
-	pod.Spec.HostNetwork = true
-	if !MountsHostsFile(pod, c, nil) {
+	if !MountsHostsFile(c, nil, true) {
 		t.Error("host network: not mounted")
 	}
 	c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/etc/hosts"}}
-	if MountsHostsFile(pod, c, []string{"10.0.0.5"}) {
+	if MountsHostsFile(c, []string{"10.0.0.5"}, false) {
 		t.Error("the container mounts its own /etc/hosts: mounted")
 	}
 }
