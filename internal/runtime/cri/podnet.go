@@ -23,18 +23,23 @@ func (r *Runtime) hostsFile(uid types.UID) string { return filepath.Join(r.podDi
 
 // hostsMount writes the pod's hosts file and returns its mount at
 // /etc/hosts in container c, as the kubelet's makeMounts does after the
-// sandbox runs (it needs the sandbox's IP): a pod with an IP of its own
-// gets the kubelet's managed file (podnet.HostsFile); a pod on the host's
-// network (hostNetwork, or every pod without Config.PodNetwork) the
-// host's hosts file with its hostAliases (podnet.HostNetworkHostsFile). It
-// is nil when c mounts a volume at /etc/hosts, or the pod has no IP yet:
-// the CRI runtime's own copy of the host's file is left then. The file is
-// written again for each container, as the kubelet does.
+// sandbox runs (it needs the sandbox's IP): a pod not on the host's
+// network gets the kubelet's managed file (podnet.HostsFile) with its IP,
+// its status's podIP: the sandbox's, or the node's for a pod put on the
+// host's network because Config.PodNetwork is off, as the process runtime
+// names its pods at theirs. A hostNetwork pod gets the host's hosts file
+// with its hostAliases (podnet.HostNetworkHostsFile). It is nil when c
+// mounts a volume at /etc/hosts, or the pod has no IP yet: the CRI
+// runtime's own copy of the host's file is left then. The file is written
+// again for each container, as the kubelet does.
 func (r *Runtime) hostsMount(pod *model.Pod, c *v1.Container, sb sandboxRef) (*runtimeapi.Mount, error) {
-	hostNet := r.hostNetwork(pod)
+	hostNet := pod.Spec.HostNetwork
 	var ips []string
-	if sb.ip != "" {
+	switch {
+	case sb.ip != "":
 		ips = []string{sb.ip}
+	case r.hostNetwork(pod):
+		ips = []string{r.nodeIP}
 	}
 	if !podnet.MountsHostsFile(c, ips, hostNet) {
 		return nil, nil

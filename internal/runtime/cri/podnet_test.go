@@ -86,13 +86,15 @@ func TestHostsFileMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := map[string]struct {
-		podNetwork bool
-		ownHosts   bool
-		want       string // "": no mount
+		podNetwork, hostNetwork bool
+		ownHosts                bool
+		want                    string // "": no mount
 	}{
 		"pod network": {podNetwork: true,
 			want: string(podnet.HostsFile([]string{"10.88.0.7"}, "web", "sub.default.svc.cluster.local", aliases))},
-		"host network":           {want: string(podnet.HostNetworkHostsFile(node, aliases))},
+		"hostNetwork": {podNetwork: true, hostNetwork: true, want: string(podnet.HostNetworkHostsFile(node, aliases))},
+		"on the host's network without PodNetwork, at the node's IP": {
+			want: string(podnet.HostsFile([]string{"127.0.0.1"}, "web", "sub.default.svc.cluster.local", aliases))},
 		"a volume at /etc/hosts": {podNetwork: true, ownHosts: true},
 	}
 	for name, tc := range tests {
@@ -101,7 +103,7 @@ func TestHostsFileMount(t *testing.T) {
 				c.PodNetwork, c.DNS = tc.podNetwork, podnet.Settings{ClusterDomain: "cluster.local", ResolvConf: podnet.EtcResolvConf}
 			})
 			pod := testPod("uid-1")
-			pod.Spec.Subdomain, pod.Spec.HostAliases = "sub", aliases
+			pod.Spec.Subdomain, pod.Spec.HostAliases, pod.Spec.HostNetwork = "sub", aliases, tc.hostNetwork
 			if tc.ownHosts {
 				if os.Geteuid() != 0 {
 					t.Skip("a subPath is bind-mounted on the host: needs root")
