@@ -29,7 +29,9 @@ spec:
 // TestPodNetworkFiles: a pod's /etc/resolv.conf is the kubelet's
 // ClusterFirst one made from --cluster-dns, --cluster-domain and
 // --resolv-conf, with its dnsConfig merged, and its /etc/hosts carries its
-// hostAliases, on both runtimes (issue 23 items 2 and 3).
+// hostAliases, on both runtimes (issue 23 items 2 and 3); without
+// --cluster-dns the pod gets the host's resolver and a MissingClusterDNS
+// warning.
 func TestPodNetworkFiles(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the process runtime mounts the files in the container's mount namespace: needs root")
@@ -52,5 +54,11 @@ func TestPodNetworkFiles(t *testing.T) {
 		} {
 			r.mustFind(t, output("app", want))
 		}
+		// Without a cluster DNS, ClusterFirst falls back to the host's
+		// resolver with the kubelet's warning.
+		r = rt.run(t, "--resolv-conf", resolv, "-f", rt.manifest(t, dir, netFilesPod, nil))
+		r.assertCode(t, 0)
+		r.mustFind(t, contains(`Warning MissingClusterDNS pod/netfiles pod: "netfiles_default(`))
+		r.mustFind(t, output("app", "nameserver 192.0.2.53"))
 	})
 }
