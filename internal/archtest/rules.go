@@ -104,6 +104,12 @@ var rules = []rule{
 		Why:   "the RuntimeDefault seccomp filter is a leaf the shim binary's init helper links: no podward package, no Kubernetes one",
 	},
 	{
+		From:  "internal/runtime/podnet",
+		Only:  []string{"internal/model"},
+		Tests: true,
+		Why:   "the pod's network files (resolv.conf, /etc/hosts, its host name) are pure generators from the pod and the node's settings: both runtimes call them, they call nothing",
+	},
+	{
 		From:  "internal/runtime/process/tcplisten",
 		Only:  []string{},
 		Tests: true,

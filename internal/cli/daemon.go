@@ -98,6 +98,9 @@ func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeO
 	f.BoolVar(&o.PodNetwork, "cri-pod-network", def.PodNetwork, podNetHelp)
 	f.StringVar(&o.Cgroups, "cgroups", def.Cgroups, "enforce resource limits in cgroups (process runtime: the pods' and containers'; cri: each pod's, its cgroup parent, as the kubelet): auto (when podward can: root and a usable cgroup v1 or v2 hierarchy; it logs when it cannot), on (fail when it cannot) or off")
 	f.StringVar(&o.CgroupRoot, "cgroup-root", def.CgroupRoot, "podward's cgroup, as the kubelet's --cgroup-root: the pods' cgroups (process runtime) and cgroup parents (CRI runtime) are below it, in the kubelet's QoS layout")
+	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "IPs of the cluster DNS servers, comma-separated, as the kubelet's flag: the nameservers of pods with dnsPolicy ClusterFirst (without one, they get the host's resolver with a MissingClusterDNS warning, as the kubelet's)")
+	f.StringVar(&o.ClusterDomain, "cluster-domain", def.ClusterDomain, "the cluster's DNS domain, as the kubelet's flag: the pods' search list, their hosts file's and setHostnameAsFQDN's <hostname>.<subdomain>.<namespace>.svc.<domain>")
+	f.StringVar(&o.ResolvConf, "resolv-conf", def.ResolvConf, "the resolver configuration the pods' is made from, as the kubelet's flag (\"\": none, the pods then get 127.0.0.1)")
 	f.Int64Var(&o.PodMaxPids, "pod-max-pids", def.PodMaxPids, "most processes (threads) of each pod, as the kubelet's --pod-max-pids (0 or -1: no limit; both runtimes, in the pod's cgroup)")
 }
 

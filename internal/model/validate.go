@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"path"
 	"reflect"
 	"slices"
@@ -180,6 +181,23 @@ func (v *validator) spec() {
 	}
 	if spec.Subdomain != "" {
 		v.invalidEach(path.Child("subdomain"), spec.Subdomain, validation.IsDNS1123Label(spec.Subdomain))
+	}
+	if o := spec.HostnameOverride; o != nil {
+		// The host name the pod's UTS namespace gets: at most 64
+		// characters, as the kubelet cuts it to 63.
+		v.invalidEach(path.Child("hostnameOverride"), *o, validation.IsDNS1123Subdomain(*o))
+		if len(*o) > 64 {
+			v.add(field.TooLong(path.Child("hostnameOverride"), *o, 64))
+		}
+	}
+	for i, a := range spec.HostAliases {
+		p := path.Child("hostAliases").Index(i)
+		if net.ParseIP(a.IP) == nil {
+			v.add(field.Invalid(p.Child("ip"), a.IP, "must be a valid IP address"))
+		}
+		for j, h := range a.Hostnames {
+			v.invalidEach(p.Child("hostnames").Index(j), h, validation.IsDNS1123Subdomain(h))
+		}
 	}
 	if spec.OS != nil {
 		checkEnum(v, path.Child("os", "name"), spec.OS.Name, v1.Linux, v1.Windows)

@@ -386,6 +386,17 @@ func TestValidateHandBuilt(t *testing.T) {
 		"valid": {
 			mutate: func(*Pod) {},
 		},
+		"hostnameOverride and hostAliases": {
+			mutate: func(p *Pod) {
+				p.Spec.HostnameOverride = ptr.To("Not_A_Host")
+				p.Spec.HostAliases = []v1.HostAlias{{IP: "10.0.0.300", Hostnames: []string{"ok.example", "Bad_Alias"}}}
+			},
+			want: []string{
+				`spec.hostnameOverride: Invalid value: "Not_A_Host": ` + dns1123SubdomainMsg,
+				`spec.hostAliases[0].ip: Invalid value: "10.0.0.300": must be a valid IP address`,
+				`spec.hostAliases[0].hostnames[1]: Invalid value: "Bad_Alias": ` + dns1123SubdomainMsg,
+			},
+		},
 		"volume without a source": {
 			mutate: func(p *Pod) { p.Spec.Volumes = []v1.Volume{{Name: "data"}} },
 			want:   []string{`spec.volumes[0]: Required value: must specify a volume type`},

@@ -97,6 +97,7 @@ func DefaultClusterOptions() Options {
 	o := DefaultOptions()
 	o.Runtime.Kind = ""
 	o.Runtime.PodNetwork = true
+	o.Runtime.ClusterDomain = DefaultClusterDomain
 	return o
 }
 

@@ -39,9 +39,9 @@ func TestDefaultClusterOptionsChooseNoRuntime(t *testing.T) {
 	if !got.Runtime.PodNetwork || DefaultOptions().Runtime.PodNetwork {
 		t.Errorf("pod network %v in cluster mode, %v standalone; want on, off", got.Runtime.PodNetwork, want.Runtime.PodNetwork)
 	}
-	want.Runtime.Kind, want.Runtime.PodNetwork = "", true
+	want.Runtime.Kind, want.Runtime.PodNetwork, want.Runtime.ClusterDomain = "", true, DefaultClusterDomain
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DefaultClusterOptions = %+v, want DefaultOptions but the runtime and the pod network", got)
+		t.Errorf("DefaultClusterOptions = %+v, want DefaultOptions but the runtime, the pod network and the cluster domain", got)
 	}
 }
 

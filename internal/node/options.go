@@ -15,6 +15,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
 	"github.com/podward/podward/internal/agent"
@@ -24,6 +25,7 @@ import (
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/cri"
+	"github.com/podward/podward/internal/runtime/podnet"
 	"github.com/podward/podward/internal/runtime/process"
 	"github.com/podward/podward/internal/shutdown"
 	"github.com/podward/podward/internal/sockdir"
@@ -156,6 +158,17 @@ type RuntimeOptions struct {
 	// process.Config.ShimBinary): "" finds podward-shim beside this
 	// executable or in PATH, else re-executes this binary.
 	ShimBinary string
+	// ClusterDNS, ClusterDomain and ResolvConf are the kubelet's flags of
+	// the same names, which the pods' resolv.conf, host names and hosts
+	// files are made from (podnet.Settings, both runtimes): the cluster
+	// DNS servers' IPs (none: ClusterFirst falls back to Default with a
+	// MissingClusterDNS warning, as the kubelet's), the cluster domain
+	// (DefaultClusterDomain in cluster mode; "" standalone, the kubelet's
+	// own default) and the host's resolver configuration ("": none, the
+	// pods then get 127.0.0.1 where their DNS is the host's).
+	ClusterDNS    []string
+	ClusterDomain string
+	ResolvConf    string
 
 	// sockets are the daemon's unix sockets, which no process-runtime
 	// container may see (hiddenFromContainers).
@@ -176,6 +189,26 @@ const (
 	CgroupsOn   = "on"
 	CgroupsOff  = "off"
 )
+
+// DefaultClusterDomain is a cluster node's --cluster-domain, kubeadm's
+// (the kubelet's own default is ""): the e2e specs' names end in it.
+const DefaultClusterDomain = "cluster.local"
+
+// dnsSettings are the pods' DNS settings of o; a --cluster-dns that is no
+// IP, or a --cluster-domain that is no DNS subdomain, is a bad option.
+func (o *RuntimeOptions) dnsSettings() (podnet.Settings, error) {
+	for _, ip := range o.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			return podnet.Settings{}, badOptions(fmt.Errorf("--cluster-dns: %q is not an IP address", ip))
+		}
+	}
+	if d := o.ClusterDomain; d != "" {
+		if msgs := validation.IsDNS1123Subdomain(d); len(msgs) > 0 {
+			return podnet.Settings{}, badOptions(fmt.Errorf("--cluster-domain: %q: %s", d, strings.Join(msgs, "; ")))
+		}
+	}
+	return podnet.Settings{ClusterDNS: slices.Clone(o.ClusterDNS), ClusterDomain: o.ClusterDomain, ResolvConf: o.ResolvConf}, nil
+}
 
 // DefaultCgroupRoot is podward's cgroup.
 const DefaultCgroupRoot = "/podward"
@@ -208,6 +241,7 @@ func DefaultOptions() Options {
 		Runtime: RuntimeOptions{
 			Kind: RuntimeProcess, CRIEndpoint: DefaultCRIEndpoint,
 			Cgroups: CgroupsAuto, CgroupRoot: DefaultCgroupRoot,
+			ResolvConf: podnet.EtcResolvConf,
 		},
 
 		ContainerLogMaxSize:  crilog.DefaultMaxSize,
@@ -318,6 +352,10 @@ type openRuntime interface {
 // must die with it. allocatable is the node's (machineAllocatable), nil
 // when unknown.
 func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock, log *slog.Logger, output Output, foreground bool, rotation crilog.Rotation, allocatable v1.ResourceList) (openRuntime, error) {
+	dns, err := o.dnsSettings()
+	if err != nil {
+		return nil, err
+	}
 	switch o.Kind {
 	case RuntimeProcess:
 		h, err := o.cgroups(log)
@@ -331,7 +369,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 		return process.New(process.Config{
 			Root: filepath.Join(root, "process"), Clock: clk, Logger: log, Output: output, Tethered: foreground, LogRotation: rotation,
 			SpareShims: process.DefaultSpareShims, Cgroups: cg, ShimBinary: o.ShimBinary,
-			Allocatable: allocatable, Objects: o.objects, Hidden: hiddenFromContainers(root, o.sockets),
+			Allocatable: allocatable, Objects: o.objects, Hidden: hiddenFromContainers(root, o.sockets), DNS: dns,
 		})
 	case RuntimeCRI:
 		h, err := o.cgroups(log)
@@ -342,7 +380,7 @@ func (o *RuntimeOptions) open(ctx context.Context, root string, clk clock.Clock,
 			Endpoint: o.CRIEndpoint, Root: filepath.Join(root, "cri"), Clock: clk, Logger: log, Output: output,
 			PullSecretsDir: o.PullSecretsDir, PodNetwork: o.PodNetwork, LogRotation: rotation,
 			CgroupParent: path.Clean(o.CgroupRoot), Cgroups: h, PodPidsLimit: o.PodMaxPids,
-			Allocatable: allocatable, Objects: o.objects, NodeIP: o.nodeIP,
+			Allocatable: allocatable, Objects: o.objects, NodeIP: o.nodeIP, DNS: dns,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("CRI runtime at %s: %w", o.CRIEndpoint, err)

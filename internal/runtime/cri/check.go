@@ -42,9 +42,6 @@ func (r *Runtime) checkPod(pod *model.Pod) []error {
 	if spec.HostUsers != nil && !*spec.HostUsers {
 		errs = append(errs, notSupported("spec.hostUsers"))
 	}
-	if len(spec.HostAliases) > 0 {
-		errs = append(errs, notSupported("spec.hostAliases"))
-	}
 	if r := spec.Resources; r != nil {
 		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
 			if name != v1.ResourceCPU && name != v1.ResourceMemory {

@@ -63,6 +63,13 @@ func (r *Runtime) start(ctx context.Context, pod *model.Pod, ref model.Container
 	if err != nil {
 		return runtime.Container{}, err
 	}
+	hosts, err := r.hostsMount(pod, c)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	if hosts != nil {
+		cfg.Mounts = append(cfg.Mounts, hosts)
+	}
 	if err := r.shareTarget(ctx, pod, ref, cfg); err != nil {
 		return runtime.Container{}, err
 	}
@@ -144,11 +151,11 @@ func (r *Runtime) startedAt(ctx context.Context, in *instance) time.Time {
 // earlier start of the same attempt that never ran or has exited: it is
 // removed and the creation tried once more.
 func (r *Runtime) create(ctx context.Context, pod *model.Pod, sb sandboxRef, cfg *runtimeapi.ContainerConfig) (string, error) {
-	req := &runtimeapi.CreateContainerRequest{
-		PodSandboxId:  sb.id,
-		Config:        cfg,
-		SandboxConfig: r.sandboxConfig(pod, sb.attempt),
+	sbCfg, _, err := r.sandboxConfig(pod, sb.attempt)
+	if err != nil {
+		return "", err
 	}
+	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sb.id, Config: cfg, SandboxConfig: sbCfg}
 	for try := 0; ; try++ {
 		cctx, cancel := r.call(ctx)
 		resp, err := r.rt.CreateContainer(cctx, req)

@@ -31,6 +31,7 @@ import (
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podnet"
 )
 
 // Defaults of Config.
@@ -136,6 +137,11 @@ type Config struct {
 	// host's network, as on the process runtime, with no CNI configuration
 	// needed: a hostPort other than the containerPort is refused then.
 	PodNetwork bool
+	// DNS are the node's DNS settings the pods' DNS configuration is made
+	// from (podnet.DNS, PodSandboxConfig.DnsConfig), and the cluster domain
+	// of their host names and hosts files. ResolvConf "" gives the pods
+	// the kubelet's 127.0.0.1 where their DNS is the host's.
+	DNS podnet.Settings
 	// CgroupParent is the cgroup under which each pod gets a parent of its
 	// own, <CgroupParent>/<qos>/pod<UID> (podspec.PodCgroup), for the
 	// cgroupfs driver. Default
@@ -208,6 +214,7 @@ type Runtime struct {
 	rotationPeriod time.Duration
 	secretsDir     string
 	podNetwork     bool
+	dns            podnet.Settings
 	cgroupParent   string
 	cgroupRoot     string // /sys/fs/cgroup; tests point it elsewhere
 	// cgroups and podPidsLimit: see Config.Cgroups.
@@ -342,6 +349,7 @@ func newRuntime(cfg Config, root string, lock *os.File, conn *grpc.ClientConn) *
 		allocatable:    cfg.Allocatable,
 		warnings:       make(chan runtime.Warning, warningBuffer),
 		podNetwork:     cfg.PodNetwork,
+		dns:            cfg.DNS,
 		cgroupParent:   cmp.Or(cfg.CgroupParent, DefaultCgroupParent),
 		cgroupRoot:     "/sys/fs/cgroup",
 		cgroups:        cfg.Cgroups,

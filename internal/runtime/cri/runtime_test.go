@@ -183,6 +183,9 @@ func testPod(uid string) *model.Pod {
 	p := &model.Pod{Pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: types.UID(uid), Labels: map[string]string{"app": "web"}},
 		Spec: v1.PodSpec{
+			// Default: ClusterFirst without a cluster DNS would warn of
+			// the fallback (MissingClusterDNS) in every test.
+			DNSPolicy:                     v1.DNSDefault,
 			TerminationGracePeriodSeconds: ptr.To[int64](7),
 			InitContainers: []v1.Container{{
 				Name: "setup", Image: "busybox",
@@ -429,10 +432,12 @@ func TestStartContainerConfig(t *testing.T) {
 	// runtime (pkg/volume/util/subpath/subpath_linux.go): bind-mounted,
 	// once checked, on <pod>/volume-subpaths/<volume>/<container>/<index>.
 	subTarget := filepath.Join(h.r.root, "pods", "uid-1", "volume-subpaths", "data", "app", "1")
-	if len(cfg.Mounts) != 3 ||
+	// Then the pod's hosts file, as makeMounts adds it last.
+	if len(cfg.Mounts) != 4 ||
 		cfg.Mounts[0].ContainerPath != "/data" || cfg.Mounts[0].HostPath != vol || cfg.Mounts[0].Readonly ||
 		cfg.Mounts[1].ContainerPath != "/sub" || cfg.Mounts[1].HostPath != subTarget || !cfg.Mounts[1].Readonly ||
-		cfg.Mounts[2].ContainerPath != "/dev/termination-log" || !msgFile.MatchString(cfg.Mounts[2].HostPath) || cfg.Mounts[2].Readonly {
+		cfg.Mounts[2].ContainerPath != "/dev/termination-log" || !msgFile.MatchString(cfg.Mounts[2].HostPath) || cfg.Mounts[2].Readonly ||
+		cfg.Mounts[3].ContainerPath != "/etc/hosts" || cfg.Mounts[3].HostPath != filepath.Join(h.r.root, "pods", "uid-1", "etc-hosts") {
 		t.Errorf("mounts = %v", cfg.Mounts)
 	}
 	subDir, err := os.Stat(filepath.Join(vol, "nested", "dir"))
@@ -1353,8 +1358,8 @@ func TestHostPathVolumes(t *testing.T) {
 				return
 			}
 			c := h.start(pod, "setup", 0)
-			if m := h.f.container(c.ID).config.Mounts; len(m) != 2 || m[0].HostPath != tc.path || m[0].ContainerPath != "/data" ||
-				m[1].ContainerPath != "/dev/termination-log" {
+			if m := h.f.container(c.ID).config.Mounts; len(m) != 3 || m[0].HostPath != tc.path || m[0].ContainerPath != "/data" ||
+				m[1].ContainerPath != "/dev/termination-log" || m[2].ContainerPath != "/etc/hosts" {
 				t.Fatalf("mounts = %v", m)
 			}
 			if err := h.r.Signal(context.Background(), c.ID, syscall.SIGKILL); err != nil {

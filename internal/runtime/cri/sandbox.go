@@ -17,8 +17,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podnet"
 	"github.com/podward/podward/internal/runtime/podspec"
 )
 
@@ -207,7 +209,13 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 		if attempt > 0 {
 			r.log.Warn("the pod's sandbox is not ready any more; creating a new one", "pod", pod.Key(), "podUID", pod.UID, "attempt", attempt)
 		}
-		cfg := r.sandboxConfig(pod, attempt)
+		cfg, warnings, err := r.sandboxConfig(pod, attempt)
+		if err != nil {
+			return sandboxRef{}, err
+		}
+		for _, w := range warnings {
+			r.warn(runtime.Warning{PodUID: pod.UID, Reason: runtime.WarningReason(w.Reason), Message: w.Message})
+		}
 		cctx, cancel := r.call(ctx)
 		resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
 		cancel()
@@ -241,10 +249,12 @@ func (r *Runtime) forgetSandbox(uid types.UID) {
 
 // sandboxConfig is the pod's sandbox: identified by its labels, logging to
 // Root/pods/<uid>/logs, in the pod's own cgroup parent, sharing the host's
-// network unless hostNetwork says otherwise (see Config.PodNetwork). The
-// same config goes with each CreateContainer: containerd takes the log
-// directory from it.
-func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+// network unless hostNetwork says otherwise (see Config.PodNetwork), with
+// the pod's host name and DNS configuration (podnet). The same config goes
+// with each CreateContainer: containerd takes the log directory from it.
+// The warnings are the kubelet's events about the DNS configuration, for
+// the caller to report once per sandbox.
+func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []podnet.Warning, error) {
 	spec := &pod.Spec
 	ns := r.namespaces(pod)
 	// The sandbox's own pid namespace option is the pod's: shared (POD)
@@ -297,20 +307,20 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) *runtimeapi.PodS
 		// A host-network sandbox must not set a hostname: containerd
 		// fails with "unable to set hostname without a private UTS
 		// namespace".
-		cfg.Hostname = podspec.Hostname(pod)
+		h, err := podnet.Hostname(pod, r.dns.ClusterDomain)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Hostname = h
 		cfg.PortMappings = portMappings(pod)
 	}
-	if dc := spec.DNSConfig; dc != nil {
-		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: dc.Nameservers, Searches: dc.Searches}
-		for _, o := range dc.Options {
-			opt := o.Name
-			if o.Value != nil {
-				opt += ":" + *o.Value
-			}
-			cfg.DnsConfig.Options = append(cfg.DnsConfig.Options, opt)
-		}
+	host, err := podnet.ReadHostDNS(r.dns.ResolvConf)
+	if err != nil {
+		return nil, nil, err
 	}
-	return cfg
+	dns, _, warnings := podnet.DNS(pod.Pod, r.dns, host)
+	cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: dns.Servers, Searches: dns.Searches, Options: dns.Options}
+	return cfg, warnings, nil
 }
 
 // namespaces are the pod's namespace options, for its sandbox and its
@@ -432,8 +442,10 @@ func (r *Runtime) cleanupPod(ctx context.Context, uid types.UID) error {
 	if err := hostfs.RemoveVolumes(r.volumesDir(uid)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(r.messagesDir(uid)); err != nil {
-		errs = append(errs, err)
+	for _, p := range []string{r.messagesDir(uid), r.hostsFile(uid)} {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// The cgroups go last: they are empty only once the sandbox is gone.
 	if err := r.removePodCgroups(uid); err != nil {

@@ -141,14 +141,27 @@
 // # Host name
 //
 // Where the agent may make UTS namespaces (root), each container runs in
-// one of its own whose host name is the pod's (podspec.Hostname:
-// spec.hostname, else the pod's name), set by package launch, as a CRI
+// one of its own whose host name is the pod's (podnet.Hostname:
+// spec.hostnameOverride, else spec.hostname, else the pod's name, with its
+// domain under setHostnameAsFQDN), set by package launch, as a CRI
 // runtime's sandbox has it; HOSTNAME says the same. A pod on the host's
 // network keeps the host's name, as in Kubernetes. An Exec joins its
 // container's, so a hook or probe sees what its container sees. The
 // containers of a pod do not share one namespace: a container that
 // changes its host name changes only its own. Without root, containers see
 // the host's name (HOSTNAME is still the pod's).
+//
+// # resolv.conf and /etc/hosts
+//
+// As root, PreparePod writes the pod's resolv.conf and hosts file into its
+// directory as the kubelet makes them (package podnet, from Config.DNS),
+// and each container gets them bind-mounted at /etc/resolv.conf
+// (read-only) and /etc/hosts, unless it mounts a volume there. The pods
+// share the host's network, so the hosts file names the pod at 127.0.0.1,
+// its status's podIP, and carries its hostAliases. A pod on the host's
+// network gets the host's hosts file with its aliases, and keeps the
+// host's /etc/resolv.conf while its DNS is the host's as it is. Without
+// root, the containers see the host's files.
 //
 // A working directory that does not exist fails the start with
 // `workingDir "/x": no such file or directory` (runc would create it in the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
+	"github.com/podward/podward/internal/runtime/podnet"
 	"github.com/podward/podward/internal/runtime/podspec"
 )
 
@@ -19,7 +20,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 const localIP = "127.0.0.1"
 
 // containerEnv is the environment of a container, as "NAME=value": the
-// default PATH and HOSTNAME (the pod's host name, podspec.Hostname; the
+// default PATH and HOSTNAME (the pod's host name, podnet.Hostname; the
 // host's for a pod on the host network), which a process has no image or
 // container runtime to take from, overridden by the spec's env
 // (podspec.Env, in spec order, then the service links it does not set).
@@ -45,7 +46,10 @@ func (r *Runtime) containerEnv(ctx context.Context, pod *model.Pod, c *v1.Contai
 		return nil, nil, err
 	}
 	env = make([]string, 0, 2+len(spec))
-	hostname := podspec.Hostname(pod)
+	hostname, err := podnet.Hostname(pod, r.dns.ClusterDomain)
+	if err != nil {
+		return nil, nil, err
+	}
 	if pod.Spec.HostNetwork {
 		if h, err := os.Hostname(); err == nil {
 			hostname = h

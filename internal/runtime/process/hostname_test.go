@@ -6,14 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/podnet"
 	"github.com/podward/podward/internal/runtime/process/launch"
 )
 
 // A container's host name is its pod's, in a UTS namespace of its own, as
 // a CRI runtime's sandbox gives it (the kubelet's
-// GeneratePodHostNameAndDomain, kubelet_pods.go: spec.hostname, else the
-// pod's name; spec.subdomain does not change it), and so is that of a
+// GeneratePodHostNameAndDomain, kubelet_pods.go: spec.hostnameOverride,
+// else spec.hostname, else the pod's name; spec.subdomain adds the domain
+// only with setHostnameAsFQDN), and so is that of a
 // command run in its context (hooks, probes). A pod on the host's network
 // sees the host's name. The host's own name never changes (issue 11).
 func TestHostnameIsThePods(t *testing.T) {
@@ -27,18 +31,23 @@ func TestHostnameIsThePods(t *testing.T) {
 	const script = `echo "uts=$(cat /proc/sys/kernel/hostname) env=$HOSTNAME"`
 	tests := map[string]struct {
 		hostname, subdomain string
+		override            *string
+		fqdn                bool
 		hostNetwork         bool
 		want                string
 	}{
+		"hostnameOverride":    {hostname: "db-0", override: ptr.To("my.host"), want: "uts=my.host env=my.host"},
+		"setHostnameAsFQDN":   {hostname: "db-0", subdomain: "db", fqdn: true, want: "uts=db-0.db.default.svc.cluster.local env=db-0.db.default.svc.cluster.local"},
 		"the pod's name":      {want: "uts=web env=web"},
 		"spec.hostname":       {hostname: "db-0", subdomain: "db", want: "uts=db-0 env=db-0"},
 		"on the host network": {hostNetwork: true, want: "uts=" + host + " env=" + host},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t)
+			h := newHarnessWith(t, Config{Root: t.TempDir(), DNS: podnet.Settings{ClusterDomain: "cluster.local"}})
 			pod := newPod(t, shell("main", script))
 			pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostNetwork = tc.hostname, tc.subdomain, tc.hostNetwork
+			pod.Spec.HostnameOverride, pod.Spec.SetHostnameAsFQDN = tc.override, &tc.fqdn
 			h.prepare(pod)
 			cont, ev := h.run(pod, 0)
 			if ev.Exit.ExitCode != 0 {
@@ -68,7 +77,7 @@ func TestMissingWorkingDir(t *testing.T) {
 			if helper && !launch.CanUnshareUTS() {
 				t.Skip("the init helper needs root")
 			}
-			h := newHarness(t)
+			h := newHarnessWith(t, Config{Root: t.TempDir(), DNS: podnet.Settings{ClusterDomain: "cluster.local"}})
 			h.r.uts = helper
 			dir := t.TempDir() + "/missing"
 			c := shell("main", "true")

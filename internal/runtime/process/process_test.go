@@ -200,7 +200,9 @@ func newPod(t *testing.T, containers ...v1.Container) *model.Pod {
 			Namespace: "default",
 			UID:       types.UID("uid-" + randomSuffix(t)),
 		},
-		Spec: v1.PodSpec{Containers: containers},
+		// Default: ClusterFirst without a cluster DNS would warn of the
+		// fallback (MissingClusterDNS) in every test.
+		Spec: v1.PodSpec{Containers: containers, DNSPolicy: v1.DNSDefault},
 	}}
 }
 

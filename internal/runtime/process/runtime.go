@@ -25,6 +25,7 @@ import (
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/cgroups"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podnet"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
@@ -111,6 +112,10 @@ type Config struct {
 	// else re-executes this very binary (whose main, or TestMain, must call
 	// MaybeRunInit first), with a warning on Logger.
 	ShimBinary string
+	// DNS are the node's DNS settings the pods' resolv.conf is made from
+	// (podnet.DNS), and the cluster domain of their host names and hosts
+	// files.
+	DNS podnet.Settings
 }
 
 // The contract and the optional abilities the process runtime has.
@@ -129,6 +134,7 @@ var (
 type Runtime struct {
 	root        string
 	objects     runtime.Objects
+	dns         podnet.Settings
 	allocatable v1.ResourceList
 	clock       clock.Clock
 	log         *slog.Logger
@@ -267,6 +273,7 @@ func newRuntime(cfg Config, root, shimBin string, cg *podCgroups, lock, agentLoc
 	r := &Runtime{
 		cgroups:          cg,
 		objects:          cfg.Objects,
+		dns:              cfg.DNS,
 		allocatable:      cfg.Allocatable,
 		root:             root,
 		clock:            cfg.Clock,

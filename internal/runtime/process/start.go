@@ -12,6 +12,7 @@ import (
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
+	"github.com/podward/podward/internal/runtime/podnet"
 	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
@@ -56,7 +57,9 @@ func (r *Runtime) prepare(pod *model.Pod, ref model.ContainerRef, c *v1.Containe
 	if r.uts && !pod.Spec.HostNetwork {
 		// The pod's host name, as its sandbox's UTS namespace has it on a
 		// CRI runtime; the host's on the host network, as there.
-		spec.Hostname = podspec.Hostname(pod)
+		if spec.Hostname, err = podnet.Hostname(pod, r.dns.ClusterDomain); err != nil {
+			return launch.Spec{}, nil, err
+		}
 	}
 	return spec, created, nil
 }

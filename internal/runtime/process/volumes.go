@@ -49,6 +49,9 @@ func (r *Runtime) PreparePod(ctx context.Context, pod *model.Pod) error {
 			return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
 		}
 	}
+	if err := r.writeNetworkFiles(pod); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", pod.Key(), err)
+	}
 	for i := range pod.Spec.Volumes {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -167,7 +170,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 	}
 
 	var errs []error
-	for _, dir := range []string{r.orderDir(pod.UID), r.instancesDir(pod.UID)} {
+	for _, dir := range []string{r.orderDir(pod.UID), r.instancesDir(pod.UID), r.resolvConfFile(pod.UID), r.hostsFile(pod.UID)} {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}
@@ -195,8 +198,9 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *model.Pod) error {
 // parents before children, creating missing subPath directories and the
 // mountpoints on the host. vars are the container's variables for
 // subPathExpr. termFile, when not "", is bind-mounted at the container's
-// terminationMessagePath too: a file on a file, hiding nothing else. It
-// also returns the created mountpoints the pod now counts as a user of.
+// terminationMessagePath too: a file on a file, hiding nothing else; so
+// are the pod's network files (networkMounts). It also returns the created
+// mountpoints the pod now counts as a user of.
 func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.Vars, termFile string) ([]launch.Mount, []shim.Mountpoint, error) {
 	mounts := make([]launch.Mount, 0, len(c.VolumeMounts))
 	var created []shim.Mountpoint
@@ -233,6 +237,11 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 		}
 		mounts = append(mounts, launch.Mount{Source: termFile, Target: target})
 	}
+	netMounts, used, err := r.networkMounts(pod, c, mounts)
+	if err != nil {
+		return nil, nil, err
+	}
+	mounts, created = append(mounts, netMounts...), append(created, used...)
 	// Parents first, so that a mount inside another one is not hidden by it.
 	slices.SortStableFunc(mounts, func(a, b launch.Mount) int {
 		return strings.Count(a.Target, "/") - strings.Count(b.Target, "/")

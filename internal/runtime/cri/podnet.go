@@ -1,0 +1,69 @@
+package cri
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podward/podward/internal/model"
+	"github.com/podward/podward/internal/runtime/podnet"
+)
+
+// nodeHostsFile is the host's hosts file, which a pod on the host's
+// network gets a copy of (podnet.HostNetworkHostsFile).
+var nodeHostsFile = "/etc/hosts"
+
+// hostsFile is the pod's hosts file, as the kubelet keeps it:
+// <pod's directory>/etc-hosts.
+func (r *Runtime) hostsFile(uid types.UID) string { return filepath.Join(r.podDir(uid), "etc-hosts") }
+
+// hostsMount writes the pod's hosts file and returns its mount at
+// /etc/hosts in container c, as the kubelet's makeMounts does after the
+// sandbox runs (it needs the sandbox's IP): a pod not on the host's
+// network gets the kubelet's managed file (podnet.HostsFile) with its IP,
+// its status's podIP: the sandbox's, or the node's for a pod put on the
+// host's network because Config.PodNetwork is off, as the process runtime
+// names its pods at theirs. A hostNetwork pod gets the host's hosts file
+// with its hostAliases (podnet.HostNetworkHostsFile). It is nil when c
+// mounts a volume at /etc/hosts, or the pod has no IP yet: the CRI
+// runtime's own copy of the host's file is left then. The file is written
+// again for each container, as the kubelet does.
+func (r *Runtime) hostsMount(pod *model.Pod, c *v1.Container) (*runtimeapi.Mount, error) {
+	hostNet := pod.Spec.HostNetwork
+	ips := r.PodIPs(pod.UID)
+	if len(ips) == 0 && r.hostNetwork(pod) {
+		ips = []string{r.nodeIP}
+	}
+	if !podnet.MountsHostsFile(c, ips, hostNet) {
+		return nil, nil
+	}
+	var content []byte
+	if hostNet {
+		node, err := os.ReadFile(nodeHostsFile)
+		if err != nil {
+			return nil, fmt.Errorf("hosts file: %w", err)
+		}
+		content = podnet.HostNetworkHostsFile(node, pod.Spec.HostAliases)
+	} else {
+		hostname, domain, err := podnet.HostnameAndDomain(pod, r.dns.ClusterDomain)
+		if err != nil {
+			return nil, err
+		}
+		content = podnet.HostsFile(ips, hostname, domain, pod.Spec.HostAliases)
+	}
+	p := r.hostsFile(pod.UID)
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		return nil, fmt.Errorf("hosts file: %w", err)
+	}
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		return nil, fmt.Errorf("hosts file: %w", err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		return nil, fmt.Errorf("hosts file: %w", err)
+	}
+	return &runtimeapi.Mount{ContainerPath: podnet.EtcHosts, HostPath: p}, nil
+}
