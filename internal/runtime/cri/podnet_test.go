@@ -90,8 +90,10 @@ func TestHostsFileMount(t *testing.T) {
 		ownHosts                bool
 		want                    string // "": no mount
 	}{
+		// Every address of the pod's, as the kubelet writes them (the
+		// fake's sandbox has an IPv6 one too).
 		"pod network": {podNetwork: true,
-			want: string(podnet.HostsFile([]string{"10.88.0.7"}, "web", "sub.default.svc.cluster.local", aliases))},
+			want: string(podnet.HostsFile([]string{"10.88.0.7", "fd00::7"}, "web", "sub.default.svc.cluster.local", aliases))},
 		"hostNetwork": {podNetwork: true, hostNetwork: true, want: string(podnet.HostNetworkHostsFile(node, aliases))},
 		"on the host's network without PodNetwork, at the node's IP": {
 			want: string(podnet.HostsFile([]string{"127.0.0.1"}, "web", "sub.default.svc.cluster.local", aliases))},
