@@ -436,7 +436,9 @@ func readOutput(conn net.Conn, s AttachStreams) error {
 	var head [5]byte
 	for {
 		if _, err := io.ReadFull(conn, head[:]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			// The shim ended the attach (the container exited): a close,
+			// or a reset when input of the client's was still unread.
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, unix.ECONNRESET) {
 				return nil
 			}
 			return fmt.Errorf("attach: %w", err)
