@@ -296,12 +296,23 @@ func ParseObserved(s string) (planner.Observed, error) {
 	return o, nil
 }
 
-// modify applies one modifier of ParseObserved.
+// modify applies one modifier of ParseObserved: its arguments parsed
+// (modifierArgs), then set on o (setObserved).
 func modify(o *planner.Observed, c string) error {
 	name, args, err := call(c)
 	if err != nil {
 		return err
 	}
+	t, n, err := modifierArgs(o, name, args)
+	if err != nil {
+		return err
+	}
+	return setObserved(o, name, t, n)
+}
+
+// modifierArgs checks the count of modifier name's args and parses them:
+// a time, or a number (probeFailed also sets which probe failed).
+func modifierArgs(o *planner.Observed, name string, args []string) (t time.Time, n int, err error) {
 	want := 1
 	switch name {
 	case "notStarted", "started", "startedOnce", "killed", "probeKilled", "restartedAll", "resizeRestart":
@@ -310,14 +321,12 @@ func modify(o *planner.Observed, c string) error {
 		want = 2
 	}
 	if len(args) != want {
-		return fmt.Errorf(".%s takes %d argument(s), not %d", name, want, len(args))
+		return t, 0, fmt.Errorf(".%s takes %d argument(s), not %d", name, want, len(args))
 	}
-	var t time.Time
-	var n int
 	switch name {
 	case "probeFailed":
 		if t, err = ParseTime(args[1]); err != nil {
-			return err
+			return t, 0, err
 		}
 		switch args[0] {
 		case "liveness":
@@ -325,17 +334,21 @@ func modify(o *planner.Observed, c string) error {
 		case "startup":
 			o.ProbeFailed = planner.StartupProbe
 		default:
-			return fmt.Errorf(".probeFailed: probe %q: want liveness or startup", args[0])
+			return t, 0, fmt.Errorf(".probeFailed: probe %q: want liveness or startup", args[0])
 		}
 	case "ranFrom", "stopping", "signalled", "killAt", "configError", "postStartFailed", "resizeNeedsRestart":
-		if t, err = ParseTime(args[0]); err != nil {
-			return err
-		}
+		t, err = ParseTime(args[0])
 	case "steps", "restarts", "configErrorChanges":
 		if n, err = strconv.Atoi(args[0]); err != nil {
-			return fmt.Errorf(".%s: %w", name, err)
+			err = fmt.Errorf(".%s: %w", name, err)
 		}
 	}
+	return t, n, err
+}
+
+// setObserved sets on o what modifier name says, with its parsed time t or
+// number n.
+func setObserved(o *planner.Observed, name string, t time.Time, n int) error {
 	switch name {
 	case "notStarted":
 		o.Started, o.StartedOnce = false, false
