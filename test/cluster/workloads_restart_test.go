@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// podSeen is what a workload can see of one of its pods: its UID, IP and
+// each container's ID and restart count.
+type podSeen struct {
+	name     string
+	ip       string
+	ids      map[string]string
+	restarts map[string]int32
+}
+
+func seePod(p *v1.Pod) podSeen {
+	s := podSeen{name: p.Name, ip: p.Status.PodIP, ids: map[string]string{}, restarts: map[string]int32{}}
+	for _, cs := range append(append([]v1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		s.ids[cs.Name] = cs.ContainerID
+		s.restarts[cs.Name] = cs.RestartCount
+	}
+	return s
+}
+
+// differs says how what a workload sees of p differs from was (nil: no
+// difference). A container that is no longer running may have no ID in a
+// status (a terminated one keeps it).
+func (was podSeen) differs(p *v1.Pod) []string {
+	now := seePod(p)
+	var d []string
+	if now.ip != was.ip {
+		d = append(d, fmt.Sprintf("podIP %q, was %q", now.ip, was.ip))
+	}
+	for name, id := range was.ids {
+		if now.ids[name] != id {
+			d = append(d, fmt.Sprintf("container %s ID %q, was %q", name, now.ids[name], id))
+		}
+		if now.restarts[name] != was.restarts[name] {
+			d = append(d, fmt.Sprintf("container %s restartCount %d, was %d", name, now.restarts[name], was.restarts[name]))
+		}
+	}
+	return d
+}
+
+// podRecorder keeps every change of the namespace's pods that the API
+// server shows from a resource version on.
+type podRecorder struct {
+	mu     sync.Mutex
+	seen   []*v1.Pod
+	events []watch.EventType
+	stop   func()
+	done   chan struct{}
+}
+
+func recordPods(t *testing.T, c *controlPlane, ns, rv string) *podRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	r := &podRecorder{stop: func() { cancel(); w.Stop() }, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*v1.Pod); ok {
+				r.mu.Lock()
+				r.seen = append(r.seen, p)
+				r.events = append(r.events, ev.Type)
+				r.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { r.stop(); <-r.done })
+	return r
+}
+
+// check ends the recording and says what, of the pods of before, changed
+// in a way their workloads could see (an IP, a container ID, a restart,
+// a deletion) and how often a pod went from Ready to not Ready.
+func (r *podRecorder) check(before map[types.UID]podSeen) (changes []string, unready map[string]int) {
+	r.stop()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	unready = map[string]int{}
+	ready := map[types.UID]bool{}
+	for uid := range before {
+		ready[uid] = true
+	}
+	for i, p := range r.seen {
+		was, ok := before[p.UID]
+		if !ok {
+			changes = append(changes, fmt.Sprintf("%s pod %s (uid %s), not one of before", r.events[i], p.Name, p.UID))
+			continue
+		}
+		if r.events[i] == watch.Deleted || p.DeletionTimestamp != nil {
+			changes = append(changes, fmt.Sprintf("pod %s deleted", p.Name))
+		}
+		for _, d := range was.differs(p) {
+			changes = append(changes, p.Name+": "+d)
+		}
+		if now := podReady(p) || p.Status.Phase == v1.PodSucceeded; ready[p.UID] && !now {
+			unready[p.Name]++
+			ready[p.UID] = false
+		} else if now {
+			ready[p.UID] = true
+		}
+	}
+	return changes, unready
+}
+
+// TestAgentKillChangesNothing: the CRI node's agent is killed (SIGKILL)
+// while a Deployment's 2 pods (with a readiness probe), a DaemonSet's pod
+// and a Job's running pod run on it, and started again on the same
+// --root. The workloads see nothing of it: no pod is replaced, no
+// container restarts (same IDs, restartCount unchanged), each pod keeps
+// its IP, the Job's pod, which runs on through the restart, completes and
+// the Job controller sees it Complete, and every pod is Ready again.
+//
+// Readiness: after the restart the agent probes again from the start, and
+// a container with a readiness probe is not ready until its first success
+// (docs/lifecycle.md, "Probes"); the test logs each Ready -> not Ready
+// turn it sees. The kubelet since 1.35 (feature gate
+// ChangeContainerStatusOnKubeletRestart, off by default) keeps a running
+// container's readiness across its restart instead.
+func TestAgentKillChangesNothing(t *testing.T) {
+	c := needCRICluster(t)
+	t.Parallel()
+	n := startCRINode(t, c)
+	ns := testNamespace(t, c)
+	trigger := t.TempDir()
+	ctx := t.Context()
+	deploy := webDeployment(n, ns, "web", 2)
+	ds := daemonSet(n, ns, "per-node")
+	job := triggeredJob(n, ns, "work", trigger)
+	if _, err := c.client.AppsV1().Deployments(ns).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitPods(t, ns, "app=web", "2 Ready pods on the node", workloadTimeout, func(ps []*v1.Pod) bool { return allOnNode(ps, 2, n.name, podReady) })
+	c.waitPods(t, ns, "app=per-node", "Ready pod on the node", workloadTimeout, func(ps []*v1.Pod) bool { return allOnNode(ps, 1, n.name, podReady) })
+	c.waitPods(t, ns, batchv1.JobNameLabel+"=work", "Running pod on the node", workloadTimeout, func(ps []*v1.Pod) bool {
+		return allOnNode(ps, 1, n.name, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	})
+	list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[types.UID]podSeen{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		before[p.UID] = seePod(p)
+		t.Logf("before: %s ip %s containers %v", p.Name, p.Status.PodIP, before[p.UID].ids)
+	}
+	if len(before) != 4 {
+		t.Fatalf("%d pods in %s, want the 4 of the workloads", len(before), ns)
+	}
+	rec := recordPods(t, c, ns, list.ResourceVersion)
+
+	killed := time.Now()
+	n.signal(syscall.SIGKILL)
+	n.start()
+	t.Logf("agent killed and registered again in %v", time.Since(killed).Round(time.Millisecond))
+	if err := os.WriteFile(filepath.Join(trigger, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, ns, job.Name, "completion", workloadTimeout, jobComplete)
+	j, err := c.client.BatchV1().Jobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+	if err != nil || j.Status.Succeeded != 1 || j.Status.Failed != 0 {
+		t.Fatalf("job after the restart: %v, status %+v; want Complete with succeeded 1", err, j.Status)
+	}
+	c.waitPods(t, ns, "app in (web, per-node)", "the 3 pods Ready", waitTimeout, func(ps []*v1.Pod) bool { return allOnNode(ps, 3, n.name, podReady) })
+	t.Logf("job complete and every pod ready %v after the kill", time.Since(killed).Round(time.Millisecond))
+
+	changes, unready := rec.check(before)
+	for _, ch := range changes {
+		t.Errorf("seen after the kill: %s", ch)
+	}
+	t.Logf("Ready -> not Ready turns after the restart, by pod: %v", unready)
+	after, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range after.Items {
+		p := &after.Items[i]
+		was, ok := before[p.UID]
+		if !ok {
+			t.Errorf("pod %s (uid %s) is new", p.Name, p.UID)
+			continue
+		}
+		for _, d := range was.differs(p) {
+			t.Errorf("pod %s: %s", p.Name, d)
+		}
+	}
+	if len(after.Items) != len(before) {
+		t.Errorf("%d pods after, %d before", len(after.Items), len(before))
+	}
+}
