@@ -11,7 +11,7 @@
 // meanwhile, and starting the pods it stopped again after the reboot or a
 // cancel in standalone mode.
 //
-// internal/node assembles its callers, the daemons: `podward run` drives
+// internal/daemon assembles its callers, the daemons: `podward run` drives
 // one in-process agent without a store, `podward serve` puts the unix-socket
 // API server and the static-pod source in front of a durable one, and
 // `podward node` adds the API server of a Kubernetes cluster as another
