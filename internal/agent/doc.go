@@ -7,7 +7,7 @@
 // resumes its pods (Recover). What a removed pod leaves is collected: its
 // stored state at once, its logs once kept for
 // Config.KeepTerminatedPodLogs (podlogs.go). It is the node a node shutdown
-// drives (internal/shutdown's Node: shutdown.go) — refusing new pods
+// drives (internal/shutdown's Agent: shutdown.go) — refusing new pods
 // meanwhile, and starting the pods it stopped again after the reboot or a
 // cancel in standalone mode.
 //
