@@ -77,9 +77,10 @@ const (
 	osFieldMessage = "Failed to admit pod as the OS field doesn't match node OS"
 )
 
-// nodeOS is the node's OS, as the kubelet takes it (runtime.GOOS): the
-// value of its kubernetes.io/os label, and the only spec.os.name it runs.
-const nodeOS = goruntime.GOOS
+// machineOS is the machine's OS, as the kubelet takes it (runtime.GOOS):
+// the value of the Node's kubernetes.io/os label, and the only spec.os.name
+// the node runs.
+const machineOS = goruntime.GOOS
 
 // podRejection is the rejection of the node's admission checks that
 // depend on the pod alone, nil when they admit it. They are the kubelet's
@@ -88,11 +89,11 @@ const nodeOS = goruntime.GOOS
 //
 //   - a sysctl the node does not allow (Config.Sysctls): reason
 //     SysctlForbidden;
-//   - a kubernetes.io/os label that is not the node's OS (the kubelet
+//   - a kubernetes.io/os label that is not the machine's OS (the kubelet
 //     reads the pod's label, not its nodeSelector, whatever the name of
 //     its rejectPodAdmissionBasedOnOSSelector says): reason
 //     PodOSSelectorNodeLabelDoesNotMatch;
-//   - a spec.os.name that is not the node's OS: PodOSNotSupported.
+//   - a spec.os.name that is not the machine's OS: PodOSNotSupported.
 //
 // A pod they reject is recorded rejected as one beyond --max-pods, before
 // the runtime is asked whether it could run it: nothing of it ever runs.
@@ -101,10 +102,10 @@ func (a *Agent) podRejection(pod *model.Pod) *RejectedError {
 	if why := a.cfg.Sysctls.admit(pod); why != nil {
 		return why
 	}
-	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != nodeOS {
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != machineOS {
 		return &RejectedError{Reason: events.PodOSSelectorNodeLabelDoesNotMatch, Message: osLabelMessage}
 	}
-	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != machineOS {
 		return &RejectedError{Reason: events.PodOSNotSupported, Message: osFieldMessage}
 	}
 	return nil

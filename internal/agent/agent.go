@@ -63,7 +63,7 @@ type Config struct {
 	// (runtime.PodLogRemover): 0 (DefaultKeepTerminatedPodLogs) removes
 	// them then, a negative value never.
 	KeepTerminatedPodLogs time.Duration
-	// Allocatable is the node's allocatable resources (those a cluster's
+	// Allocatable is the machine's allocatable resources (those a cluster's
 	// Node reports); of them, cpu and memory are what a resize that asks
 	// for more must fit in with the other pods' allocations (KEP-1287, see
 	// podworker.Config.Allocatable). Nil: resizes are not checked.
@@ -92,7 +92,7 @@ type Config struct {
 	// gone. Zero: nothing to tell.
 	Objects runtime.Objects
 	// Sysctls are the sysctls a pod may set (NewSysctlAllowlist: the safe
-	// ones of the node's kernel and the kubelet's
+	// ones of the machine's kernel and the kubelet's
 	// --allowed-unsafe-sysctls); a pod that sets another is rejected,
 	// reason SysctlForbidden. Nil: the safe ones.
 	Sysctls *SysctlAllowlist

@@ -7,11 +7,11 @@
 // resumes its pods (Recover). What a removed pod leaves is collected: its
 // stored state at once, its logs once kept for
 // Config.KeepTerminatedPodLogs (podlogs.go). It is the node a node shutdown
-// drives (internal/shutdown's Node: shutdown.go) — refusing new pods
+// drives (internal/shutdown's Agent: shutdown.go) — refusing new pods
 // meanwhile, and starting the pods it stopped again after the reboot or a
 // cancel in standalone mode.
 //
-// internal/node assembles its callers, the daemons: `podward run` drives
+// internal/daemon assembles its callers, the daemons: `podward run` drives
 // one in-process agent without a store, `podward serve` puts the unix-socket
 // API server and the static-pod source in front of a durable one, and
 // `podward node` adds the API server of a Kubernetes cluster as another

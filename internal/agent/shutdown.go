@@ -14,7 +14,7 @@ import (
 )
 
 // The agent's side of a node shutdown: internal/shutdown's manager drives
-// it through these methods (its Node interface). While the node shuts
+// it through these methods (its Agent interface). While the node shuts
 // down, new pods are rejected (NodeShutdownRejection); the manager kills the pods group by group
 // (KillForShutdown) and waits for them (WaitTerminated). With
 // Config.RestartShutdownPods (standalone mode), a pod the shutdown

@@ -35,5 +35,5 @@
 // errors, ApplyResult and WatchEvent) and internal/model to decode
 // manifests, crilog to read logs and sockdir for the socket's directory;
 // it never builds an agent.
-// internal/node wires a *agent.Agent in.
+// internal/daemon wires a *agent.Agent in.
 package apiserver

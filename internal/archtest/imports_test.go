@@ -170,7 +170,7 @@ func TestViolationsCatchForbiddenImports(t *testing.T) {
 	pkgs := map[string]*pkgImports{
 		"internal/planner":         {code: set("internal/model", "internal/runtime"), tests: set()},
 		"internal/runtime/process": {code: set("internal/runtime", "internal/runtime/process/shim"), tests: set("internal/podworker")},
-		"internal/cli":             {code: set("internal/node", "internal/agent"), tests: set("internal/agent")},
+		"internal/cli":             {code: set("internal/daemon", "internal/agent"), tests: set("internal/agent")},
 		"internal/model":           {code: set(), tests: set()},
 	}
 	rs := []rule{

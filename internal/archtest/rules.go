@@ -51,7 +51,7 @@ var rules = []rule{
 	},
 	{
 		From:  "internal/runtime",
-		Not:   []string{"internal/podworker", "internal/agent", "internal/planner", "internal/prober", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client"},
+		Not:   []string{"internal/podworker", "internal/agent", "internal/planner", "internal/prober", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/daemon", "internal/cli", "internal/client"},
 		Tests: true,
 		Why:   "runtimes implement the contract in internal/runtime; they never know their consumers",
 	},
@@ -65,7 +65,7 @@ var rules = []rule{
 		From:  "internal/clusterobjects",
 		Only:  []string{"internal/objects", "internal/model"},
 		Tests: true,
-		Why:   "the node's managers of ConfigMaps, Secrets and tokens implement internal/objects' contract against the API server; internal/node wires them to the runtime and the agent",
+		Why:   "the node's managers of ConfigMaps, Secrets and tokens implement internal/objects' contract against the API server; internal/daemon wires them to the runtime and the agent",
 	},
 	{
 		From:  "internal/runtime/cgroups",
@@ -122,9 +122,9 @@ var rules = []rule{
 		Why:   "the shim binary is the shim and the init helper, nothing else (linkRules checks what they link)",
 	},
 	{
-		From: "internal/node",
+		From: "internal/daemon",
 		Not:  []string{"internal/podworker"},
-		Why:  "the daemons' assembly speaks the agent's words (agent.StopReason, agent.Phase), never the pod worker's: the CLI, which imports internal/node, so never reaches the worker either",
+		Why:  "the daemons' assembly speaks the agent's words (agent.StopReason, agent.Phase), never the pod worker's: the CLI, which imports internal/daemon, so never reaches the worker either",
 	},
 	{
 		From: "internal/cluster",
@@ -134,7 +134,7 @@ var rules = []rule{
 	{
 		From: "internal/cli",
 		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/runtime", "internal/planner", "internal/prober", "internal/apiserver", "internal/staticpods", "internal/cluster"},
-		Why:  "the CLI speaks to the agent through the client; daemons are assembled by internal/node",
+		Why:  "the CLI speaks to the agent through the client; daemons are assembled by internal/daemon",
 	},
 	{
 		From: "internal/client",
@@ -163,17 +163,17 @@ var rules = []rule{
 		From:  "internal/logind",
 		Only:  []string{},
 		Tests: true,
-		Why:   "the logind watch declares the node shutdown it triggers (Shutdowner); internal/node wires it to the shutdown manager",
+		Why:   "the logind watch declares the node shutdown it triggers (Shutdowner); internal/daemon wires it to the shutdown manager",
 	},
 	{
 		From:  "internal/podworker",
-		Not:   []string{"internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
+		Not:   []string{"internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/daemon", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
 		Why:   "the pod worker knows the runtime contract, not a runtime, and nothing above it",
 		Tests: false,
 	},
 	{
 		From: "internal/agent",
-		Not:  []string{"internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
+		Not:  []string{"internal/apiserver", "internal/staticpods", "internal/cluster", "internal/daemon", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
 		Why:  "the agent is the engine the sources and servers above it drive",
 	},
 	{
@@ -192,15 +192,15 @@ var rules = []rule{
 		From:  "internal/metrics",
 		Only:  []string{"internal/model", "internal/podworker", "internal/agent", "internal/shutdown"},
 		Tests: true,
-		Why:   "the metrics implement the recorders their owners declare (podworker, agent) and read the states they name; only internal/node wires them",
+		Why:   "the metrics implement the recorders their owners declare (podworker, agent) and read the states they name; only internal/daemon wires them",
 	},
 	{
 		From: "internal/streaming",
-		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/node", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
+		Not:  []string{"internal/podworker", "internal/agent", "internal/store", "internal/apiserver", "internal/staticpods", "internal/cluster", "internal/daemon", "internal/cli", "internal/client", "internal/runtime/process", "internal/runtime/cri"},
 		Why:  "the streaming server serves the runtime contract's streams to both servers, which resolve and authorize; it knows the agent only as the Pods it declares",
 	},
 	{
-		From:  "internal/node",
+		From:  "internal/daemon",
 		Not:   []string{"internal/cli", "internal/client"},
 		Tests: true,
 		Why:   "the assembly package wires the daemons; the CLI sits above it",

@@ -7,15 +7,15 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/podward/podward/internal/node"
+	"github.com/podward/podward/internal/daemon"
 )
 
 // addDaemonFlags registers into o the flags of every command that runs an
 // agent — run, serve and node: --root (its help is the command's), the
 // planner's timings, --verbose and the runtime's. They are set up here
-// only; their defaults are def's (node.DefaultOptions, or
-// node.DefaultClusterOptions for node, which has no default runtime).
-func addDaemonFlags(f *pflag.FlagSet, o *node.Options, def node.Options, rootHelp string) {
+// only; their defaults are def's (daemon.DefaultOptions, or
+// daemon.DefaultClusterOptions for node, which has no default runtime).
+func addDaemonFlags(f *pflag.FlagSet, o *daemon.Options, def daemon.Options, rootHelp string) {
 	f.StringVar(&o.Root, "root", "", rootHelp)
 	f.DurationVar(&o.BackoffBase, "backoff-base", def.BackoffBase, "crash-loop backoff after the second quick exit (doubles up to 5m)")
 	f.DurationVar(&o.PromptKill, "prompt-kill", def.PromptKill, "once defer containers completed, SIGKILL this long after the stop signal")
@@ -56,7 +56,7 @@ func (q *quantityFlag) Type() string { return "quantity" }
 
 // addAgentFlags are addDaemonFlags and the bounds of what the long-running
 // agents (serve and node) keep: events, and the logs of removed pods.
-func addAgentFlags(f *pflag.FlagSet, o *node.Options, def node.Options, rootHelp string) {
+func addAgentFlags(f *pflag.FlagSet, o *daemon.Options, def daemon.Options, rootHelp string) {
 	addDaemonFlags(f, o, def, rootHelp)
 	f.IntVar(&o.EventsPerPod, "events-per-pod", def.EventsPerPod, "events kept per pod (the newest)")
 	f.IntVar(&o.MaxEvents, "max-events", def.MaxEvents, "events kept in all (the newest, whichever pod they are of)")
@@ -67,7 +67,7 @@ func addAgentFlags(f *pflag.FlagSet, o *node.Options, def node.Options, rootHelp
 }
 
 // addShutdownFlags registers the kubelet's graceful node shutdown flags.
-func addShutdownFlags(f *pflag.FlagSet, o *node.ShutdownOptions) {
+func addShutdownFlags(f *pflag.FlagSet, o *daemon.ShutdownOptions) {
 	f.DurationVar(&o.GracePeriod, "shutdown-grace-period", 0, "node shutdown: how long the node's pods get in all, whole seconds (0: no graceful shutdown unless podward shutdown --grace-period asks for one)")
 	f.DurationVar(&o.CriticalPods, "shutdown-grace-period-critical-pods", 0, "node shutdown: the part of --shutdown-grace-period kept for the critical pods (priority classes system-cluster-critical, system-node-critical), which end last")
 	f.StringVar(&o.ByPodPriority, "shutdown-grace-period-by-pod-priority", "", "node shutdown by priority groups instead: priority=seconds,... (e.g. 0=20,100000=10,2000000000=10); a pod is in the group of the highest priority not above its own")
@@ -82,7 +82,7 @@ const (
 
 // addRuntimeFlags registers the flags that select and configure the
 // container runtime.
-func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeOptions) {
+func addRuntimeFlags(f *pflag.FlagSet, o *daemon.RuntimeOptions, def daemon.RuntimeOptions) {
 	help := runtimeHelp
 	if def.Kind == "" {
 		help = chosenRuntimeHelp
@@ -110,9 +110,9 @@ func addRuntimeFlags(f *pflag.FlagSet, o *node.RuntimeOptions, def node.RuntimeO
 func daemonError(err error) error {
 	code := ExitFailed
 	switch {
-	case errors.Is(err, node.ErrBadOptions):
+	case errors.Is(err, daemon.ErrBadOptions):
 		code = ExitBadInput
-	case errors.Is(err, node.ErrInternal):
+	case errors.Is(err, daemon.ErrInternal):
 		code = ExitInternal
 	}
 	return &ExitError{Code: code, Err: err}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podward/podward/internal/node"
+	"github.com/podward/podward/internal/daemon"
 )
 
 func newNodeCommand(s Streams, api *apiOptions) *cobra.Command {
-	var o node.ClusterOptions
+	var o daemon.ClusterOptions
 	cmd := &cobra.Command{
 		Use:   "node --kubeconfig FILE --runtime cri|process",
 		Short: "Join a Kubernetes cluster as a node: run the pods its API server binds here",
@@ -43,28 +43,28 @@ The kubelet port serves /metrics to users allowed get on nodes/metrics.`,
 		},
 	}
 	f := cmd.Flags()
-	addAgentFlags(f, &o.Options, node.DefaultClusterOptions(), "state directory (default "+node.RootNodeStateDir+")")
+	addAgentFlags(f, &o.Options, daemon.DefaultClusterOptions(), "state directory (default "+daemon.RootNodeStateDir+")")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials for the API server")
 	f.StringVar(&o.NodeName, "node-name", "", "the Node's name (default: the host name)")
 	f.StringVar(&o.NodeIP, "node-ip", "", "the node's address: its InternalIP, and the pods' hostIP and podIP (default: the address of the default route's interface)")
-	f.Int32Var(&o.KubeletPort, "kubelet-port", node.DefaultKubeletPort, "port of the kubelet API (logs), reported in the Node's daemonEndpoints")
+	f.Int32Var(&o.KubeletPort, "kubelet-port", daemon.DefaultKubeletPort, "port of the kubelet API (logs), reported in the Node's daemonEndpoints")
 	f.StringVar(&o.ClientCAFile, "client-ca-file", "", "CA bundle of the client certificates the kubelet API accepts: the cluster CA that signed the API server's --kubelet-client-certificate")
 	f.StringVar(&o.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: a self-signed one kept under --root)")
 	f.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
 	f.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "take clients of the kubelet API without credentials as system:anonymous, authorized like any user (with --authorization-mode=AlwaysAllow anyone who reaches the port reads every log: development only)")
 	f.StringVar(&o.AuthorizationMode, "authorization-mode", "Webhook", "how the kubelet API authorizes requests: Webhook (ask the API server with a SubjectAccessReview, as the kubelet: a container's log needs get on nodes/proxy) or AlwaysAllow (every authenticated client reads every log)")
-	f.DurationVar(&o.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", node.DefaultStreamingConnectionIdleTimeout, "close an exec, attach or port-forward of the kubelet API none of whose streams carried data for so long, as the kubelet's flag")
+	f.DurationVar(&o.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", daemon.DefaultStreamingConnectionIdleTimeout, "close an exec, attach or port-forward of the kubelet API none of whose streams carried data for so long, as the kubelet's flag")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
 
 // runNode runs the cluster node until ctx ends, a signal comes or one of
 // its parts fails; the containers are left running.
-func runNode(ctx context.Context, s Streams, o node.ClusterOptions) error {
+func runNode(ctx context.Context, s Streams, o daemon.ClusterOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o.LogOutput = s.Err
-	n, err := node.NewClusterNode(ctx, o)
+	n, err := daemon.NewClusterNode(ctx, o)
 	if err != nil {
 		return daemonError(err)
 	}

@@ -15,9 +15,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podward/podward/internal/daemon"
 	"github.com/podward/podward/internal/events"
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/node"
 )
 
 type runOptions struct {
@@ -25,7 +25,7 @@ type runOptions struct {
 	timeout     time.Duration
 	gracePeriod int64
 	color       string
-	daemon      node.Options
+	daemon      daemon.Options
 }
 
 func newRunCommand(s Streams) *cobra.Command {
@@ -50,7 +50,7 @@ second one kills with grace period 0.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "delete the pods gracefully after this long (0: never)")
 	f.Int64Var(&o.gracePeriod, "grace-period", -1, "override the pods' terminationGracePeriodSeconds (-1: keep)")
 	f.StringVar(&o.color, "color", "auto", "colour container output: auto, always, never")
-	addDaemonFlags(f, &o.daemon, node.DefaultOptions(), "state directory (default: a temporary directory removed at exit)")
+	addDaemonFlags(f, &o.daemon, daemon.DefaultOptions(), "state directory (default: a temporary directory removed at exit)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -99,13 +99,13 @@ func runPods(ctx context.Context, s Streams, o runOptions) error {
 
 	pr := newPrinter(s.Out, useColor(o.color, s.Out), pods)
 	o.daemon.LogOutput = s.Err
-	f, err := node.NewForeground(ctx, o.daemon, pr.output)
+	f, err := daemon.NewForeground(ctx, o.daemon, pr.output)
 	if err != nil {
 		// An option that cannot work is bad input; otherwise the state
 		// directory or the runtime could not be set up: podward's fault
 		// for run, whatever the cause (--runtime included).
 		code := ExitInternal
-		if errors.Is(err, node.ErrBadOptions) {
+		if errors.Is(err, daemon.ErrBadOptions) {
 			code = ExitBadInput
 		}
 		return &ExitError{Code: code, Err: err}
@@ -171,7 +171,7 @@ func readPods(s Streams, o runOptions) ([]*model.Pod, []model.Object, error) {
 // lists every problem, one per line, each naming its pod (and, for a
 // manifest of several pods, its document), so that the problems of several
 // pods can be told apart.
-func admitAll(f *node.Foreground, pods []*model.Pod) error {
+func admitAll(f *daemon.Foreground, pods []*model.Pod) error {
 	var bad []string
 	seen := map[string]int{}
 	for i, p := range pods {
@@ -202,9 +202,9 @@ func admitAll(f *node.Foreground, pods []*model.Pod) error {
 
 // admissionProblems is what keeps a pod from running here, one problem per
 // line, or "".
-func admissionProblems(f *node.Foreground, p *model.Pod) string {
+func admissionProblems(f *daemon.Foreground, p *model.Pod) string {
 	err := f.Admit(withDefaults(p))
-	var invalid *node.InvalidError
+	var invalid *daemon.InvalidError
 	switch {
 	case err == nil:
 		return ""
@@ -224,13 +224,13 @@ func withDefaults(p *model.Pod) *model.Pod {
 
 // createAll starts the pods, which admission passed; when one cannot be
 // created (a name clash inside the file), the ones started are deleted.
-func createAll(f *node.Foreground, pods []*model.Pod) ([]types.UID, error) {
+func createAll(f *daemon.Foreground, pods []*model.Pod) ([]types.UID, error) {
 	var uids []types.UID
 	for _, p := range pods {
 		uid, err := f.Create(p)
 		if err != nil {
 			for _, started := range uids {
-				_ = f.Delete(started, nil, node.TerminationAborted)
+				_ = f.Delete(started, nil, daemon.TerminationAborted)
 			}
 			return nil, err
 		}
@@ -242,7 +242,7 @@ func createAll(f *node.Foreground, pods []*model.Pod) ([]types.UID, error) {
 // waitPods waits until every pod has terminated (or ctx ends). The
 // timeout and the first interrupt delete the pods gracefully; the next
 // interrupt kills them with grace period 0.
-func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-chan os.Signal, timeout time.Duration, pr *printer) {
+func waitPods(ctx context.Context, f *daemon.Foreground, uids []types.UID, sigs <-chan os.Signal, timeout time.Duration, pr *printer) {
 	var timedOut <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -256,7 +256,7 @@ func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-
 			_ = f.WaitTerminated(ctx, uid)
 		}
 	}()
-	deleteAll := func(grace *int64, reason node.TerminationReason) {
+	deleteAll := func(grace *int64, reason daemon.TerminationReason) {
 		for _, uid := range uids {
 			_ = f.Delete(uid, grace, reason)
 		}
@@ -268,16 +268,16 @@ func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-
 			return
 		case <-timedOut:
 			pr.note("timeout: deleting the pods gracefully")
-			deleteAll(nil, node.TerminationTimeout)
+			deleteAll(nil, daemon.TerminationTimeout)
 		case <-sigs:
 			interrupts++
 			if interrupts == 1 {
 				pr.note("interrupted: terminating gracefully (defer containers run); interrupt again to kill at once")
-				deleteAll(nil, node.TerminationInterrupted)
+				deleteAll(nil, daemon.TerminationInterrupted)
 			} else {
 				pr.note("interrupted again: killing with grace period 0")
 				zero := int64(0)
-				deleteAll(&zero, node.TerminationInterrupted)
+				deleteAll(&zero, daemon.TerminationInterrupted)
 			}
 		}
 	}
@@ -285,7 +285,7 @@ func waitPods(ctx context.Context, f *node.Foreground, uids []types.UID, sigs <-
 
 // outcome prints each pod's phase and returns the exit error: none when
 // every pod Succeeded, else exit code 1.
-func outcome(f *node.Foreground, uids []types.UID, pr *printer) error {
+func outcome(f *daemon.Foreground, uids []types.UID, pr *printer) error {
 	code := ExitSucceeded
 	for _, uid := range uids {
 		pod, err := f.Pod(uid)

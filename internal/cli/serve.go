@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podward/podward/internal/node"
+	"github.com/podward/podward/internal/daemon"
 )
 
 func newServeCommand(s Streams, api *apiOptions) *cobra.Command {
-	var o node.AgentOptions
+	var o daemon.AgentOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the agent: keep pods running and serve the API on a unix socket",
@@ -21,7 +21,7 @@ func newServeCommand(s Streams, api *apiOptions) *cobra.Command {
 process runtime, keeping its state under --root, and serves the API (docs/api.md)
 on --socket, where the other commands (apply, get, logs, ...) reach it.
 
-Defaults: as root, --root ` + node.RootStateDir + ` and --socket ` + "/run/podward/podward.sock" + `;
+Defaults: as root, --root ` + daemon.RootStateDir + ` and --socket ` + "/run/podward/podward.sock" + `;
 otherwise $XDG_STATE_HOME/podward (~/.local/state/podward) and
 $XDG_RUNTIME_DIR/podward/podward.sock (/tmp/podward-<uid>/podward.sock without
 XDG_RUNTIME_DIR). $PODWARD_SOCKET overrides the socket.
@@ -38,20 +38,20 @@ The socket also serves /metrics (Prometheus; docs/api.md lists the metrics), and
 		},
 	}
 	f := cmd.Flags()
-	addAgentFlags(f, &o.Options, node.DefaultOptions(), "state directory (default "+node.RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
+	addAgentFlags(f, &o.Options, daemon.DefaultOptions(), "state directory (default "+daemon.RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
 	f.StringVar(&o.Manifests, "manifests", "", "directory of static pod manifests: a file appearing creates its pods, a changed file replaces them, a removed file deletes them")
-	f.DurationVar(&o.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", node.DefaultStreamingConnectionIdleTimeout, "close an exec, attach or port-forward of the socket none of whose streams carried data for so long, as the kubelet's flag")
+	f.DurationVar(&o.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", daemon.DefaultStreamingConnectionIdleTimeout, "close an exec, attach or port-forward of the socket none of whose streams carried data for so long, as the kubelet's flag")
 	return cmd
 }
 
 // runServe runs the agent and its API until ctx ends or a signal comes;
 // the containers are left running.
-func runServe(ctx context.Context, s Streams, api *apiOptions, o node.AgentOptions) error {
+func runServe(ctx context.Context, s Streams, api *apiOptions, o daemon.AgentOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	o.Socket = api.socketPath()
 	o.LogOutput = s.Err
-	a, err := node.NewAgent(ctx, o)
+	a, err := daemon.NewAgent(ctx, o)
 	if err != nil {
 		return daemonError(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podward/podward/internal/node"
+	"github.com/podward/podward/internal/daemon"
 )
 
 func newStopPodsCommand(s Streams) *cobra.Command {
@@ -41,7 +41,7 @@ systemd signals every process left.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&root, "root", "", "the agent's state directory (default "+node.RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
+	f.StringVar(&root, "root", "", "the agent's state directory (default "+daemon.RootStateDir+" as root, else $XDG_STATE_HOME/podward)")
 	f.DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0: the longest grace period, plus a margin)")
 	return cmd
 }
@@ -55,9 +55,9 @@ func runStopPods(ctx context.Context, s Streams, root string, timeout time.Durat
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	res, err := node.StopPods(ctx, root)
+	res, err := daemon.StopPods(ctx, root)
 	if err != nil {
-		if errors.Is(err, node.ErrAgentRuns) {
+		if errors.Is(err, daemon.ErrAgentRuns) {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
 		return daemonError(err)

@@ -1,8 +1,9 @@
 // Package cluster makes a podward agent a node of a Kubernetes cluster
 // (`podward node`), with the API server as one more source of pods:
 //
-//   - Node registers the Node object (capacity, addresses, labels, the
-//     runtime's version, taints: podward's own, such as the process
+//   - Node registers the Node object (the capacity and system info of the
+//     Machine it runs on, machine.go; addresses, labels, the runtime's
+//     version, taints: podward's own, such as the process
 //     runtime's ProcessRuntimeTaint, kept on it, node_taints.go), keeps its
 //     Ready condition in step with the runtime's Status and renews its
 //     Lease in kube-node-lease;

@@ -73,13 +73,13 @@ func (s *KubeletServer) statsSummary(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Internal Error: failed to get the pods' stats: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	node, err := readNodeUsage(s.cfg.Clock.Now())
+	machine, err := readMachineUsage(s.cfg.Clock.Now())
 	if err != nil {
 		s.log.Warn("stats summary", "err", err)
 		http.Error(w, "Internal Error: failed to get the node's stats: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	sum := summary(s.cfg.NodeName, node, pods)
+	sum := summary(s.cfg.NodeName, machine, pods)
 	b, err := json.Marshal(&sum)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -90,17 +90,17 @@ func (s *KubeletServer) statsSummary(w http.ResponseWriter, r *http.Request) {
 }
 
 // summary is the kubelet's Summary of the node and of pods.
-func summary(nodeName string, node nodeUsage, pods []runtime.PodStats) statsv1alpha1.Summary {
+func summary(nodeName string, machine machineUsage, pods []runtime.PodStats) statsv1alpha1.Summary {
 	sum := statsv1alpha1.Summary{
 		Node: statsv1alpha1.NodeStats{
 			NodeName:  nodeName,
-			StartTime: metav1.NewTime(node.bootTime),
-			CPU:       cpuStats(node.cpu),
-			Memory:    memoryStats(node.memory),
+			StartTime: metav1.NewTime(machine.bootTime),
+			CPU:       cpuStats(machine.cpu),
+			Memory:    memoryStats(machine.memory),
 		},
 		Pods: make([]statsv1alpha1.PodStats, 0, len(pods)),
 	}
-	sum.Node.Memory.AvailableBytes = ptr.To(node.availableBytes)
+	sum.Node.Memory.AvailableBytes = ptr.To(machine.availableBytes)
 	for _, p := range pods {
 		ps := statsv1alpha1.PodStats{
 			PodRef:     statsv1alpha1.PodReference{Name: p.Name, Namespace: p.Namespace, UID: string(p.UID)},
@@ -147,18 +147,18 @@ func (s *KubeletServer) resourceMetrics(w http.ResponseWriter, r *http.Request) 
 	if podsErr != nil {
 		s.log.Warn("resource metrics", "err", podsErr)
 	}
-	node, nodeErr := readNodeUsage(s.cfg.Clock.Now())
-	if nodeErr != nil {
-		s.log.Warn("resource metrics", "err", nodeErr)
+	machine, machineErr := readMachineUsage(s.cfg.Clock.Now())
+	if machineErr != nil {
+		s.log.Warn("resource metrics", "err", machineErr)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = w.Write([]byte(resourceMetricsText(node, nodeErr == nil, pods, podsErr != nil || nodeErr != nil)))
+	_, _ = w.Write([]byte(resourceMetricsText(machine, machineErr == nil, pods, podsErr != nil || machineErr != nil)))
 }
 
 // resourceMetricsText is the kubelet's /metrics/resource for the node
 // (when known) and pods: its names, help texts, types, labels and
 // timestamps, its families in the order of their names (the registry's).
-func resourceMetricsText(node nodeUsage, haveNode bool, pods []runtime.PodStats, scrapeErr bool) string {
+func resourceMetricsText(machine machineUsage, haveMachine bool, pods []runtime.PodStats, scrapeErr bool) string {
 	var w metricsText
 	pods = slices.Clone(pods)
 	slices.SortFunc(pods, func(a, b runtime.PodStats) int {
@@ -186,11 +186,11 @@ func resourceMetricsText(node nodeUsage, haveNode bool, pods []runtime.PodStats,
 		func(c runtime.ContainerStats) (float64, time.Time) {
 			return float64(c.StartedAt.UnixNano()) / 1e9, time.Time{}
 		})
-	if haveNode {
+	if haveMachine {
 		w.family("node_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the node in core-seconds", "counter")
-		w.sample("node_cpu_usage_seconds_total", nil, seconds(node.cpu.UsageCoreNanoSeconds), node.cpu.Time)
+		w.sample("node_cpu_usage_seconds_total", nil, seconds(machine.cpu.UsageCoreNanoSeconds), machine.cpu.Time)
 		w.family("node_memory_working_set_bytes", "[STABLE] Current working set of the node in bytes", "gauge")
-		w.sample("node_memory_working_set_bytes", nil, float64(node.memory.WorkingSetBytes), node.memory.Time)
+		w.sample("node_memory_working_set_bytes", nil, float64(machine.memory.WorkingSetBytes), machine.memory.Time)
 	}
 	w.family("pod_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", "counter")
 	for _, p := range pods {

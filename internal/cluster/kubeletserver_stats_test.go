@@ -129,7 +129,7 @@ func TestKubeletServerStats(t *testing.T) {
 // without a timestamp; no family without samples; each help text with its
 // stability level.
 func TestResourceMetricsShape(t *testing.T) {
-	node := nodeUsage{
+	machine := machineUsage{
 		cpu:    runtime.CPUUsage{Time: statsT0, UsageCoreNanoSeconds: 5e9},
 		memory: runtime.MemoryUsage{Time: statsT0, WorkingSetBytes: 1 << 30},
 	}
@@ -140,11 +140,11 @@ func TestResourceMetricsShape(t *testing.T) {
 	}}}
 	ms := strconv.FormatInt(statsT0.UnixMilli(), 10)
 	for _, tc := range []struct {
-		name      string
-		haveNode  bool
-		pods      []runtime.PodStats
-		scrapeErr bool
-		want      []string // the sample lines, values as Prometheus' text encoder writes them
+		name        string
+		haveMachine bool
+		pods        []runtime.PodStats
+		scrapeErr   bool
+		want        []string // the sample lines, values as Prometheus' text encoder writes them
 	}{
 		{"no pods", true, nil, false, []string{
 			"node_cpu_usage_seconds_total 5 " + ms,
@@ -162,7 +162,7 @@ func TestResourceMetricsShape(t *testing.T) {
 		{"no usage", false, nil, true, []string{"resource_scrape_error 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text := resourceMetricsText(node, tc.haveNode, tc.pods, tc.scrapeErr)
+			text := resourceMetricsText(machine, tc.haveMachine, tc.pods, tc.scrapeErr)
 			var samples []string
 			families := map[string]bool{}
 			for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
@@ -246,10 +246,10 @@ func sampleOf(t *testing.T, fams map[string]*dto.MetricFamily, family string, la
 	return 0, 0
 }
 
-func TestParseNodeUsage(t *testing.T) {
+func TestParseMachineUsage(t *testing.T) {
 	stat := "cpu  100 20 30 1000 50 5 6 7 0 0\ncpu0 50 10 15 500 25 2 3 3 0 0\nbtime 1764547200\n"
 	meminfo := "MemTotal:       1000 kB\nMemFree:         200 kB\nMemAvailable:    600 kB\nInactive(file):  300 kB\nAnonPages:       250 kB\n"
-	u, err := parseNodeUsage([]byte(stat), []byte(meminfo), statsT0)
+	u, err := parseMachineUsage([]byte(stat), []byte(meminfo), statsT0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestParseNodeUsage(t *testing.T) {
 	if u.memory.UsageBytes != 800<<10 || u.memory.WorkingSetBytes != 500<<10 || u.memory.RSSBytes != 250<<10 || u.availableBytes != 600<<10 {
 		t.Errorf("memory %+v available %d", u.memory, u.availableBytes)
 	}
-	if _, err := parseNodeUsage([]byte("intr 1\n"), []byte(meminfo), statsT0); err == nil {
+	if _, err := parseMachineUsage([]byte("intr 1\n"), []byte(meminfo), statsT0); err == nil {
 		t.Error("a /proc/stat without a cpu line parsed")
 	}
 }

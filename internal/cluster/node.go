@@ -15,7 +15,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -673,22 +672,4 @@ func (n *Node) containerRuntimeVersion(ctx context.Context) string {
 	}
 	n.runtimeVersion = name + "://" + version
 	return n.runtimeVersion
-}
-
-// Capacity is the node's capacity, status.capacity of its Node.
-func (m Machine) Capacity(maxPods int64) v1.ResourceList {
-	return v1.ResourceList{
-		v1.ResourceCPU:              *resource.NewQuantity(int64(m.CPUs), resource.DecimalSI),
-		v1.ResourceMemory:           *resource.NewQuantity(m.MemoryBytes, resource.BinarySI),
-		v1.ResourceEphemeralStorage: *resource.NewQuantity(m.StorageBytes, resource.BinarySI),
-		v1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
-	}
-}
-
-// Allocatable is what the node's pods may be given, status.allocatable of
-// its Node, and what the agent admits resizes against: the whole capacity,
-// as podward reserves nothing for the system and does not evict (the
-// kubelet subtracts its reservations and its hard eviction thresholds).
-func (m Machine) Allocatable(maxPods int64) v1.ResourceList {
-	return m.Capacity(maxPods)
 }

@@ -10,6 +10,6 @@
 // It implements internal/objects' contract (Getter, Registrar, Tokens,
 // ServiceLister) and
 // imports nothing of podward but internal/objects and internal/model;
-// internal/node wires it in cluster mode and routes its Changes to the
+// internal/daemon wires it in cluster mode and routes its Changes to the
 // agent.
 package clusterobjects

@@ -49,10 +49,10 @@
 // `podward serve` and `podward node` start one Watcher each, when a
 // shutdown budget is configured, with internal/shutdown's Manager as the
 // Shutdowner — its Cancel and Done as they are, its Begin given the reason
-// (shutdown.ReasonLogind) by a one-method adapter in internal/node — the
+// (shutdown.ReasonLogind) by a one-method adapter in internal/daemon — the
 // sum of the groups' budgets as Budget, and `go w.Run(ctx)` for the
 // daemon's lifetime. Run returns by itself on a machine without logind.
 //
-// It imports nothing of podward: internal/node wires it to the node
+// It imports nothing of podward: internal/daemon wires it to the node
 // shutdown.
 package logind

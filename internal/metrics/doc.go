@@ -15,5 +15,5 @@
 // read at scrape time from the Sources (AddSources).
 //
 // It imports the model and the packages whose types its interfaces name
-// (podworker, agent, shutdown); only internal/node wires it.
+// (podworker, agent, shutdown); only internal/daemon wires it.
 package metrics

@@ -34,7 +34,7 @@ func NormalizeSysctlName(name string) string {
 
 // SysctlNamespace is the Linux namespace that isolates a sysctl, in the
 // kubelet's words ("IPC", "Net", "UTS", "User"); "" when the sysctl is not
-// known to be namespaced (it is the whole node's).
+// known to be namespaced (it is the whole machine's).
 type SysctlNamespace string
 
 // The namespaces of sysctls.

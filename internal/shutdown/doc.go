@@ -68,5 +68,5 @@
 // It imports nothing of podward but internal/wire, where its Status, State
 // and Reason are declared once for the API server and the client (the
 // names here are aliases of those): the node (the agent) and the store are
-// injected through the Node and Store interfaces declared here.
+// injected through the Agent and Store interfaces declared here.
 package shutdown

@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Node is what the manager drives: the node's pods and its admission. The
-// agent (*agent.Agent) implements it.
-type Node interface {
+// Agent is what the manager drives: the node's pods and their admission.
+// The agent (*agent.Agent) implements it.
+type Agent interface {
 	// ActivePods returns the pods a shutdown terminates: every pod of the
 	// node that is not terminated. The caller owns them.
 	ActivePods() []*v1.Pod
@@ -55,7 +55,7 @@ type Config struct {
 	// Groups are the configured priority groups (see Groups); none means
 	// node shutdown is not configured, and Begin then needs a grace.
 	Groups []Group
-	Node   Node
+	Agent  Agent
 	Store  Store
 	// Clock drives the budgets; a fake one in tests.
 	Clock  clock.Clock
@@ -149,7 +149,7 @@ func (m *Manager) Load(rebooted bool) error {
 	m.log.Info("node shutdown found in the store", "state", rec.State, "reason", rec.Reason, "began", rec.BeganAt)
 	on := rec.State != Cancelled
 	if on {
-		m.cfg.Node.SetShuttingDown(true)
+		m.cfg.Agent.SetShuttingDown(true)
 	}
 	done := make(chan struct{})
 	if rec.State != Terminating {
@@ -304,11 +304,11 @@ func (r *runner) begin(grace time.Duration, reason Reason) error {
 		groups = []Group{{Priority: 0, Budget: grace}}
 	}
 	// Reject new pods before listing the pods: none comes in between.
-	m.cfg.Node.SetShuttingDown(true)
+	m.cfg.Agent.SetShuttingDown(true)
 	now := m.cfg.Clock.Now()
-	rec := newRecord(groups, m.cfg.Node.ActivePods(), reason, now)
+	rec := newRecord(groups, m.cfg.Agent.ActivePods(), reason, now)
 	if err := m.save(rec); err != nil {
-		m.cfg.Node.SetShuttingDown(false)
+		m.cfg.Agent.SetShuttingDown(false)
 		return fmt.Errorf("begin the node shutdown: %w", err)
 	}
 	r.rec = rec
@@ -319,7 +319,7 @@ func (r *runner) begin(grace time.Duration, reason Reason) error {
 	if reason == ReasonAPI {
 		msg += " (podward shutdown)"
 	}
-	m.cfg.Node.ShutdownEvent(msg)
+	m.cfg.Agent.ShutdownEvent(msg)
 	m.log.Info("node shutdown begins", "reason", reason, "groups", FormatGroups(groups), "grace", grace)
 	r.advance()
 	return nil
@@ -399,7 +399,7 @@ func (r *runner) startGroup(i int, resumed bool, now time.Time) {
 		if resumed {
 			grace = secondsUntil(p.Deadline, now)
 		}
-		if err := m.cfg.Node.KillForShutdown(p.UID, grace); err != nil {
+		if err := m.cfg.Agent.KillForShutdown(p.UID, grace); err != nil {
 			m.log.Info("node shutdown: pod not killed", "pod", p.Namespace+"/"+p.Name, "podUID", p.UID, "err", err)
 		}
 	}
@@ -407,7 +407,7 @@ func (r *runner) startGroup(i int, resumed bool, now time.Time) {
 	terminated, watched := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	for _, p := range g.Pods {
-		wg.Go(func() { _ = m.cfg.Node.WaitTerminated(ctx, p.UID) })
+		wg.Go(func() { _ = m.cfg.Agent.WaitTerminated(ctx, p.UID) })
 	}
 	go func() {
 		defer close(watched)
@@ -472,8 +472,8 @@ func (r *runner) cancel() error {
 	r.stopGroup()
 	prev := r.rec.State
 	r.rec.State, r.rec.EndedAt = Cancelled, now
-	m.cfg.Node.SetShuttingDown(false)
-	m.cfg.Node.ShutdownEvent("Shutdown manager detected shutdown cancellation")
+	m.cfg.Agent.SetShuttingDown(false)
+	m.cfg.Agent.ShutdownEvent("Shutdown manager detected shutdown cancellation")
 	r.publish()
 	m.mu.Lock()
 	if m.done != nil && prev == Terminating {

@@ -21,9 +21,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const s = time.Second
 
-// fakeNode records what the manager asks of the node; a test terminates
+// fakeAgent records what the manager asks of the agent; a test terminates
 // pods with terminate.
-type fakeNode struct {
+type fakeAgent struct {
 	ring func()
 
 	mu           sync.Mutex
@@ -34,13 +34,13 @@ type fakeNode struct {
 	events       []string
 }
 
-func (n *fakeNode) ActivePods() []*v1.Pod {
+func (n *fakeAgent) ActivePods() []*v1.Pod {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.pods)
 }
 
-func (n *fakeNode) KillForShutdown(uid types.UID, grace int64) error {
+func (n *fakeAgent) KillForShutdown(uid types.UID, grace int64) error {
 	n.mu.Lock()
 	var name string
 	for _, p := range n.pods {
@@ -57,7 +57,7 @@ func (n *fakeNode) KillForShutdown(uid types.UID, grace int64) error {
 	return nil
 }
 
-func (n *fakeNode) WaitTerminated(ctx context.Context, uid types.UID) error {
+func (n *fakeAgent) WaitTerminated(ctx context.Context, uid types.UID) error {
 	n.mu.Lock()
 	ch := n.terminated[uid]
 	n.mu.Unlock()
@@ -69,21 +69,21 @@ func (n *fakeNode) WaitTerminated(ctx context.Context, uid types.UID) error {
 	}
 }
 
-func (n *fakeNode) SetShuttingDown(on bool) {
+func (n *fakeAgent) SetShuttingDown(on bool) {
 	n.mu.Lock()
 	n.shuttingDown = append(n.shuttingDown, on)
 	n.mu.Unlock()
 	n.ring()
 }
 
-func (n *fakeNode) ShutdownEvent(msg string) {
+func (n *fakeAgent) ShutdownEvent(msg string) {
 	n.mu.Lock()
 	n.events = append(n.events, msg)
 	n.mu.Unlock()
 	n.ring()
 }
 
-func (n *fakeNode) terminate(name string) {
+func (n *fakeAgent) terminate(name string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, p := range n.pods {
@@ -95,7 +95,7 @@ func (n *fakeNode) terminate(name string) {
 	panic("no pod " + name)
 }
 
-func (n *fakeNode) snapshot() (kills []string, shuttingDown []bool, events []string) {
+func (n *fakeAgent) snapshot() (kills []string, shuttingDown []bool, events []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.kills), slices.Clone(n.shuttingDown), slices.Clone(n.events)
@@ -137,14 +137,14 @@ func (st *fakeStore) record(t *testing.T) *record {
 	return rec
 }
 
-// world is a manager over a fake node, a fake store and a fake clock.
+// world is a manager over a fake agent, a fake store and a fake clock.
 type world struct {
 	t     *testing.T
 	m     *Manager
-	node  *fakeNode
+	agent *fakeAgent
 	store *fakeStore
 	clk   *clocktesting.FakeClock
-	ring  chan struct{} // rung by the node and OnChange
+	ring  chan struct{} // rung by the agent and OnChange
 	t0    time.Time
 	stop  func()
 }
@@ -163,11 +163,11 @@ func newWorld(t *testing.T, groups []Group, pods ...*v1.Pod) *world {
 		default:
 		}
 	}
-	w.node = &fakeNode{ring: ring, pods: pods, terminated: map[types.UID]chan struct{}{}}
+	w.agent = &fakeAgent{ring: ring, pods: pods, terminated: map[types.UID]chan struct{}{}}
 	for _, p := range pods {
-		w.node.terminated[p.UID] = make(chan struct{})
+		w.agent.terminated[p.UID] = make(chan struct{})
 	}
-	w.m = New(Config{Groups: groups, Node: w.node, Store: w.store, Clock: w.clk, OnChange: ring})
+	w.m = New(Config{Groups: groups, Agent: w.agent, Store: w.store, Clock: w.clk, OnChange: ring})
 	return w
 }
 
@@ -186,7 +186,7 @@ func (w *world) run() {
 	w.t.Cleanup(w.stop)
 }
 
-// waitFor waits until cond holds, checking it whenever the node or the
+// waitFor waits until cond holds, checking it whenever the agent or the
 // manager reports a change.
 func (w *world) waitFor(what string, cond func() bool) {
 	w.t.Helper()
@@ -196,7 +196,7 @@ func (w *world) waitFor(what string, cond func() bool) {
 		select {
 		case <-w.ring:
 		case <-timer.C:
-			kills, sd, evs := w.node.snapshot()
+			kills, sd, evs := w.agent.snapshot()
 			w.t.Fatalf("timed out waiting for %s; kills %v, shutting down %v, events %v, status %+v", what, kills, sd, evs, w.m.Status())
 		}
 	}
@@ -205,7 +205,7 @@ func (w *world) waitFor(what string, cond func() bool) {
 func (w *world) waitKills(want ...string) {
 	w.t.Helper()
 	w.waitFor(fmt.Sprintf("kills %v", want), func() bool {
-		kills, _, _ := w.node.snapshot()
+		kills, _, _ := w.agent.snapshot()
 		return reflect.DeepEqual(kills, want)
 	})
 }
@@ -255,7 +255,7 @@ func TestGroupsInOrderWithinTheirBudgets(t *testing.T) {
 	w.begin(0)
 	w.waitGroupStarted(0)
 	w.waitKills("web=20", "job=5")
-	if _, sd, evs := w.node.snapshot(); !reflect.DeepEqual(sd, []bool{true}) || len(evs) != 1 || evs[0] != "Shutdown manager detected shutdown event (podward shutdown)" {
+	if _, sd, evs := w.agent.snapshot(); !reflect.DeepEqual(sd, []bool{true}) || len(evs) != 1 || evs[0] != "Shutdown manager detected shutdown event (podward shutdown)" {
 		t.Fatalf("shutting down %v, events %v", sd, evs)
 	}
 	st := w.m.Status()
@@ -269,7 +269,7 @@ func TestGroupsInOrderWithinTheirBudgets(t *testing.T) {
 
 	// job ends; web ignores its stop signal. The critical group waits for
 	// the end of the first group's budget, and not a moment longer.
-	w.node.terminate("job")
+	w.agent.terminate("job")
 	w.clk.Step(19 * s)
 	w.waitKills("web=20", "job=5")
 	if isClosed(w.m.Done()) {
@@ -279,7 +279,7 @@ func TestGroupsInOrderWithinTheirBudgets(t *testing.T) {
 	w.waitGroupStarted(1)
 	w.waitKills("web=20", "job=5", "dns=10")
 	done := w.m.Done()
-	w.node.terminate("dns")
+	w.agent.terminate("dns")
 	<-done // no waitFor: Done must not close before the status says so
 	st = w.m.Status()
 	if st.State != Terminated || st.EndedAt == nil || st.EndedAt.Sub(w.t0) != 20*s {
@@ -298,7 +298,7 @@ func TestNextGroupAsSoonAsThePodsAreTerminated(t *testing.T) {
 	w.run()
 	w.begin(0)
 	w.waitKills("web=20")
-	w.node.terminate("web")
+	w.agent.terminate("web")
 	w.waitKills("web=20", "dns=10")
 	w.waitGroupStarted(1)
 	st := w.m.Status()
@@ -365,7 +365,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("stored state %v", rec.State)
 	}
 	w.clk.Step(time.Minute)
-	_, sd, evs := w.node.snapshot()
+	_, sd, evs := w.agent.snapshot()
 	if !reflect.DeepEqual(sd, []bool{true, false}) || evs[len(evs)-1] != "Shutdown manager detected shutdown cancellation" {
 		t.Fatalf("shutting down %v, events %v", sd, evs)
 	}
@@ -401,7 +401,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	if err := w2.m.Load(false); err != nil {
 		t.Fatal(err)
 	}
-	if _, sd, _ := w2.node.snapshot(); !reflect.DeepEqual(sd, []bool{true}) {
+	if _, sd, _ := w2.agent.snapshot(); !reflect.DeepEqual(sd, []bool{true}) {
 		t.Fatalf("Load: shutting down %v, want [true] before the pods are recovered", sd)
 	}
 	w2.run()
@@ -414,7 +414,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	w2.waitKills("web=13", "job=0")
 	w2.clk.Step(500 * time.Millisecond)
 	w2.waitKills("web=13", "job=0", "dns=10")
-	if _, _, evs := w2.node.snapshot(); len(evs) != 0 {
+	if _, _, evs := w2.agent.snapshot(); len(evs) != 0 {
 		t.Errorf("the resumed shutdown recorded events again: %v", evs)
 	}
 }
@@ -437,7 +437,7 @@ func TestLoadAfterReboot(t *testing.T) {
 	if rec := w.store.record(t); rec != nil {
 		t.Errorf("record after the reboot: %+v", rec)
 	}
-	if _, sd, _ := w2.node.snapshot(); len(sd) != 0 || w2.m.ShutdownStatus() != nil || w2.m.Status().State != 0 {
+	if _, sd, _ := w2.agent.snapshot(); len(sd) != 0 || w2.m.ShutdownStatus() != nil || w2.m.Status().State != 0 {
 		t.Errorf("after the reboot: shutting down %v, status %+v", sd, w2.m.Status())
 	}
 }
@@ -450,7 +450,7 @@ func TestBeginNotRecorded(t *testing.T) {
 	if err := w.m.Begin(context.Background(), 0, ReasonLogind); err == nil {
 		t.Fatal("Begin succeeded without its record")
 	}
-	if kills, sd, _ := w.node.snapshot(); len(kills) != 0 || !reflect.DeepEqual(sd, []bool{true, false}) {
+	if kills, sd, _ := w.agent.snapshot(); len(kills) != 0 || !reflect.DeepEqual(sd, []bool{true, false}) {
 		t.Fatalf("kills %v, shutting down %v", kills, sd)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podward/podward/internal/client"
-	"github.com/podward/podward/internal/node"
+	"github.com/podward/podward/internal/daemon"
 	"github.com/podward/podward/internal/runtime/process"
 	"github.com/podward/podward/test/internal/bintest"
 )
@@ -340,12 +340,12 @@ func startServe(b *testing.B, root, socket string) {
 // until the benchmark ends.
 func startInProcess(b *testing.B, root, socket string) {
 	b.Helper()
-	o := node.AgentOptions{Options: node.DefaultOptions(), Socket: socket}
+	o := daemon.AgentOptions{Options: daemon.DefaultOptions(), Socket: socket}
 	o.Root = root
 	var log syncBuffer
 	o.LogOutput = &log
 	ctx, cancel := context.WithCancel(context.WithoutCancel(b.Context()))
-	a, err := node.NewAgent(ctx, o)
+	a, err := daemon.NewAgent(ctx, o)
 	if err != nil {
 		cancel()
 		b.Fatalf("start the agent: %v", err)

@@ -13,9 +13,9 @@ import (
 	"github.com/podward/podward/internal/runtime/podnet"
 )
 
-// nodeHostsFile is the host's hosts file, which a pod on the host's
+// machineHostsFile is the machine's hosts file, which a pod on the host's
 // network gets a copy of (podnet.HostNetworkHostsFile).
-var nodeHostsFile = "/etc/hosts"
+var machineHostsFile = "/etc/hosts"
 
 // hostsFile is the pod's hosts file, as the kubelet keeps it:
 // <pod's directory>/etc-hosts.
@@ -43,11 +43,11 @@ func (r *Runtime) hostsMount(pod *model.Pod, c *v1.Container) (*runtimeapi.Mount
 	}
 	var content []byte
 	if hostNet {
-		node, err := os.ReadFile(nodeHostsFile)
+		machineHosts, err := os.ReadFile(machineHostsFile)
 		if err != nil {
 			return nil, fmt.Errorf("hosts file: %w", err)
 		}
-		content = podnet.HostNetworkHostsFile(node, pod.Spec.HostAliases)
+		content = podnet.HostNetworkHostsFile(machineHosts, pod.Spec.HostAliases)
 	} else {
 		hostname, domain, err := podnet.HostnameAndDomain(pod, r.dns.ClusterDomain)
 		if err != nil {

@@ -81,7 +81,7 @@ func TestSandboxDNSConfig(t *testing.T) {
 // that mounts a volume at /etc/hosts keeps it.
 func TestHostsFileMount(t *testing.T) {
 	aliases := []v1.HostAlias{{IP: "192.0.2.9", Hostnames: []string{"db", "db.local"}}}
-	node, err := os.ReadFile(nodeHostsFile)
+	machineHosts, err := os.ReadFile(machineHostsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestHostsFileMount(t *testing.T) {
 		// fake's sandbox has an IPv6 one too).
 		"pod network": {podNetwork: true,
 			want: string(podnet.HostsFile([]string{"10.88.0.7", "fd00::7"}, "web", "sub.default.svc.cluster.local", aliases))},
-		"hostNetwork": {podNetwork: true, hostNetwork: true, want: string(podnet.HostNetworkHostsFile(node, aliases))},
+		"hostNetwork": {podNetwork: true, hostNetwork: true, want: string(podnet.HostNetworkHostsFile(machineHosts, aliases))},
 		"on the host's network without PodNetwork, at the node's IP": {
 			want: string(podnet.HostsFile([]string{"127.0.0.1"}, "web", "sub.default.svc.cluster.local", aliases))},
 		"a volume at /etc/hosts": {podNetwork: true, ownHosts: true},

@@ -92,7 +92,7 @@ type Config struct {
 	// Objects reads what the pods reference (ConfigMaps, Secrets, tokens,
 	// image pull secrets).
 	Objects runtime.Objects
-	// Allocatable is the node's allocatable resources, which a
+	// Allocatable is the machine's allocatable resources, which a
 	// resourceFieldRef to a limit a container does not set reads
 	// (podspec.EnvSources). nil: such a value is 0.
 	Allocatable v1.ResourceList
@@ -222,7 +222,7 @@ type Runtime struct {
 	podPidsLimit int64
 	// cgroupV2: the host's cgroups are the unified hierarchy.
 	cgroupV2 bool
-	// memoryCapacity is the node's memory, for the containers'
+	// memoryCapacity is the machine's memory, for the containers'
 	// oom_score_adj (0 when unknown: Burstable containers get 999).
 	memoryCapacity int64
 	nodeIP         string
@@ -374,7 +374,7 @@ func newRuntime(cfg Config, root string, lock *os.File, conn *grpc.ClientConn) *
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	r.memoryCapacity = nodeMemory(r.log)
+	r.memoryCapacity = machineMemory(r.log)
 	return r
 }
 
@@ -551,11 +551,11 @@ func notFound(err error) error {
 	return err
 }
 
-// nodeMemory is the node's memory, 0 (logged) when it is unknown.
-func nodeMemory(log *slog.Logger) int64 {
+// machineMemory is the machine's memory, 0 (logged) when it is unknown.
+func machineMemory(log *slog.Logger) int64 {
 	mem, err := hostfs.MemoryCapacity()
 	if err != nil {
-		log.Warn("the node's memory is unknown: Burstable containers get oom_score_adj 999", "err", err)
+		log.Warn("the machine's memory is unknown: Burstable containers get oom_score_adj 999", "err", err)
 	}
 	return mem
 }

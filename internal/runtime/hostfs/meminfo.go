@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// MemoryCapacity is the node's memory in bytes, /proc/meminfo's MemTotal,
+// MemoryCapacity is the machine's memory in bytes, /proc/meminfo's MemTotal,
 // as cAdvisor reports it to the kubelet (the base of a Burstable
 // container's oom_score_adj).
 func MemoryCapacity() (int64, error) {

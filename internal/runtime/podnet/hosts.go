@@ -41,12 +41,12 @@ func HostsFile(podIPs []string, hostname, domain string, aliases []v1.HostAlias)
 }
 
 // HostNetworkHostsFile is the /etc/hosts of a pod on the host's network
-// (nodeHostsFileContent): its header, the node's hosts file as it is, then
+// (nodeHostsFileContent): its header, the machine's hosts file as it is, then
 // hostAliases.
-func HostNetworkHostsFile(nodeHosts []byte, aliases []v1.HostAlias) []byte {
+func HostNetworkHostsFile(machineHosts []byte, aliases []v1.HostAlias) []byte {
 	var b bytes.Buffer
 	b.WriteString(managedHostsHeaderWithHostNetwork)
-	b.Write(nodeHosts)
+	b.Write(machineHosts)
 	b.Write(aliasEntries(aliases))
 	return b.Bytes()
 }

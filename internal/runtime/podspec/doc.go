@@ -13,7 +13,7 @@
 //   - a container's environment as the kubelet makes it (Env): envFrom
 //     ConfigMaps and Secrets, then env in spec order, $(VAR) references to
 //     earlier variables, downward-API fieldRefs (model.Pod.FieldRef),
-//     resourceFieldRefs (ResourceValue, the node's allocatable for a
+//     resourceFieldRefs (ResourceValue, the machine's allocatable for a
 //     missing limit), configMapKeyRef and secretKeyRef read through an
 //     objects.Getter; a missing object is a runtime.ContainerConfigError;
 //   - $(VAR) expansion, with Kubernetes' semantics (Vars.Expand), for

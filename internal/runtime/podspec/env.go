@@ -37,7 +37,7 @@ type EnvSources struct {
 	// (ServiceEnv); nil: there are none, and it sees no service variable
 	// at all, as under a kubelet without an API server.
 	Services objects.ServiceLister
-	// Allocatable is the node's allocatable resources: a resourceFieldRef
+	// Allocatable is the machine's allocatable resources: a resourceFieldRef
 	// to a limit the container does not set reads it (or the pod's own
 	// limit, when it sets pod-level ones), as the kubelet's
 	// defaultPodLimitsForDownwardAPI does.

@@ -13,7 +13,7 @@ import (
 )
 
 // defaultedLimits are the resources whose missing limit a resourceFieldRef
-// reads as the node's allocatable (the kubelet's
+// reads as the machine's allocatable (the kubelet's
 // MergeContainerResourceLimits; hugepages are never overcommitted, so
 // not them), and podLevelLimits those of them a pod-level limit stands in
 // for first (defaultPodLimitsForDownwardAPI with PodLevelResources).

@@ -123,10 +123,10 @@ func PodCgroupResources(pod *model.Pod, pids int64) cgroups.Resources {
 }
 
 // OOMScoreAdj is the container's oom_score_adj under the kubelet's QoS
-// policy (pkg/kubelet/qos/policy.go, GetContainerOOMScoreAdjust) on a node
+// policy (pkg/kubelet/qos/policy.go, GetContainerOOMScoreAdjust) on a machine
 // of memoryCapacity bytes: -997 for a Guaranteed pod, 1000 for a
 // BestEffort one, and for a Burstable one 1000 less the share of the
-// node's memory it requests (a sidecar's no higher than the regular
+// machine's memory it requests (a sidecar's no higher than the regular
 // container requesting least), within [3, 999]. What a pod-level memory
 // request has beyond its containers' is shared among them
 // (remainingPodMemReqPerContainer).

@@ -35,7 +35,7 @@ var ErrMemoryBelowUsage = errors.New("memory limit below usage")
 // runs without them.
 type podCgroups struct {
 	CgroupConfig
-	// memoryCapacity is the node's memory, for the containers'
+	// memoryCapacity is the machine's memory, for the containers'
 	// oom_score_adj.
 	memoryCapacity int64
 }

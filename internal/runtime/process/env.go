@@ -28,7 +28,7 @@ const localIP = "127.0.0.1"
 // what $(VAR) references in command, args and subPathExpr may use, as in
 // Kubernetes. path is the
 // container's field path for error messages, such as "spec.containers[0]".
-// The objects and the node's allocatable are the Runtime's; invalid
+// The objects and the machine's allocatable are the Runtime's; invalid
 // envFrom keys become a Warning of the pod. A missing object is a
 // runtime.ContainerConfigError.
 func (r *Runtime) containerEnv(ctx context.Context, pod *model.Pod, c *v1.Container, path string) (env []string, vars podspec.Vars, err error) {

@@ -17,9 +17,9 @@ import (
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
 
-// nodeHostsFile is the host's hosts file, which a pod on the host's
+// machineHostsFile is the machine's hosts file, which a pod on the host's
 // network gets a copy of (podnet.HostNetworkHostsFile).
-var nodeHostsFile = "/etc/hosts"
+var machineHostsFile = "/etc/hosts"
 
 // The pod's network files, in its directory: what its containers find at
 // /etc/resolv.conf and /etc/hosts.
@@ -66,11 +66,11 @@ func (r *Runtime) writeNetworkFiles(pod *model.Pod) error {
 	}
 	var hosts []byte
 	if pod.Spec.HostNetwork {
-		node, err := os.ReadFile(nodeHostsFile)
+		machineHosts, err := os.ReadFile(machineHostsFile)
 		if err != nil {
 			return fmt.Errorf("hosts file: %w", err)
 		}
-		hosts = podnet.HostNetworkHostsFile(node, pod.Spec.HostAliases)
+		hosts = podnet.HostNetworkHostsFile(machineHosts, pod.Spec.HostAliases)
 	} else {
 		hosts = podnet.HostsFile([]string{localIP}, hostname, domain, pod.Spec.HostAliases)
 	}

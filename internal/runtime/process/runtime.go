@@ -65,7 +65,7 @@ type Config struct {
 	// Each is covered in every container's view (a directory with an
 	// empty tmpfs, a file with /dev/null).
 	Hidden []string
-	// Allocatable is the node's allocatable resources, which a
+	// Allocatable is the machine's allocatable resources, which a
 	// resourceFieldRef to a limit a container does not set reads
 	// (podspec.EnvSources). nil: such a value is 0.
 	Allocatable v1.ResourceList

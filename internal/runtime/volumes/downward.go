@@ -74,7 +74,7 @@ func formatMap(m map[string]string) string {
 
 // resourceValue resolves a resourceFieldRef of a container of the pod,
 // as env's does (podspec.ResourceValue): a limit the container does not
-// set is the pod's, else the node's allocatable; the value is divided by
+// set is the pod's, else the machine's allocatable; the value is divided by
 // the divisor (default 1) and rounded up.
 func resourceValue(in Input, ref *v1.ResourceFieldSelector) (string, error) {
 	c := in.container(ref.ContainerName)

@@ -24,7 +24,7 @@ const defaultMode fs.FileMode = 0o644
 type Input struct {
 	Pod     *model.Pod
 	Objects runtime.Objects
-	// Allocatable is the node's (cpu, memory, ephemeral-storage): a
+	// Allocatable is the machine's (cpu, memory, ephemeral-storage): a
 	// resourceFieldRef's limit when the container has none
 	// (podspec.ResourceValue).
 	Allocatable v1.ResourceList

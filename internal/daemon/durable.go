@@ -1,4 +1,4 @@
-package node
+package daemon
 
 import (
 	"context"
@@ -49,10 +49,10 @@ type durable struct {
 	machine *cluster.Machine
 }
 
-// The agent is the node a shutdown drives; the manager is what the API
+// The agent is what a shutdown drives; the manager is what the API
 // serves for it.
 var (
-	_ shutdown.Node          = (*agent.Agent)(nil)
+	_ shutdown.Agent         = (*agent.Agent)(nil)
 	_ apiserver.NodeShutdown = (*shutdown.Manager)(nil)
 )
 
@@ -105,7 +105,7 @@ func (o *Options) startDurable(ctx context.Context, root string, st *store.Store
 	cfg.MaxPods, cfg.Metrics, cfg.Sysctls = o.MaxPods, m, sysctls
 	cfg.Allocatable = allocatable
 	d := &durable{Agent: agent.New(agentCtx, cfg), rt: rt, stop: stop, shutdownDone: make(chan struct{}), metrics: m, profiling: o.Profiling, machine: machine}
-	d.shutdown = shutdown.New(shutdown.Config{Groups: groups, Node: d.Agent, Store: st, Clock: clk, Logger: log, OnChange: onShutdown})
+	d.shutdown = shutdown.New(shutdown.Config{Groups: groups, Agent: d.Agent, Store: st, Clock: clk, Logger: log, OnChange: onShutdown})
 	m.AddSources(metrics.Sources{Pods: d.Workers(), Store: st, Shutdown: d.shutdown})
 	// The shutdown the last agent left is loaded before the pods are
 	// recovered: a node that still shuts down starts none of them again.

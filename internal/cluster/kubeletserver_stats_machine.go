@@ -16,43 +16,43 @@ import (
 // Linux architecture podward builds for.
 const userHZ = 100
 
-// nodeUsage is the node's usage from /proc, as cAdvisor's root container
+// machineUsage is the machine's usage from /proc, as cAdvisor's root container
 // reports it.
-type nodeUsage struct {
+type machineUsage struct {
 	bootTime       time.Time
 	cpu            runtime.CPUUsage
 	memory         runtime.MemoryUsage
 	availableBytes uint64
 }
 
-// readNodeUsage reads /proc/stat and /proc/meminfo, stamped now.
-func readNodeUsage(now time.Time) (nodeUsage, error) {
+// readMachineUsage reads /proc/stat and /proc/meminfo, stamped now.
+func readMachineUsage(now time.Time) (machineUsage, error) {
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return nodeUsage{}, fmt.Errorf("node stats: %w", err)
+		return machineUsage{}, fmt.Errorf("node stats: %w", err)
 	}
 	meminfo, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
-		return nodeUsage{}, fmt.Errorf("node stats: %w", err)
+		return machineUsage{}, fmt.Errorf("node stats: %w", err)
 	}
-	return parseNodeUsage(stat, meminfo, now)
+	return parseMachineUsage(stat, meminfo, now)
 }
 
-// parseNodeUsage is the node's usage from the contents of /proc/stat and
+// parseMachineUsage is the machine's usage from the contents of /proc/stat and
 // /proc/meminfo.
-func parseNodeUsage(stat, meminfo []byte, now time.Time) (nodeUsage, error) {
-	u := nodeUsage{cpu: runtime.CPUUsage{Time: now}, memory: runtime.MemoryUsage{Time: now}}
+func parseMachineUsage(stat, meminfo []byte, now time.Time) (machineUsage, error) {
+	u := machineUsage{cpu: runtime.CPUUsage{Time: now}, memory: runtime.MemoryUsage{Time: now}}
 	var err error
 	if u.cpu.UsageCoreNanoSeconds, u.bootTime, err = parseProcStat(stat); err != nil {
-		return nodeUsage{}, err
+		return machineUsage{}, err
 	}
 	if err := parseMeminfo(meminfo, &u); err != nil {
-		return nodeUsage{}, err
+		return machineUsage{}, err
 	}
 	return u, nil
 }
 
-// parseProcStat reads the node's CPU time from /proc/stat, as the busy
+// parseProcStat reads the machine's CPU time from /proc/stat, as the busy
 // jiffies of its "cpu" line (user, nice, system, irq, softirq, steal: not
 // idle nor iowait), and its boot time.
 func parseProcStat(stat []byte) (cpuNanos uint64, boot time.Time, err error) {
@@ -88,7 +88,7 @@ func parseProcStat(stat []byte) (cpuNanos uint64, boot time.Time, err error) {
 // parseMeminfo sets u's memory from /proc/meminfo: its usage as the root
 // memory cgroup's (total less free), its working set less the inactive
 // file cache, as cAdvisor's.
-func parseMeminfo(meminfo []byte, u *nodeUsage) error {
+func parseMeminfo(meminfo []byte, u *machineUsage) error {
 	mem := map[string]uint64{}
 	s := bufio.NewScanner(bytes.NewReader(meminfo))
 	for s.Scan() {

@@ -1,4 +1,4 @@
-// Package node assembles podward's daemons from their parts — a container
+// Package daemon assembles podward's daemons from their parts — a container
 // runtime, the agent, the store, the pod sources and the servers — so that
 // the command line only parses flags, prints and picks exit codes:
 //
@@ -34,4 +34,4 @@
 // store, the runtimes, staticpods, apiserver, cluster, planner, model,
 // events — and must not import internal/cli or internal/client: the CLI
 // imports it, never the other way round.
-package node
+package daemon
