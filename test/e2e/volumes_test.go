@@ -163,3 +163,48 @@ func TestObjectVolumes(t *testing.T) {
 		}
 	})
 }
+
+// subPathPod mounts a subPath that does not exist yet of an emptyDir on
+// disk and of one on a tmpfs, with a fsGroup and a user that is not root,
+// as the upstream spec "EmptyDir volumes when FSGroup is specified
+// nonexistent volume subPath should have the correct mode and owner using
+// FSGroup" does, and prints each one's mode, owner and group, and the
+// group of a file it creates there. The mount paths are this test's own
+// (see secPod).
+const subPathPod = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-fsgroup
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1001, fsGroup: 123}
+  volumes:
+  - {name: disk, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory}}
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c"]
+    args: ["for v in disk mem; do d={{.Dir}}-$v; touch $d/f && echo $v=$(stat -c '%A %u %g' $d) file-group=$(stat -c %g $d/f); done"]
+    volumeMounts:
+    - {name: disk, mountPath: "{{.Dir}}-disk", subPath: test-sub}
+    - {name: mem, mountPath: "{{.Dir}}-mem", subPath: test-sub}
+`
+
+// TestSubPathModeWithFSGroup: a subPath that podward creates in an
+// emptyDir has the volume's own mode, as the kubelet gives it: writable by
+// every user of the pod, owned by root and the fsGroup, setgid so that the
+// files made in it are the fsGroup's, and sticky on a tmpfs (whose root
+// the kubelet leaves 1777): drwxrwsrwt there, drwxrwsrwx on disk.
+func TestSubPathModeWithFSGroup(t *testing.T) {
+	needRoot(t)
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		r := rt.run(t, "-f", rt.manifest(t, t.TempDir(), subPathPod, map[string]string{
+			"Dir": dataPath("subpath-" + rt.Name),
+		}))
+		r.assertCode(t, 0)
+		r.mustFind(t, output("app", "disk=drwxrwsrwx 0 123 file-group=123"))
+		r.mustFind(t, output("app", "mem=drwxrwsrwt 0 123 file-group=123"))
+	})
+}

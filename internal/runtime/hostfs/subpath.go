@@ -40,14 +40,19 @@ func (s SubPath) HostPath() string { return filepath.Join(s.Volume, s.Path) }
 // PrepareSubPath checks that sub, a volumeMount's subPath (relative, no
 // ".."), stays inside the volume whose directory is volume once its
 // symlinks are resolved as the host resolves them, and then creates what of
-// it is missing as directories (0750), as the kubelet does
+// it is missing as directories, as the kubelet does
 // (pkg/volume/util/subpath/subpath_linux.go, doSafeMakeDir): the check
 // comes first, so a subPath that leaves its volume creates nothing, and
 // each directory is made with mkdirat in its parent opened without
 // following a symlink, so a symlink swapped in meanwhile makes it fail
 // instead of creating outside. A symlink on the way to nothing is refused.
-// It is idempotent. The volume's own path is trusted: its symlinks are
-// followed.
+// Each directory it creates gets the mode of the volume's own directory,
+// setuid, setgid and sticky bits included, whatever the umask (the
+// kubelet's makeMounts passes GetMode(volumePath) to SafeMakeDir): an
+// emptyDir's 0777 (01777 on a tmpfs), with the setgid bit of a pod's
+// fsGroup; its group is the parent's when the parent is setgid. A
+// directory that exists already is left as it is. It is idempotent. The
+// volume's own path is trusted: its symlinks are followed.
 func PrepareSubPath(volume, sub string) (SubPath, error) {
 	if err := CheckSubPath(sub); err != nil {
 		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
@@ -68,13 +73,18 @@ func PrepareSubPath(volume, sub string) (SubPath, error) {
 	if len(missing) == 0 {
 		return s, nil
 	}
+	var volSt unix.Stat_t
+	if err := unix.Stat(realVolume, &volSt); err != nil {
+		return SubPath{}, fmt.Errorf("subPath %q: volume: %w", sub, &fs.PathError{Op: "stat", Path: realVolume, Err: err})
+	}
+	mode := volSt.Mode & modeBits
 	fd, err := beneath.Open(realVolume, existing)
 	if err != nil {
 		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
 	}
 	defer func() { unix.Close(fd) }()
 	for _, name := range missing {
-		child, err := mkdirBeneath(fd, name)
+		child, err := mkdirBeneath(fd, name, mode)
 		if err != nil {
 			return SubPath{}, fmt.Errorf("subPath %q: %w", sub, &fs.PathError{Op: "mkdir", Path: filepath.Join(s.HostPath(), name), Err: err})
 		}
@@ -141,13 +151,28 @@ func (s SubPath) Open() (*os.File, error) {
 	return beneath.OpenSubPath(s.Volume, s.Path)
 }
 
-// mkdirBeneath makes the directory name in the directory dirFD (unless it
-// exists) and opens it without following a symlink.
-func mkdirBeneath(dirFD int, name string) (int, error) {
-	if err := unix.Mkdirat(dirFD, name, 0o750); err != nil && !errors.Is(err, unix.EEXIST) {
+// modeBits are the bits of a file's mode that chmod sets: the permissions
+// and the setuid, setgid and sticky bits.
+const modeBits = unix.S_ISUID | unix.S_ISGID | unix.S_ISVTX | 0o777
+
+// mkdirBeneath makes the directory name in the directory dirFD, of mode
+// (chmod's bits, umask or not), unless it exists, and opens it without
+// following a symlink. A directory that exists is opened as it is. One it
+// makes is made 0700, so that nobody else enters it before it has its
+// mode, and opened for reading to be given it with fchmod (an O_PATH file
+// cannot be); the returned file is only ever a parent for mkdirat and
+// openat.
+func mkdirBeneath(dirFD int, name string, mode uint32) (int, error) {
+	err := unix.Mkdirat(dirFD, name, 0o700)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, err
 	}
-	fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	created := err == nil
+	flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if created {
+		flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_DIRECTORY | unix.O_CLOEXEC
+	}
+	fd, err := unix.Openat(dirFD, name, flags, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -158,6 +183,12 @@ func mkdirBeneath(dirFD int, name string) (int, error) {
 			err = unix.ENOTDIR
 		}
 		return -1, err
+	}
+	if created {
+		if err := unix.Fchmod(fd, mode); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("chmod: %w", err)
+		}
 	}
 	return fd, nil
 }

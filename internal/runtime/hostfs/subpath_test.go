@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -123,6 +124,72 @@ func TestPrepareSubPath(t *testing.T) {
 				assertEmpty(t, outside)
 			})
 		})
+	}
+}
+
+// The directories PrepareSubPath creates have the mode of the volume's own
+// directory, setgid and sticky bits included and whatever the umask, and
+// the group of a setgid parent, as the kubelet's SafeMakeDir given
+// GetMode(volumePath) makes them: a pod's fsGroup emptyDir on a tmpfs
+// (03777) gives drwxrwsrwt. A directory that exists keeps its mode.
+func TestPrepareSubPathMode(t *testing.T) {
+	old := unix.Umask(0o077)
+	t.Cleanup(func() { unix.Umask(old) })
+	gid := os.Getgid()
+	if os.Geteuid() == 0 {
+		gid = 123 // root may give the volume any group: show it is inherited
+	}
+	tests := map[string]os.FileMode{
+		"emptyDir":                0o777,
+		"emptyDir with fsGroup":   os.ModeSetgid | 0o777,
+		"tmpfs emptyDir":          os.ModeSticky | 0o777,
+		"tmpfs emptyDir, fsGroup": os.ModeSetgid | os.ModeSticky | 0o777,
+		"a hostPath":              0o755,
+	}
+	for name, mode := range tests {
+		t.Run(name, func(t *testing.T) {
+			bothResolvers(t, func(t *testing.T) {
+				vol := t.TempDir()
+				if err := os.Mkdir(filepath.Join(vol, "kept"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Lchown(vol, -1, gid); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(vol, mode); err != nil {
+					t.Fatal(err)
+				}
+				for _, sub := range []string{"a/b", "kept/c"} {
+					if _, err := PrepareSubPath(vol, sub); err != nil {
+						t.Fatal(err)
+					}
+				}
+				wantGID := -1
+				if mode&os.ModeSetgid != 0 {
+					wantGID = gid
+				}
+				for _, p := range []string{"a", "a/b"} {
+					assertMode(t, filepath.Join(vol, p), os.ModeDir|mode, wantGID)
+				}
+				assertMode(t, filepath.Join(vol, "kept"), os.ModeDir|0o700, -1)
+				assertMode(t, filepath.Join(vol, "kept/c"), os.ModeDir|mode, -1)
+			})
+		})
+	}
+}
+
+// assertMode fails unless p has mode and, unless gid is -1, group gid.
+func assertMode(t *testing.T, p string, mode os.FileMode, gid int) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != mode {
+		t.Errorf("%s: mode %v, want %v", p, fi.Mode(), mode)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); gid != -1 && int(st.Gid) != gid {
+		t.Errorf("%s: group %d, want %d", p, st.Gid, gid)
 	}
 }
 

@@ -109,18 +109,22 @@ type EmptyDir struct {
 
 // PrepareEmptyDir creates an emptyDir volume's directory dir (its parent
 // must exist), mounts a tmpfs on it if asked, and makes it writable by any
-// user of the pod, umask or not, as the kubelet does (mode 0777, and the
-// fsGroup's with setgid). It is idempotent.
+// user of the pod, umask or not, as the kubelet does: mode 0777, and the
+// fsGroup's with setgid. A tmpfs is also sticky (01777), as the kubelet
+// leaves it: it mounts the tmpfs without a mode, which a tmpfs's root then
+// has, over the directory it made 0777; a subPath created in the volume
+// has the same mode (PrepareSubPath). It is idempotent.
 func PrepareEmptyDir(dir string, opts EmptyDir) error {
 	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
+	mode := os.FileMode(0o777)
 	if opts.Tmpfs {
-		if err := mountTmpfsMode(dir, opts.SizeLimit, "0777"); err != nil {
+		if err := mountTmpfsMode(dir, opts.SizeLimit, "1777"); err != nil {
 			return err
 		}
+		mode |= os.ModeSticky
 	}
-	mode := os.FileMode(0o777)
 	if opts.FSGroup != nil {
 		if err := os.Lchown(dir, -1, int(*opts.FSGroup)); err != nil {
 			return err

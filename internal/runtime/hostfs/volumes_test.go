@@ -151,18 +151,30 @@ func TestPrepareEmptyDir(t *testing.T) {
 }
 
 // A Memory emptyDir is a tmpfs of its size limit, mounted once however
-// often it is prepared.
+// often it is prepared, and sticky as the kubelet's (a tmpfs mounted
+// without a mode): with a fsGroup, drwxrwsrwt.
 func TestPrepareEmptyDirTmpfs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
 	}
 	dir := filepath.Join(t.TempDir(), "mem")
-	opts := EmptyDir{Tmpfs: true, SizeLimit: ptr.To(resource.MustParse("1Mi"))}
+	gid := int64(123)
+	opts := EmptyDir{Tmpfs: true, SizeLimit: ptr.To(resource.MustParse("1Mi")), FSGroup: &gid}
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	for range 2 {
 		if err := PrepareEmptyDir(dir, opts); err != nil {
 			t.Fatal(err)
 		}
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := os.ModeDir | os.ModeSetgid | os.ModeSticky | 0o777; fi.Mode() != want {
+		t.Errorf("mode = %v, want %v", fi.Mode(), want)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int64(st.Gid) != gid {
+		t.Errorf("group = %d, want %d", st.Gid, gid)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
