@@ -117,6 +117,11 @@ type containerRecord struct {
 	// actuated resources: its allocation when it started, or a resize
 	// applied since). Added with in-place resize: absent when unknown.
 	Actuated *resourcesRecord `json:"actuated,omitempty"`
+	// Ready is the readiness probe's verdict on instance ID, kept across
+	// an agent restart as the kubelet since 1.35 keeps it (KEP-4781).
+	// Added after the first agents: omitted when false, so that their
+	// checkpoints read (as not ready) and write back the same.
+	Ready bool `json:"ready,omitempty"`
 }
 
 // observedRecord is a planner.Observed; State is one of the record*
@@ -341,6 +346,7 @@ func (c *ctr) record() containerRecord {
 		Exit:             exitRecord{ExitCode: c.exit.ExitCode, Reason: string(c.exit.Reason), Message: c.exit.Message, FinishedAt: c.exit.FinishedAt},
 		Last:             c.last,
 		BackoffAnnounced: c.backoffAnnounced,
+		Ready:            c.ready,
 	}
 	if p := c.pending; p != nil {
 		r.Pending = &pendingRecord{Attempt: p.attempt, BackoffSteps: p.backoffSteps}
@@ -370,6 +376,9 @@ func (c *ctr) restoreFrom(r containerRecord) error {
 	c.exit = runtime.ExitStatus{ExitCode: r.Exit.ExitCode, Reason: runtime.ExitReason(r.Exit.Reason), Message: r.Exit.Message, FinishedAt: r.Exit.FinishedAt}
 	c.last = r.Last
 	c.backoffAnnounced = r.BackoffAnnounced
+	// The verdict on instance c.id; recover drops it unless that instance
+	// still runs.
+	c.ready = r.Ready
 	c.pending = nil
 	if p := r.Pending; p != nil {
 		c.pending = &pendingStart{attempt: p.Attempt, backoffSteps: p.BackoffSteps}

@@ -244,3 +244,29 @@ func TestCheckpointAllocationDecodes(t *testing.T) {
 		t.Errorf("restore of a bad quantity = %v", err)
 	}
 }
+
+// The readiness verdict on a container's instance (added after the first
+// agents) is read and written back; the first agents' checkpoints, which
+// lack it, read as not ready (their round trip is
+// TestCheckpointV1FromEarlierAgentsRoundTrips).
+func TestCheckpointReadyDecodes(t *testing.T) {
+	data := []byte(`{"version":1,"phase":1,"startTime":"0001-01-01T00:00:00Z","prepared":true,"containers":{"app":{"id":"app-1","observed":{"State":2,"Started":true,"StartedOnce":true,"StartedAt":"0001-01-01T00:00:00Z","FinishedAt":"0001-01-01T00:00:00Z","ExitCode":0,"Restarts":0,"BackoffSteps":0,"StopRequestedAt":"0001-01-01T00:00:00Z","SignalledAt":"0001-01-01T00:00:00Z","Killed":false,"KillAt":"0001-01-01T00:00:00Z"},"exit":{"ExitCode":0,"Reason":"","Message":"","FinishedAt":"0001-01-01T00:00:00Z"},"backoffAnnounced":"0001-01-01T00:00:00Z","ready":true}}}`)
+	pw := restoredWorker(t, testPod("cp6", v1.RestartPolicyAlways, "main:app"), data)
+	if !pw.byName["app"].ready {
+		t.Error("app is not ready after a restore from a checkpoint that says it is")
+	}
+	got, err := json.Marshal(pw.record())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("written back differently:\n got  %s\n want %s", got, data)
+	}
+	old, err := os.ReadFile(filepath.Join("testdata", "checkpoint-v1-every-field.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := restoredWorker(t, testPod("cp3", v1.RestartPolicyAlways, "main:app", "defer:d", "main:w"), old); pw.byName["app"].ready {
+		t.Error("app is ready after a restore from a checkpoint without the field")
+	}
+}

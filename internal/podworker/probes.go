@@ -21,6 +21,10 @@ type Prober interface {
 	// AddContainer starts the probes of an instance whose process runs and
 	// whose postStart hook finished; startedAt anchors initialDelaySeconds.
 	AddContainer(pod *model.Pod, ref model.ContainerRef, id string, startedAt time.Time)
+	// ResumeContainer is AddContainer for an instance found running after
+	// an agent restart, whose readiness verdict the checkpoint kept
+	// (ready): its readiness probe goes on from that verdict.
+	ResumeContainer(pod *model.Pod, ref model.ContainerRef, id string, startedAt time.Time, ready bool)
 	// RemoveContainer stops the probes of an instance.
 	RemoveContainer(podUID types.UID, container, id string)
 	// RemovePod stops every probe of a pod.
@@ -57,9 +61,31 @@ func (pw *podWorker) running(c *ctr) {
 // counts as started (after an agent restart) is not probed for startup
 // again.
 func (pw *podWorker) addProbes(c *ctr, spec *v1.Container) {
-	pr := pw.w.cfg.Prober
-	if pr == nil || !hasProbes(spec) || pw.phase != Syncing {
-		return
+	if pod := pw.probedPod(c, spec); pod != nil {
+		pw.w.cfg.Prober.AddContainer(pod, c.ref, c.id, c.obs.StartedAt)
+	}
+}
+
+// resumeProbes is addProbes for an instance found running after an agent
+// restart: its readiness goes on from the verdict the checkpoint kept
+// (c.ready), as the kubelet since 1.35 keeps a running container's Ready
+// across its own restart (KEP-4781), until the prober's verdict changes
+// it. Without a readiness probe the verdict means nothing.
+func (pw *podWorker) resumeProbes(c *ctr, spec *v1.Container) {
+	if spec == nil || spec.ReadinessProbe == nil {
+		c.ready = false
+	}
+	if pod := pw.probedPod(c, spec); pod != nil {
+		pw.w.cfg.Prober.ResumeContainer(pod, c.ref, c.id, c.obs.StartedAt, c.ready)
+	}
+}
+
+// probedPod is the pod whose probes of c the prober runs: without the
+// startup probe of a container that already counts as started. Nil when
+// nothing is to be probed.
+func (pw *podWorker) probedPod(c *ctr, spec *v1.Container) *model.Pod {
+	if pw.w.cfg.Prober == nil || !hasProbes(spec) || pw.phase != Syncing {
+		return nil
 	}
 	pod := pw.pod
 	if c.obs.Started && spec.StartupProbe != nil {
@@ -69,7 +95,7 @@ func (pw *podWorker) addProbes(c *ctr, spec *v1.Container) {
 		}
 		pod = cp
 	}
-	pr.AddContainer(pod, c.ref, c.id, c.obs.StartedAt)
+	return pod
 }
 
 // removeProbes stops an instance's probes.

@@ -63,6 +63,7 @@ func (pw *podWorker) recoverContainer(ctx context.Context, c *ctr, insts []runti
 			c.obs.ExitCode = 137
 			c.exit = runtime.ExitStatus{ExitCode: 137, Reason: runtime.ReasonStatusUnknown, Message: "The container could not be located when the agent restarted", FinishedAt: now}
 			c.obs.Started, c.obs.StopRequestedAt, c.obs.Killed = false, time.Time{}, false
+			c.ready = false
 			pw.noteExit(c)
 		}
 		return
@@ -96,8 +97,9 @@ func (pw *podWorker) recoverContainer(ctx context.Context, c *ctr, insts []runti
 		c.obs.Started, c.obs.StartedOnce = true, true
 	}
 	if c.obs.StopRequestedAt.IsZero() {
-		// Probe state is not kept: readiness starts over.
-		pw.addProbes(c, pw.pod.Container(c.ref))
+		// The readiness verdict on this instance is kept (the
+		// checkpoint's); its probes go on from it.
+		pw.resumeProbes(c, pw.pod.Container(c.ref))
 	}
 }
 
@@ -113,6 +115,8 @@ func (pw *podWorker) adopt(c *ctr, inst runtime.ContainerStatus, pending *pendin
 		steps = pending.backoffSteps
 	}
 	c.id = inst.ID
+	// The checkpoint's readiness verdict was another instance's.
+	c.ready = false
 	c.obs = planner.Observed{
 		State: planner.Running, Started: true, StartedOnce: true, StartedAt: inst.StartedAt,
 		Restarts: inst.Attempt, BackoffSteps: steps,

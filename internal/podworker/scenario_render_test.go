@@ -105,6 +105,9 @@ func (s *scenario) checkpoint() ([]string, error) {
 		if o.ResizeRestart {
 			line += " resizeRestart"
 		}
+		if r.Ready {
+			line += " ready"
+		}
 		out = append(out, line)
 	}
 	return out, nil

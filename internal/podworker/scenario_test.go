@@ -409,6 +409,19 @@ func (p *scenarioProber) AddContainer(pod *model.Pod, ref model.ContainerRef, id
 	p.rt.Note("prober add %s startup=%t", ref.Name, pod.Container(ref).StartupProbe != nil)
 }
 
+// ResumeContainer notes as AddContainer does, with " ready" when the
+// instance's readiness probe goes on from ready.
+func (p *scenarioProber) ResumeContainer(pod *model.Pod, ref model.ContainerRef, id string, _ time.Time, ready bool) {
+	p.mu.Lock()
+	p.ids[ref.Name] = id
+	p.mu.Unlock()
+	suffix := ""
+	if ready {
+		suffix = " ready"
+	}
+	p.rt.Note("prober add %s startup=%t%s", ref.Name, pod.Container(ref).StartupProbe != nil, suffix)
+}
+
 func (p *scenarioProber) RemoveContainer(_ types.UID, container, _ string) {
 	p.rt.Note("prober remove %s", container)
 }

@@ -15,6 +15,9 @@
 //	readiness  Failure ◀──failureThreshold failures in a row── Success
 //	                   ──successThreshold successes in a row──▶
 //
+// An instance resumed after an agent restart (ResumeContainer) whose
+// readiness the worker kept starts its readiness probe at Success instead.
+//
 // Liveness and readiness wait for the startup probe when the container has
 // one. Healthy in a Result is "ready" for readiness and "not failed" for
 // startup and liveness, so a startup Result with Changed and Healthy says the

@@ -220,6 +220,24 @@ func (m *Manager) Run(ctx context.Context) {
 // id of the same container is replaced (its probes stop). A container
 // without probes, or that pod lacks, is ignored.
 func (m *Manager) AddContainer(pod *model.Pod, ref model.ContainerRef, id string, startedAt time.Time) {
+	m.addContainer(pod, ref, id, startedAt, false)
+}
+
+// ResumeContainer is AddContainer for an instance that was running before
+// the agent restarted, whose readiness verdict was kept across the restart
+// (ready): its readiness probe starts from that verdict instead of from
+// not ready, so that it changes (and a Result says so) only after
+// failureThreshold failures in a row, as the kubelet since 1.35 keeps a
+// running container's readiness across its own restart (KEP-4781: it sets
+// no initial value for the probe; the first result that passes the
+// threshold decides). Unready, it is AddContainer.
+func (m *Manager) ResumeContainer(pod *model.Pod, ref model.ContainerRef, id string, startedAt time.Time, ready bool) {
+	m.addContainer(pod, ref, id, startedAt, ready)
+}
+
+// addContainer is AddContainer, with the readiness probe's verdict
+// starting at ready (success) when ready is set.
+func (m *Manager) addContainer(pod *model.Pod, ref model.ContainerRef, id string, startedAt time.Time, ready bool) {
 	spec := pod.Container(ref)
 	if spec == nil {
 		m.log.Error("probes of a container the pod does not have", "pod", pod.Key(), "podUID", pod.UID, "container", ref.Name)
@@ -237,6 +255,9 @@ func (m *Manager) AddContainer(pod *model.Pod, ref model.ContainerRef, id string
 	for i, k := range kinds {
 		if specs[i] != nil {
 			inst.probes[i] = newProbe(inst, k, spec, specs[i], startedAt, podIP)
+			if k == Readiness && ready {
+				inst.probes[i].tally.state = stateSuccess
+			}
 		}
 	}
 

@@ -475,3 +475,31 @@ func TestRunEndCancelsAttempts(t *testing.T) {
 	}
 	m.Run(context.Background()) // a second Run returns at once
 }
+
+// An instance resumed ready after an agent restart (ResumeContainer) stays
+// ready through successes and through failures below the threshold: no
+// Result changes its verdict until failureThreshold failures in a row, as
+// for an instance that had become ready under this agent. Resumed unready,
+// it is AddContainer: the first success makes it ready.
+func TestResumeContainerKeepsReadiness(t *testing.T) {
+	t.Run("ready", func(t *testing.T) {
+		h := newHarness(t)
+		pod := newPod("p", v1.Container{Name: "app", ReadinessProbe: execProbe("ready", failureAfter(2))})
+		h.m.ResumeContainer(pod, ref(pod, 0), "c1", h.clk.Now().Add(-time.Hour), true)
+		h.settle()
+		h.expect() // a success of a ready instance: nothing to say
+
+		h.ex.set("ready", 1)
+		h.step(time.Second)
+		h.expect(Result{Container: "app", Kind: Readiness, Healthy: true, Failed: true})
+		h.step(time.Second)
+		h.expect(Result{Container: "app", Kind: Readiness, Healthy: false, Changed: true, Failed: true})
+	})
+	t.Run("unready", func(t *testing.T) {
+		h := newHarness(t)
+		pod := newPod("p", v1.Container{Name: "app", ReadinessProbe: execProbe("ready")})
+		h.m.ResumeContainer(pod, ref(pod, 0), "c1", h.clk.Now().Add(-time.Hour), false)
+		h.settle()
+		h.expect(Result{Container: "app", Kind: Readiness, Healthy: true, Changed: true})
+	})
+}

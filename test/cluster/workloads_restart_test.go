@@ -132,12 +132,14 @@ func (r *podRecorder) check(before map[types.UID]podSeen) (changes []string, unr
 // its IP, the Job's pod, which runs on through the restart, completes and
 // the Job controller sees it Complete, and every pod is Ready again.
 //
-// Readiness: after the restart the agent probes again from the start, and
-// a container with a readiness probe is not ready until its first success
-// (docs/lifecycle.md, "Probes"); the test logs each Ready -> not Ready
-// turn it sees. The kubelet since 1.35 (feature gate
-// ChangeContainerStatusOnKubeletRestart, off by default) keeps a running
-// container's readiness across its restart instead.
+// Nor does any pod turn not Ready: the Deployment's readiness probe is an
+// exec of 2 s, so that the restarted agent writes its first status before
+// its first attempt ends; the agent keeps a running container's readiness
+// across its restart, as the kubelet since 1.35 does (KEP-4781; its
+// deprecated feature gate ChangeContainerStatusOnKubeletRestart, off by
+// default, resets it), and the probes go on from it (docs/lifecycle.md,
+// "Probes"). An agent that started readiness over published the web pods
+// not Ready until that attempt succeeded.
 func TestAgentKillChangesNothing(t *testing.T) {
 	c := needCRICluster(t)
 	t.Parallel()
@@ -146,6 +148,7 @@ func TestAgentKillChangesNothing(t *testing.T) {
 	trigger := t.TempDir()
 	ctx := t.Context()
 	deploy := webDeployment(n, ns, "web", 2)
+	deploy.Spec.Template.Spec.Containers[0].ReadinessProbe = slowReadiness()
 	ds := daemonSet(n, ns, "per-node")
 	job := triggeredJob(n, ns, "work", trigger)
 	if _, err := c.client.AppsV1().Deployments(ns).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
@@ -196,7 +199,9 @@ func TestAgentKillChangesNothing(t *testing.T) {
 	for _, ch := range changes {
 		t.Errorf("seen after the kill: %s", ch)
 	}
-	t.Logf("Ready -> not Ready turns after the restart, by pod: %v", unready)
+	for pod, turns := range unready {
+		t.Errorf("pod %s turned from Ready to not Ready %d time(s) after the kill", pod, turns)
+	}
 	after, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -214,5 +219,17 @@ func TestAgentKillChangesNothing(t *testing.T) {
 	}
 	if len(after.Items) != len(before) {
 		t.Errorf("%d pods after, %d before", len(after.Items), len(before))
+	}
+}
+
+// slowReadiness is a readiness probe whose every attempt takes 2 s: an
+// exec of the web container's own check, after a sleep.
+func slowReadiness() *v1.Probe {
+	return &v1.Probe{
+		ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{
+			Command: []string{"sh", "-c", "sleep 2; test -e /www/index.html"},
+		}},
+		PeriodSeconds:  3,
+		TimeoutSeconds: 5,
 	}
 }
