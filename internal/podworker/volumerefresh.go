@@ -43,19 +43,15 @@ func (w *Workers) RefreshVolumes(uid types.UID) {
 // CreateContainerConfigError for an object (retryConfigNow).
 func (pw *podWorker) observeVolumesChanged() {
 	pw.retryConfigNow()
-	pw.vols.pending = true
-	pw.vols.retryAt = time.Time{}
-	if !pw.prepared {
-		pw.retryAt = time.Time{}
-	}
+	pw.setup.volumesChanged()
 }
 
 // refreshVolumes carries a pending refresh out on a set-up, syncing pod,
 // when its backoff allows, and returns when to be woken for a retry (zero:
 // none). A runtime without the ability drops the refresh.
 func (pw *podWorker) refreshVolumes(now time.Time) time.Time {
-	v := &pw.vols
-	if !v.pending || pw.phase != Syncing || !pw.prepared {
+	v := &pw.setup.vols
+	if !v.pending || pw.phase != Syncing || !pw.setup.prepared {
 		return time.Time{}
 	}
 	if now.Before(v.retryAt) {
@@ -66,8 +62,8 @@ func (pw *podWorker) refreshVolumes(now time.Time) time.Time {
 		v.pending = false
 		return time.Time{}
 	}
-	if err := r.RefreshVolumes(pw.setupCtx, pw.allocPod); err != nil {
-		if pw.setupCtx.Err() != nil {
+	if err := r.RefreshVolumes(pw.setup.ctx, pw.alloc.pod); err != nil {
+		if pw.setup.ctx.Err() != nil {
 			return time.Time{}
 		}
 		v.retryAt = pw.w.cfg.Clock.Now().Add(v.setupFailed(err, pw))
