@@ -128,7 +128,7 @@ type startCall struct {
 }
 
 // call starts the instance of pod, the pod as the node allocated its
-// resources (podWorker.allocPod).
+// resources (allocState.pod).
 func (sc *startCall) call(pod *model.Pod, rt runtime.Runtime) {
 	sc.inst, sc.err = rt.StartContainer(sc.ctx, pod, sc.c.ref, sc.attempt)
 }
@@ -245,7 +245,7 @@ func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool,
 	c.id = inst.ID
 	c.obs.StartedAt = inst.StartedAt
 	// It has what the node allocated to it (the pod the runtime was
-	// handed, allocPod).
+	// handed, alloc.pod).
 	c.applied = pw.alloc.pod.Container(c.ref).Resources.DeepCopy()
 	pw.noteInstance(timeline.NoteStarted, c, inst.StartedAt)
 	// The container counts as started once its process runs and its

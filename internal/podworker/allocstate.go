@@ -38,6 +38,14 @@ type allocState struct {
 	resize resizeState
 }
 
+// newAllocState is the allocation of a pod the node admits: what its
+// spec asks for, recorded from the first checkpoint on.
+func newAllocState(pod *model.Pod) allocState {
+	a := allocState{recorded: true}
+	a.admitted(pod, specAllocation(pod))
+	return a
+}
+
 // set makes alloc what the node allocated to pod's containers.
 func (a *allocState) set(pod *model.Pod, alloc allocation) {
 	a.allocated = alloc

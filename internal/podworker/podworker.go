@@ -121,11 +121,9 @@ func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
 		setup:      newSetup(w.ctx),
 		ending:     newTermination(),
 		prePull:    newPrePull(),
+		alloc:      newAllocState(pod),
 		milestones: milestones{seen: now},
 	}
-	// Admitted with what its spec asks for.
-	pw.alloc.set(pod, specAllocation(pod))
-	pw.alloc.gen, pw.alloc.recorded = pod.Generation, true
 	pw.claim.requested = requestOf(pod)
 	pw.storeStatus(now)
 	return pw

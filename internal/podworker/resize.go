@@ -28,7 +28,7 @@ const messageCannotResize = "the container runtime cannot resize a running conta
 //     generation it was decided for;
 //   - in progress: the node allocated resources that a running container
 //     does not have yet — PodResizeInProgress, observing the generation
-//     allocated (podWorker.allocGen), with reason Error and the message of
+//     allocated (allocState.gen), with reason Error and the message of
 //     the last failed try.
 //
 // Both empty: every running container has what its spec asks for.
@@ -206,7 +206,7 @@ func appliedResources(r *v1.ResourceRequirements) *v1.ResourceRequirements {
 
 // allocatedResources is status.containerStatuses[].allocatedResources:
 // the requests the node has allocated to the container (of the pod as
-// allocated, podWorker.allocPod).
+// allocated, allocState.pod).
 func allocatedResources(spec *v1.Container) v1.ResourceList {
 	var out v1.ResourceList
 	for name, q := range spec.Resources.Requests {

@@ -190,7 +190,7 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	// Each condition observes the pod's generation, as the kubelet 1.37
 	// generates them (pkg/kubelet/status/generate.go,
 	// CalculatePodConditionObservedGeneration); the resize conditions
-	// observe their own (resizeConditions).
+	// observe their own (allocState.conditions).
 	for i := range conds {
 		conds[i].ObservedGeneration = pw.pod.Generation
 	}
