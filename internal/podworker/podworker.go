@@ -310,8 +310,9 @@ func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
 		if pw.setup.ctx.Err() != nil {
 			return time.Time{}, false
 		}
-		pw.setup.retryAt = pw.w.cfg.Clock.Now().Add(pw.setup.vols.setupFailed(err, pw))
-		return earliest(pw.setup.retryAt, deadline), false
+		failedAt := pw.w.cfg.Clock.Now() // before the event (refreshVolumes)
+		pw.failedMount(err)
+		return earliest(pw.setup.failed(failedAt, pw.w.cfg.Planner), deadline), false
 	}
 	pw.setup.succeeded()
 	for _, vol := range pw.pod.Spec.Volumes {

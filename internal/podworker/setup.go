@@ -3,6 +3,8 @@ package podworker
 import (
 	"context"
 	"time"
+
+	"github.com/podward/podward/internal/planner"
 )
 
 // setup is what the pod's goroutine keeps of setting the pod up: the
@@ -38,6 +40,13 @@ func newSetup(parent context.Context) setup {
 // due says whether a setup may be tried at now (its backoff is over).
 func (s *setup) due(now time.Time) bool {
 	return !now.Before(s.retryAt)
+}
+
+// failed records a failed setup at now and returns when to try again
+// (its backoff: vols.failedBackoff).
+func (s *setup) failed(now time.Time, cfg planner.Config) time.Time {
+	s.retryAt = now.Add(s.vols.failedBackoff(cfg))
+	return s.retryAt
 }
 
 // succeeded records the setup done: the backoff of its failures is over.
