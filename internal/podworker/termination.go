@@ -16,9 +16,10 @@ import (
 // whether the pod was deleted: the termination the planner plans (its
 // deadline), who asked for it, the grace period the published pod shows,
 // and the events of its deadline, each emitted once. Owned by run (and by
-// newPodWorker, Restore and Rerun before run starts); all zero while the
-// pod syncs but for deleted, which a kill sets as it begins or shortens
-// the termination.
+// newPodWorker, Restore and Rerun before run starts); empty while the pod
+// syncs. Its invariants: term, once set, is never unset, and its deadline
+// only comes earlier (shorten); deadlineGrace is the grace period of the
+// request that set that deadline; each event is emitted once.
 //
 //	begin ──▶ term set (deadline) ──shorten──▶ earlier deadline (never later)
 //	                  │
@@ -52,7 +53,7 @@ func newTermination() termination {
 	return termination{gpKilled: map[string]bool{}}
 }
 
-// begin records the termination t began, with grace period grace
+// begin records term, the termination that began, with grace period grace
 // (seconds), asked for by reason.
 func (t *termination) begin(term planner.Termination, grace int64, reason TerminationReason) {
 	t.term = &term
