@@ -141,3 +141,29 @@ type pendingStart struct {
 	attempt      int
 	backoffSteps int
 }
+
+// exited records that the tracked instance exited with exit: it is not
+// ready, its hooks are cut off, and nothing of a start or a stop is left
+// in progress. It reports whether the instance had been killed.
+func (c *ctr) exited(exit runtime.ExitStatus) (killed bool) {
+	killed = c.obs.Killed
+	c.ready = false
+	c.obs.KillAt = time.Time{}
+	if c.hookCancel != nil {
+		c.hookCancel()
+		c.hookCancel = nil
+	}
+	if c.preStopCut != nil {
+		c.preStopCut(nil)
+		c.preStopCut = nil
+	}
+	c.obs.State = planner.Exited
+	c.obs.FinishedAt = exit.FinishedAt
+	c.obs.ExitCode = exit.ExitCode
+	c.obs.Started = false
+	c.obs.StopRequestedAt = time.Time{}
+	c.obs.SignalledAt = time.Time{}
+	c.obs.Killed = false
+	c.exit = exit
+	return killed
+}

@@ -524,26 +524,8 @@ func (pw *podWorker) observeExit(ev runtime.Event) {
 	if c == nil || c.id != ev.ID || c.obs.State != planner.Running {
 		return // an instance we no longer track
 	}
-	killed := c.obs.Killed
 	pw.removeProbes(c)
-	c.ready = false
-	c.obs.KillAt = time.Time{}
-	if c.hookCancel != nil {
-		c.hookCancel()
-		c.hookCancel = nil
-	}
-	if c.preStopCut != nil {
-		c.preStopCut(nil)
-		c.preStopCut = nil
-	}
-	c.obs.State = planner.Exited
-	c.obs.FinishedAt = ev.Exit.FinishedAt
-	c.obs.ExitCode = ev.Exit.ExitCode
-	c.obs.Started = false
-	c.obs.StopRequestedAt = time.Time{}
-	c.obs.SignalledAt = time.Time{}
-	c.obs.Killed = false
-	c.exit = ev.Exit
+	killed := c.exited(ev.Exit)
 	pw.noteExit(c)
 	pw.log.Info("container exited", "container", c.ref.Name, "exitCode", ev.Exit.ExitCode)
 	if c.ref.Role == model.RoleDefer {
