@@ -35,7 +35,7 @@ import (
 func (pw *podWorker) writeAhead(actions []planner.Action) []planner.Action {
 	now := pw.w.cfg.Clock.Now()
 	for _, a := range actions {
-		c := pw.byName[a.Container.Name]
+		c := pw.ctrs.byName[a.Container.Name]
 		switch a.Kind {
 		case planner.Start:
 			attempt := 0
@@ -70,7 +70,7 @@ func (pw *podWorker) writeAhead(actions []planner.Action) []planner.Action {
 	var stops []planner.Action
 	for _, a := range actions {
 		if a.Kind == planner.Start {
-			pw.byName[a.Container.Name].pending = nil
+			pw.ctrs.byName[a.Container.Name].pending = nil
 			continue
 		}
 		stops = append(stops, a)
@@ -81,7 +81,7 @@ func (pw *podWorker) writeAhead(actions []planner.Action) []planner.Action {
 // execute carries out one action. It reports whether the pod's state
 // changed; a start put off for its image says when to try again (retry).
 func (pw *podWorker) execute(ctx context.Context, a planner.Action) (changed bool, retry time.Time) {
-	c := pw.byName[a.Container.Name]
+	c := pw.ctrs.byName[a.Container.Name]
 	switch a.Kind {
 	case planner.Start:
 		return pw.start(ctx, c, a)
@@ -95,10 +95,9 @@ func (pw *podWorker) execute(ctx context.Context, a planner.Action) (changed boo
 		pw.noteInstance(timeline.NoteKilled, c, pw.w.cfg.Clock.Now())
 		// The GracePeriodExceeded event names the kills at the deadline;
 		// a kill after the 2 s that follow a stop signal has its own.
-		if !pw.gpKilled[c.ref.Name] {
+		if !pw.ending.killedAtDeadline(c.ref.Name) {
 			pw.eventf(c.ref.FieldPath(), events.Normal, events.Killing, "Killing container %s: it did not stop in time", c.ref.Name)
 		}
-		delete(pw.gpKilled, c.ref.Name)
 		return true, time.Time{}
 	}
 	return false, time.Time{}
@@ -112,7 +111,7 @@ func (pw *podWorker) start(ctx context.Context, c *ctr, a planner.Action) (chang
 	if !ok {
 		return false, retry
 	}
-	sc.call(pw.allocPod, pw.w.cfg.Runtime)
+	sc.call(pw.alloc.pod, pw.w.cfg.Runtime)
 	return pw.endStart(ctx, sc)
 }
 
@@ -129,7 +128,7 @@ type startCall struct {
 }
 
 // call starts the instance of pod, the pod as the node allocated its
-// resources (podWorker.allocPod).
+// resources (allocState.pod).
 func (sc *startCall) call(pod *model.Pod, rt runtime.Runtime) {
 	sc.inst, sc.err = rt.StartContainer(sc.ctx, pod, sc.c.ref, sc.attempt)
 }
@@ -143,14 +142,14 @@ func (pw *podWorker) startAll(ctx context.Context, starts []planner.Action) (cha
 	cs, ok := pw.w.cfg.Runtime.(runtime.ConcurrentStarter)
 	if len(starts) < 2 || !ok || !cs.ConcurrentStarts() {
 		for _, a := range starts {
-			ch, r := pw.start(ctx, pw.byName[a.Container.Name], a)
+			ch, r := pw.start(ctx, pw.ctrs.byName[a.Container.Name], a)
 			changed, retry = changed || ch, earliest(retry, r)
 		}
 		return changed, retry
 	}
 	var calls []*startCall
 	for _, a := range starts {
-		sc, ok, r := pw.beginStart(ctx, pw.byName[a.Container.Name], a)
+		sc, ok, r := pw.beginStart(ctx, pw.ctrs.byName[a.Container.Name], a)
 		retry = earliest(retry, r)
 		if ok {
 			calls = append(calls, sc)
@@ -161,7 +160,7 @@ func (pw *podWorker) startAll(ctx context.Context, starts []planner.Action) (cha
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc.call(pw.allocPod, pw.w.cfg.Runtime)
+			sc.call(pw.alloc.pod, pw.w.cfg.Runtime)
 		}()
 	}
 	wg.Wait()
@@ -186,7 +185,7 @@ func (pw *podWorker) beginStart(ctx context.Context, c *ctr, a planner.Action) (
 		if pw.inbox.killRecorded() {
 			return nil, false, time.Time{}
 		}
-		startCtx = pw.setupCtx
+		startCtx = pw.setup.ctx
 	}
 	attempt := 0
 	if c.obs.State != planner.Waiting {
@@ -246,8 +245,8 @@ func (pw *podWorker) endStart(ctx context.Context, sc *startCall) (changed bool,
 	c.id = inst.ID
 	c.obs.StartedAt = inst.StartedAt
 	// It has what the node allocated to it (the pod the runtime was
-	// handed, allocPod).
-	c.applied = pw.allocPod.Container(c.ref).Resources.DeepCopy()
+	// handed, alloc.pod).
+	c.applied = pw.alloc.pod.Container(c.ref).Resources.DeepCopy()
 	pw.noteInstance(timeline.NoteStarted, c, inst.StartedAt)
 	// The container counts as started once its process runs and its
 	// postStart hook has finished (the startupProbe will gate this too).

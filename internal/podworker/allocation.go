@@ -77,13 +77,6 @@ func withAllocation(pod *model.Pod, alloc allocation) *model.Pod {
 	return out
 }
 
-// setAllocated makes alloc what the node allocated to the pod's
-// containers. Called by run only (or before it starts).
-func (pw *podWorker) setAllocated(alloc allocation) {
-	pw.allocated = alloc
-	pw.allocPod = withAllocation(pw.pod, alloc)
-}
-
 // nodeRequest is what the node counts of a pod: its cpu, in millicores,
 // and memory, in bytes, requests, as Kubernetes aggregates them
 // (podspec.PodRequests).
@@ -118,7 +111,7 @@ func (w *Workers) admitResize(pw *podWorker, desired *model.Pod) (reason, messag
 	want := requestOf(desired)
 	w.allocMu.Lock()
 	defer w.allocMu.Unlock()
-	had := pw.requested
+	had := pw.claim.requested
 	if want.milliCPU > had.milliCPU || want.memory > had.memory {
 		used := w.usedLocked(pw)
 		for _, r := range []struct {
@@ -130,13 +123,13 @@ func (w *Workers) admitResize(pw *podWorker, desired *model.Pod) (reason, messag
 			{v1.ResourceMemory, want.memory, had.memory, used.memory, w.allocatable.memory, w.allocatable.memory > 0},
 		} {
 			if r.limited && r.want > r.had && r.want > r.have-r.used {
-				pw.deferred.Store(true)
+				pw.claim.deferred.Store(true)
 				return v1.PodReasonDeferred, fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", r.name, r.want, r.used, r.have), false
 			}
 		}
 	}
-	pw.requested = want
-	pw.deferred.Store(false)
+	pw.claim.requested = want
+	pw.claim.deferred.Store(false)
 	return "", "", want.milliCPU < had.milliCPU || want.memory < had.memory
 }
 
@@ -151,8 +144,8 @@ func (w *Workers) usedLocked(pw *podWorker) nodeRequest {
 		if o == pw || o.published().phase == Terminated {
 			continue
 		}
-		used.milliCPU += o.requested.milliCPU
-		used.memory += o.requested.memory
+		used.milliCPU += o.claim.requested.milliCPU
+		used.memory += o.claim.requested.memory
 	}
 	return used
 }
@@ -167,7 +160,7 @@ func (w *Workers) retryDeferredResizes() {
 	w.mu.Lock()
 	var waiting []*podWorker
 	for _, pw := range w.pods {
-		if pw.deferred.Load() {
+		if pw.claim.deferred.Load() {
 			waiting = append(waiting, pw)
 		}
 	}

@@ -202,32 +202,17 @@ func (pw *podWorker) record() checkpointV1 {
 		Version:    checkpointVersion,
 		Phase:      pw.phase,
 		StartTime:  pw.startTime,
-		Prepared:   pw.prepared,
-		Deleted:    pw.deleted,
-		TermReason: pw.termReason,
-		GPReported: pw.gpReported,
-		Containers: make(map[string]containerRecord, len(pw.ctrs)),
+		Prepared:   pw.setup.prepared,
+		Containers: make(map[string]containerRecord, len(pw.ctrs.list)),
 	}
-	if g := pw.deadlineGrace; g != nil {
-		cp.DeadlineGrace = new(int64)
-		*cp.DeadlineGrace = *g
-	}
-	if t := pw.term; t != nil {
-		cp.Termination = &terminationRecord{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
-	}
+	pw.ending.record(&cp)
 	if r := pw.restartAll; r != nil {
 		cp.RestartAll = &restartAllRecord{Trigger: r.Trigger, ExitCode: r.ExitCode, At: r.At}
 	}
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		cp.Containers[c.ref.Name] = c.record()
 	}
-	if pw.allocRecorded {
-		cp.Allocated = make(map[string]resourcesRecord, len(pw.allocated))
-		for name, r := range pw.allocated {
-			cp.Allocated[name] = recordResources(r)
-		}
-		cp.AllocatedGeneration = pw.allocGen
-	}
+	pw.alloc.record(&cp)
 	return cp
 }
 
@@ -273,30 +258,16 @@ func (r resourcesRecord) resources() (v1.ResourceRequirements, error) {
 	return v1.ResourceRequirements{Requests: req, Limits: lim}, nil
 }
 
-// restoreAllocation takes the node's allocation from a checkpoint that
-// records it; one that does not (an earlier agent's) leaves the spec's,
-// and the checkpoint is written without it until the worker's first step.
-// A container the checkpoint names that the pod has not, or cannot
-// resize, is ignored.
+// restoreAllocation takes the node's allocation from a checkpoint
+// (allocState.restore); when it records one, the node counts the pod's
+// requests with it.
 func (pw *podWorker) restoreAllocation(cp checkpointV1) error {
-	if cp.Allocated == nil {
-		pw.allocRecorded = false
-		return nil
+	if err := pw.alloc.restore(cp, pw.pod); err != nil {
+		return err
 	}
-	alloc := specAllocation(pw.pod)
-	for name, rec := range cp.Allocated {
-		if _, ok := alloc[name]; !ok {
-			continue
-		}
-		r, err := rec.resources()
-		if err != nil {
-			return fmt.Errorf("allocated.%s.%w", name, err)
-		}
-		alloc[name] = r
+	if cp.Allocated != nil {
+		pw.claim.requested = requestOf(pw.alloc.pod)
 	}
-	pw.setAllocated(alloc)
-	pw.allocGen, pw.allocRecorded = cp.AllocatedGeneration, true
-	pw.requested = requestOf(pw.allocPod)
 	return nil
 }
 
@@ -305,21 +276,15 @@ func (pw *podWorker) restoreAllocation(cp checkpointV1) error {
 func (pw *podWorker) restoreFrom(cp checkpointV1) error {
 	pw.phase = cp.Phase
 	pw.startTime = cp.StartTime
-	pw.prepared = cp.Prepared
-	pw.deleted = cp.Deleted
-	pw.termReason = cp.TermReason
-	pw.gpReported = cp.GPReported
-	pw.deadlineGrace = cp.DeadlineGrace
-	if t := cp.Termination; t != nil {
-		pw.term = &planner.Termination{RequestedAt: t.RequestedAt, Deadline: t.Deadline, RunDefer: t.RunDefer}
-	}
+	pw.setup.prepared = cp.Prepared
+	pw.ending.restore(cp)
 	if r := cp.RestartAll; r != nil {
-		if _, ok := pw.byName[r.Trigger]; !ok {
+		if _, ok := pw.ctrs.byName[r.Trigger]; !ok {
 			return fmt.Errorf("restartAll.trigger: no container %q", r.Trigger)
 		}
 		pw.restartAll = &planner.RestartAll{Trigger: r.Trigger, ExitCode: r.ExitCode, At: r.At}
 	}
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		r, ok := cp.Containers[c.ref.Name]
 		if !ok {
 			continue
@@ -424,32 +389,34 @@ func (pw *podWorker) save() error {
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	if string(data) == string(pw.saved) {
-		pw.saveFailed = false
+	if pw.saving.upToDate(data) {
 		return nil
 	}
 	began := pw.w.cfg.Clock.Now()
 	err = cpr.SaveCheckpoint(pw.uid, data)
 	pw.w.cfg.Metrics.CheckpointSaved(pw.w.cfg.Clock.Since(began), err)
 	if err != nil {
-		if !pw.saveFailed {
-			pw.saveFailed = true
-			pw.eventf("", events.Warning, events.FailedCheckpoint, "Cannot save the pod's checkpoint: %v; stopping containers goes on without it, starting them waits until it is saved", err)
-		}
+		pw.failedCheckpoint(pw.saving.failed(), err)
 		pw.log.Error("save checkpoint", "err", err)
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	if pw.saveFailed {
-		pw.saveFailed = false
+	if pw.saving.saved(data) {
 		pw.log.Info("checkpoint saved again")
 	}
-	pw.saved = data
 	return nil
+}
+
+// failedCheckpoint emits the Warning event of a failed save, err, when it
+// is the first since the last success.
+func (pw *podWorker) failedCheckpoint(first bool, err error) {
+	if first {
+		pw.eventf("", events.Warning, events.FailedCheckpoint, "Cannot save the pod's checkpoint: %v; stopping containers goes on without it, starting them waits until it is saved", err)
+	}
 }
 
 // saveDeferred is save for the last checkpoint of a terminated pod, where
 // the Checkpointer can take it deferred: it returns at once, and
-// awaitDeferred waits for it. Only the pod's goroutine calls it.
+// saving.await waits for it. Only the pod's goroutine calls it.
 func (pw *podWorker) saveDeferred() {
 	cpr, ok := pw.w.cfg.Checkpointer.(DeferredCheckpointer)
 	if !ok {
@@ -461,36 +428,21 @@ func (pw *podWorker) saveDeferred() {
 		pw.log.Error("save checkpoint", "err", fmt.Errorf("encode checkpoint: %w", err))
 		return
 	}
-	if string(data) == string(pw.saved) {
+	if pw.saving.same(data) {
 		return
 	}
 	began := pw.w.cfg.Clock.Now()
 	wait := cpr.SaveCheckpointDeferred(pw.uid, data)
-	pw.deferredSave = func() {
+	pw.saving.queued(data, func() {
 		err := wait()
 		pw.w.cfg.Metrics.CheckpointSaved(pw.w.cfg.Clock.Since(began), err)
 		if err != nil {
 			// As a failed save: the next save (saveUntilSaved) writes it
 			// again.
-			pw.saved = nil
-			if !pw.saveFailed {
-				pw.saveFailed = true
-				pw.eventf("", events.Warning, events.FailedCheckpoint, "Cannot save the pod's checkpoint: %v; stopping containers goes on without it, starting them waits until it is saved", err)
-			}
+			pw.failedCheckpoint(pw.saving.lost(), err)
 			pw.log.Error("save checkpoint", "err", fmt.Errorf("save checkpoint: %w", err))
 		}
-	}
-	// Counted as saved meanwhile, so that the step's own save does not
-	// write it again, durably.
-	pw.saved = data
-}
-
-// awaitDeferred waits for the checkpoint saveDeferred queued, if any.
-func (pw *podWorker) awaitDeferred() {
-	if f := pw.deferredSave; f != nil {
-		pw.deferredSave = nil
-		f()
-	}
+	})
 }
 
 // restore loads a checkpoint into a new worker, before its goroutine
@@ -510,13 +462,11 @@ func (pw *podWorker) restore(data []byte) error {
 	if pw.phase != Syncing {
 		// A pod that was terminating stays so: nothing of setup resumes.
 		pw.inbox.markKilled()
-		pw.setupCancel()
+		pw.setup.cancel()
 	}
-	pw.saved = data
+	pw.saving.saved(data) // what the store holds
 	pw.recovering = true
-	// A resumed pod's start was measured, if at all, by the agent that
-	// started it.
-	pw.runningNoted = true
+	pw.milestones.resumed()
 	return nil
 }
 

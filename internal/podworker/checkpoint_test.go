@@ -69,14 +69,14 @@ func TestCheckpointV1FieldsDecode(t *testing.T) {
 	}
 	pw := restoredWorker(t, testPod("cp3", v1.RestartPolicyAlways, "main:app", "defer:d", "main:w"), data)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	if pw.phase != Terminating || !pw.startTime.Equal(at(1)) || !pw.prepared || !pw.deleted || pw.termReason != "Deleted" || !pw.gpReported {
+	if pw.phase != Terminating || !pw.startTime.Equal(at(1)) || !pw.setup.prepared || !pw.ending.deleted || pw.ending.reason != "Deleted" || !pw.ending.gpReported {
 		t.Errorf("pod fields: phase %s start %s prepared %t deleted %t reason %q gpReported %t",
-			pw.phase, pw.startTime, pw.prepared, pw.deleted, pw.termReason, pw.gpReported)
+			pw.phase, pw.startTime, pw.setup.prepared, pw.ending.deleted, pw.ending.reason, pw.ending.gpReported)
 	}
-	if want := (planner.Termination{RequestedAt: at(10), Deadline: at(70), RunDefer: true}); pw.term == nil || !reflect.DeepEqual(*pw.term, want) {
-		t.Errorf("termination = %+v, want %+v", pw.term, want)
+	if want := (planner.Termination{RequestedAt: at(10), Deadline: at(70), RunDefer: true}); pw.ending.term == nil || !reflect.DeepEqual(*pw.ending.term, want) {
+		t.Errorf("termination = %+v, want %+v", pw.ending.term, want)
 	}
-	app := pw.byName["app"]
+	app := pw.ctrs.byName["app"]
 	wantObs := planner.Observed{State: planner.Running, Started: true, StartedOnce: true, StartedAt: at(2), FinishedAt: at(3),
 		ExitCode: 137, Restarts: 4, BackoffSteps: 2, StopRequestedAt: at(11), SignalledAt: at(12), Killed: true, KillAt: at(40)}
 	if !reflect.DeepEqual(app.obs, wantObs) {
@@ -92,10 +92,10 @@ func TestCheckpointV1FieldsDecode(t *testing.T) {
 		!l.StartedAt.Time.Equal(at(1)) || !l.FinishedAt.Time.Equal(at(2)) {
 		t.Errorf("app last = %+v", app.last)
 	}
-	if d := pw.byName["d"]; d.obs.State != planner.Exited || d.obs.ExitCode != 2 || d.exit.Reason != runtime.ReasonError || d.id != "" || d.pending != nil {
+	if d := pw.ctrs.byName["d"]; d.obs.State != planner.Exited || d.obs.ExitCode != 2 || d.exit.Reason != runtime.ReasonError || d.id != "" || d.pending != nil {
 		t.Errorf("d = %+v %+v %q", d.obs, d.exit, d.id)
 	}
-	if w := pw.byName["w"]; w.obs.State != planner.Waiting {
+	if w := pw.ctrs.byName["w"]; w.obs.State != planner.Waiting {
 		t.Errorf("w state = %s", w.obs.State)
 	}
 }
@@ -219,18 +219,18 @@ func TestCheckpointAllocationDecodes(t *testing.T) {
 		`"exit":{"ExitCode":0,"Reason":"","Message":"","FinishedAt":"0001-01-01T00:00:00Z"},"backoffAnnounced":"0001-01-01T00:00:00Z"}},` +
 		`"allocated":{"app":{"requests":{"cpu":"500m"},"limits":{"memory":"96Mi"}},"w":{}},"allocatedGeneration":3}`)
 	pw := restoredWorker(t, pod, data)
-	app := pw.allocPod.Container(pw.byName["app"].ref)
+	app := pw.alloc.pod.Container(pw.ctrs.byName["app"].ref)
 	if cpu, mem := app.Resources.Requests[v1.ResourceCPU], app.Resources.Limits[v1.ResourceMemory]; cpu.String() != "500m" || mem.String() != "96Mi" {
 		t.Errorf("allocated to app: requests %v limits %v, want cpu 500m, memory limit 96Mi", app.Resources.Requests, app.Resources.Limits)
 	}
 	if cpu := pw.pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU]; cpu.String() != "1" {
 		t.Errorf("the spec was changed: app requests cpu %s", cpu.String())
 	}
-	if a := pw.byName["app"].applied; a == nil || a.Requests.Cpu().String() != "250m" || a.Limits.Memory().String() != "64Mi" {
+	if a := pw.ctrs.byName["app"].applied; a == nil || a.Requests.Cpu().String() != "250m" || a.Limits.Memory().String() != "64Mi" {
 		t.Errorf("app's instance has %+v, want cpu request 250m, memory limit 64Mi", a)
 	}
-	if pw.allocGen != 3 || pw.requested != (nodeRequest{milliCPU: 500}) {
-		t.Errorf("allocated generation %d, node request %+v, want 3 and 500m", pw.allocGen, pw.requested)
+	if pw.alloc.gen != 3 || pw.claim.requested != (nodeRequest{milliCPU: 500}) {
+		t.Errorf("allocated generation %d, node request %+v, want 3 and 500m", pw.alloc.gen, pw.claim.requested)
 	}
 	got, err := json.Marshal(pw.record())
 	if err != nil {
@@ -252,7 +252,7 @@ func TestCheckpointAllocationDecodes(t *testing.T) {
 func TestCheckpointReadyDecodes(t *testing.T) {
 	data := []byte(`{"version":1,"phase":1,"startTime":"0001-01-01T00:00:00Z","prepared":true,"containers":{"app":{"id":"app-1","observed":{"State":2,"Started":true,"StartedOnce":true,"StartedAt":"0001-01-01T00:00:00Z","FinishedAt":"0001-01-01T00:00:00Z","ExitCode":0,"Restarts":0,"BackoffSteps":0,"StopRequestedAt":"0001-01-01T00:00:00Z","SignalledAt":"0001-01-01T00:00:00Z","Killed":false,"KillAt":"0001-01-01T00:00:00Z"},"exit":{"ExitCode":0,"Reason":"","Message":"","FinishedAt":"0001-01-01T00:00:00Z"},"backoffAnnounced":"0001-01-01T00:00:00Z","ready":true}}}`)
 	pw := restoredWorker(t, testPod("cp6", v1.RestartPolicyAlways, "main:app"), data)
-	if !pw.byName["app"].ready {
+	if !pw.ctrs.byName["app"].ready {
 		t.Error("app is not ready after a restore from a checkpoint that says it is")
 	}
 	got, err := json.Marshal(pw.record())
@@ -266,7 +266,7 @@ func TestCheckpointReadyDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pw := restoredWorker(t, testPod("cp3", v1.RestartPolicyAlways, "main:app", "defer:d", "main:w"), old); pw.byName["app"].ready {
+	if pw := restoredWorker(t, testPod("cp3", v1.RestartPolicyAlways, "main:app", "defer:d", "main:w"), old); pw.ctrs.byName["app"].ready {
 		t.Error("app is ready after a restore from a checkpoint without the field")
 	}
 }

@@ -58,4 +58,33 @@
 // It imports the model, the planner, the prober, the runtime contract, the
 // pod-spec rules both runtimes apply (runtime/podspec: a pod's requests)
 // and the events package.
+//
+// # The worker's state, in owned parts
+//
+// A pod's worker (podWorker) keeps, beside the pod, its phase and what the
+// planner is told of the pod as a whole, its state in parts, each a small
+// type in a file of its own, named for what it keeps, with the methods
+// that keep its invariants — as the kubelet's podSyncStatus keeps its
+// termination's timestamps:
+//
+//	containers   each container's state, in order and by name   containers.go
+//	setup        the setup's context, whether it succeeded, its  setup.go
+//	             retry, the volumes' upkeep
+//	allocState   the node's allocation, the pod with it, the     allocstate.go
+//	             in-place resize as the status reports it
+//	termination  the deadline, who asked, the grace period the   termination.go
+//	             pod shows, the deadline's events (once each)
+//	saving       the last checkpoint saved, failing saves, a     saving.go
+//	             deferred save to wait for
+//	prePull      the defer images' pre-pull                      prepull.go
+//	milestones   what the start metrics measure                  milestones.go
+//
+// The goroutine owns every part; the few fields set at creation that
+// other goroutines use (the setup's context and its cancel, the pre-pull's
+// done channel) never change. What others share with the goroutine guards
+// itself: the inbox, the published status and the pod's claim on the node
+// (nodeClaim: under Workers.allocMu, and an atomic). The podWorker's own
+// methods are the stages of a step, which tie the parts together, and
+// what talks to the runtime, the planner, the prober, the events and the
+// metrics.
 package podworker

@@ -46,7 +46,7 @@ func (pw *podWorker) startPostStart(ctx context.Context, c *ctr, h *v1.Lifecycle
 // kubelet's words too; the hook's output is only logged, never put in the
 // event, so that secrets do not leak into events.
 func (pw *podWorker) observeHook(r hookResult) {
-	c := pw.byName[r.container]
+	c := pw.ctrs.byName[r.container]
 	if c == nil || c.id != r.id || c.obs.State != planner.Running {
 		return
 	}

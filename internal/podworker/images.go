@@ -57,16 +57,6 @@ type imageState struct {
 	ref string
 }
 
-// pullPolicy is the container's effective policy: a defer container whose
-// image was pre-pulled starts without pulling again, whatever its policy.
-func (pw *podWorker) pullPolicy(c *ctr, spec *v1.Container) v1.PullPolicy {
-	p := spec.ImagePullPolicy // set by model.Default
-	if c.ref.Role == model.RoleDefer && pw.prePulled[c.ref.Name] && p == v1.PullAlways {
-		p = v1.PullIfNotPresent
-	}
-	return p
-}
-
 // ensureImage applies the container's imagePullPolicy before a start. It
 // reports whether the image is there to start from; when it is not, wake
 // is when to try again (zero: only on news, e.g. a cancelled pull).
@@ -95,14 +85,14 @@ func (pw *podWorker) ensureImage(ctx context.Context, c *ctr, spec *v1.Container
 		}
 		return false, st.retryAt
 	}
-	if pw.term != nil {
+	if pw.ending.term != nil {
 		// A pull at termination (a defer container whose pre-pull failed)
 		// must not outlive the grace period.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, pw.term.Deadline.Sub(now))
+		ctx, cancel = context.WithTimeout(ctx, pw.ending.term.Deadline.Sub(now))
 		defer cancel()
 	}
-	policy := pw.pullPolicy(c, spec)
+	policy := pw.prePull.policy(c, spec)
 	if policy != v1.PullAlways {
 		present, err := is.ImagePresent(ctx, spec.Image)
 		if err != nil {
@@ -184,20 +174,20 @@ func prePullNote(name string) string {
 // termination pulls (and retries) within the grace period.
 func (pw *podWorker) maybePrePull(ctx context.Context) {
 	is, has := pw.w.cfg.Runtime.(runtime.ImageService)
-	if !has || pw.prePullStarted || len(pw.pod.Defer) == 0 || pw.phase != Syncing {
+	if !has || pw.prePull.started || len(pw.pod.Defer) == 0 || pw.phase != Syncing {
 		return
 	}
-	if planner.Phase(pw.pod, pw.observed(), false) != v1.PodRunning {
+	if planner.Phase(pw.pod, pw.ctrs.observed(), false) != v1.PodRunning {
 		return
 	}
-	pw.prePullStarted = true
+	pw.prePull.started = true
 	type job struct {
 		ref   model.ContainerRef
 		image string
 		pull  bool // Always: pull even when present
 	}
 	var jobs []job
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		if c.ref.Role != model.RoleDefer {
 			continue
 		}
@@ -208,11 +198,11 @@ func (pw *podWorker) maybePrePull(ctx context.Context) {
 		}
 		jobs = append(jobs, job{ref: c.ref, image: spec.Image, pull: p == v1.PullAlways})
 	}
-	pctx, pod := pw.setupCtx, pw.pod // a kill ends the pre-pull; the defer start pulls then
+	pctx, pod := pw.setup.ctx, pw.pod // a kill ends the pre-pull; the defer start pulls then
 	pw.w.wg.Add(1)
 	go func() {
 		defer pw.w.wg.Done()
-		defer close(pw.prePullDone)
+		defer close(pw.prePull.done)
 		var done []string
 		for _, j := range jobs {
 			if !j.pull {

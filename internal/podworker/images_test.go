@@ -207,7 +207,7 @@ func TestDeferImagesPrePulled(t *testing.T) {
 	pw := h.w.pods[p.UID]
 	h.w.mu.Unlock()
 	select {
-	case <-pw.prePullDone:
+	case <-pw.prePull.done:
 	case <-time.After(waitTimeout):
 		t.Fatalf("timed out waiting for the pre-pull's end; calls: %q", h.rt.Calls())
 	}

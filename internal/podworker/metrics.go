@@ -211,16 +211,7 @@ func (pw *podWorker) syncOperation(first bool, inputs []input) SyncOperation {
 
 // noteTerminated reports the end of the pod's termination.
 func (pw *podWorker) noteTerminated(now time.Time) {
-	if pw.term == nil {
-		return
+	if outcome, left, ok := pw.ending.outcome(now); ok {
+		pw.w.cfg.Metrics.PodTerminated(pw.ending.reason, outcome, left)
 	}
-	outcome := EndedEarly
-	if pw.gpReported {
-		outcome = KilledAtDeadline
-	}
-	left := pw.term.Deadline.Sub(now)
-	if left < 0 {
-		left = 0
-	}
-	pw.w.cfg.Metrics.PodTerminated(pw.termReason, outcome, left)
 }

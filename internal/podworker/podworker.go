@@ -2,7 +2,6 @@ package podworker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -29,12 +28,35 @@ const maxRoundsPerStep = 64
 // saved again (and the starts that wait for it are tried again).
 const checkpointRetry = time.Second
 
-// podWorker is the state of one pod, in three zones. The fields set at
-// creation never change and may be read anywhere. The inbox and the
-// published status guard themselves: anyone pushes to the inbox, only the
-// goroutine publishes. Everything else is owned by the pod's goroutine
-// (run), which alone reads and writes it; newPodWorker and Restore fill it
-// in before the goroutine starts.
+// podWorker is the state of one pod, in three zones:
+//
+//   - Set at creation, never changed, read anywhere: w, uid, log and the
+//     channels done, terminated and forgotten (and, within their parts,
+//     setup.ctx and setup.cancel, prePull.done and milestones.seen).
+//   - Shared, each guarding itself: the inbox (anyone pushes, only the
+//     goroutine drains), status (only the goroutine publishes, anyone
+//     reads) and claim (what the node counts of the pod: under
+//     Workers.allocMu, and an atomic).
+//   - Everything else is owned by the pod's goroutine (run), which alone
+//     reads and writes it; newPodWorker, Restore and Rerun fill it in
+//     before the goroutine starts.
+//
+// Beside the pod, its phase and what the planner is told of the pod as a
+// whole, the goroutine's state is in parts, each a type of its own that
+// keeps one concern and its invariants, in a file of its own:
+//
+//	ctrs        the containers, in order and by name   containers.go
+//	setup       setting the pod up, its volumes' upkeep setup.go
+//	alloc       the node's allocation, in-place resize  allocstate.go
+//	ending      the termination: deadline, cause, its   termination.go
+//	            grace period's events
+//	saving      the checkpoint's saves                  saving.go
+//	prePull     the defer images' pre-pull              prepull.go
+//	milestones  what the start metrics measure          milestones.go
+//
+// A part's methods touch that part only. The podWorker's own are the
+// stages of a step, which tie the parts together, and what talks to the
+// runtime, the planner, the prober, the events and the metrics.
 type podWorker struct {
 	// Set at creation, never changed.
 	w   *Workers
@@ -48,51 +70,21 @@ type podWorker struct {
 	// forgotten is closed by Workers.Forget: nothing of the pod is to be
 	// saved any more.
 	forgotten chan struct{}
-	// setupCtx bounds the pod's setup and, while it syncs, its starts and
-	// the defer images' pre-pull; a kill cancels it (inbox.update).
-	setupCtx    context.Context
-	setupCancel context.CancelFunc
-	// prePullDone is closed once the defer images' pre-pull has ended and
-	// handed its result to the inbox (tests wait on it).
-	prePullDone chan struct{}
-	// seen is when the worker was made, which the start metrics count
-	// from.
-	seen time.Time
 
 	// Shared, each guarding itself.
 	inbox inbox
 	// status is what the goroutine last published; the queries read it.
 	status atomic.Pointer[publishedStatus]
-	// requested is what the node counts of the pod, its allocated
-	// requests (allocation.go): guarded by w.allocMu, written by the
-	// goroutine, and before it starts. deferred is set while a resize of
-	// the pod waits for room on the node (Workers.retryDeferredResizes).
-	requested nodeRequest
-	deferred  atomic.Bool
+	claim  nodeClaim
 
 	// Owned by run.
 	phase     Phase
 	pod       *model.Pod
-	ctrs      []*ctr // in model.Pod.Containers order
-	byName    map[string]*ctr
 	startTime time.Time
-	// prepared: the pod's setup (PreparePod) succeeded; retryAt is when a
-	// failed one is tried again.
-	prepared bool
-	retryAt  time.Time
-	// vols is the pending refresh of the pod's volumes and the failed
-	// setups' backoff (volumerefresh.go).
-	vols volumeRefresh
+	ctrs      containers
 	// recovering: restored from a checkpoint, not yet reconciled with the
 	// runtime.
 	recovering bool
-	// term is the termination once it began, termReason who asked for it.
-	term       *planner.Termination
-	termReason TerminationReason
-	// deadlineGrace is the grace period, in seconds, of the request that
-	// set term's deadline (the first, or a later one that shortened it);
-	// nil when restored from a checkpoint written before it was kept.
-	deadlineGrace *int64
 	// restartAll is the restart of all containers in progress (KEP-5532),
 	// from the plan that triggers it to the one that resets the
 	// containers; nil when none.
@@ -101,150 +93,50 @@ type podWorker struct {
 	// worker was told of (retryConfigNow), the planner's
 	// Input.ObjectChanges.
 	objectChanges uint64
-	// resizing is the in-place resize as the status reports it (resize).
-	resizing resizeState
-	// allocated is what the node allocated to the pod's regular
-	// containers and sidecars (allocation.go): their spec's at admission,
-	// a resize's once the node took it; allocPod is pw.pod with it, the
-	// pod the runtime is handed. allocGen is the pod's generation whose
-	// resources were allocated last (PodResizeInProgress observes it).
-	// allocRecorded says the checkpoint records them: false only for a
-	// worker restored from the checkpoint of an agent that did not, until
-	// its first step (which writes them).
-	allocated     allocation
-	allocPod      *model.Pod
-	allocGen      int64
-	allocRecorded bool
-	// deleted is set once a kill was applied: the published pod then
-	// carries deletionTimestamp = the termination deadline, as the API
-	// server shows a deleted pod.
-	deleted bool
-	// gpReported and deferGivenUp: the GracePeriodExceeded event, and the
-	// event saying the defer containers were given up before the deadline,
-	// were emitted (once each).
-	gpReported   bool
-	deferGivenUp bool
-	// gpKilled names the containers the GracePeriodExceeded event reported
-	// killed, whose Kill then needs no Killing event of its own.
-	gpKilled map[string]bool
 	// backoffs holds the crash-loop waits of the last plan, by container.
 	backoffs map[string]time.Time
-	// prePullStarted: the defer images' pre-pull was started (once per
-	// worker); prePulled names the defer containers whose image it brought.
-	prePullStarted bool
-	prePulled      map[string]bool
-	// gpEvent is the GracePeriodExceeded message of a plan whose kills
-	// are being carried out: emitted once they were sent.
-	gpEvent string
-	// saved is the last checkpoint written; saveFailed is set while the
-	// latest state could not be saved (a FailedCheckpoint event said so).
-	saved      []byte
-	saveFailed bool
-	// deferredSave, when set, waits for the last checkpoint, which
-	// finish saved deferred (saveDeferred).
-	deferredSave func()
-	// stepped: the goroutine took its first turn; runningNoted: the pod's
-	// first Running phase was reported (Metrics.PodRunning), or it was
-	// resumed from a checkpoint and is not to be.
-	stepped      bool
-	runningNoted bool
-}
 
-// ctr is what the worker knows of one container.
-type ctr struct {
-	ref  model.ContainerRef
-	obs  planner.Observed
-	id   string
-	exit runtime.ExitStatus // of the latest instance, once it exited
-	// last is how the previous instance ended (Kubernetes' lastState).
-	last *v1.ContainerStateTerminated
-	// backoffAnnounced is the end of the backoff the BackOff event was
-	// emitted for, so that one wait gives one event.
-	backoffAnnounced time.Time
-	// pending is a start in flight, checkpointed before it happens.
-	pending *pendingStart
-	// hookCancel cuts off the running postStart hook.
-	hookCancel context.CancelFunc
-	// preStopCut cuts off the running preStop hook, after which the stop
-	// signal goes out at once (errHookTimeUp: the deadline passed).
-	preStopCut context.CancelCauseFunc
-	// ready is the readiness probe's verdict (containers with one).
-	ready bool
-	// image is what the last pulls of its image gave.
-	image imageState
-	// configErr is the message of its last start's configuration error
-	// (CreateContainerConfigError), "" when that start did not fail so.
-	configErr string
-	// applied is the resources its running instance has (the kubelet's
-	// actuated resources: what the node had allocated to it when it
-	// started, or a resize applied since); checkpointed; nil when unknown
-	// (resumed from an earlier agent's checkpoint) or not started.
-	applied *v1.ResourceRequirements
-}
-
-// pendingStart is a start that was decided and may or may not have
-// happened: its attempt and the backoff steps of the new instance.
-type pendingStart struct {
-	attempt      int
-	backoffSteps int
+	setup      setup
+	alloc      allocState
+	ending     termination
+	saving     saving
+	prePull    prePull
+	milestones milestones
 }
 
 func newPodWorker(w *Workers, pod *model.Pod) *podWorker {
-	ctx, cancel := context.WithCancel(w.ctx)
 	now := w.cfg.Clock.Now()
 	pw := &podWorker{
-		seen:        now,
-		w:           w,
-		uid:         pod.UID,
-		log:         w.log.With("pod", pod.Key(), "podUID", pod.UID),
-		done:        make(chan struct{}),
-		terminated:  make(chan struct{}),
-		forgotten:   make(chan struct{}),
-		setupCtx:    ctx,
-		setupCancel: cancel,
-		prePullDone: make(chan struct{}),
-		inbox:       newInbox(),
-		phase:       Syncing,
-		pod:         pod,
-		byName:      map[string]*ctr{},
-		backoffs:    map[string]time.Time{},
-		prePulled:   map[string]bool{},
-		gpKilled:    map[string]bool{},
+		w:          w,
+		uid:        pod.UID,
+		log:        w.log.With("pod", pod.Key(), "podUID", pod.UID),
+		done:       make(chan struct{}),
+		terminated: make(chan struct{}),
+		forgotten:  make(chan struct{}),
+		inbox:      newInbox(),
+		phase:      Syncing,
+		pod:        pod,
+		ctrs:       newContainers(pod),
+		backoffs:   map[string]time.Time{},
+		setup:      newSetup(w.ctx),
+		ending:     newTermination(),
+		prePull:    newPrePull(),
+		alloc:      newAllocState(pod),
+		milestones: milestones{seen: now},
 	}
-	for _, ref := range pod.Containers() {
-		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
-		pw.ctrs = append(pw.ctrs, c)
-		pw.byName[ref.Name] = c
-	}
-	// Admitted with what its spec asks for.
-	pw.setAllocated(specAllocation(pod))
-	pw.allocGen, pw.allocRecorded = pod.Generation, true
-	pw.requested = requestOf(pod)
+	pw.claim.requested = requestOf(pod)
 	pw.storeStatus(now)
 	return pw
 }
 
 // setPod takes the pod of an update. Its spec does not change but for the
-// ephemeral containers added to it (agent.AddEphemeralContainers) and the
-// resources of its containers (a resize, which allocate takes up): each new
-// container gets its state, Waiting, so that the planner starts it (start
-// rule 8). The list may come in another order (a patch does not keep it),
-// so every container's ref is taken again from the new pod. Called by run
-// only.
+// ephemeral containers added to it (agent.AddEphemeralContainers, which
+// the containers take) and the resources of its containers (a resize,
+// which allocate takes up). Called by run only.
 func (pw *podWorker) setPod(pod *model.Pod) {
 	pw.pod = pod
-	for _, ref := range pod.Containers() {
-		if c := pw.byName[ref.Name]; c != nil {
-			c.ref = ref
-			continue
-		}
-		c := &ctr{ref: ref, obs: planner.Observed{State: planner.Waiting}}
-		pw.ctrs = append(pw.ctrs, c)
-		pw.byName[ref.Name] = c
-	}
-	// Its resources too may have changed (a resize): the node's
-	// allocation stays until allocate takes the new ones.
-	pw.allocPod = withAllocation(pod, pw.allocated)
+	pw.ctrs.take(pod)
+	pw.alloc.podChanged(pod)
 }
 
 // update hands an UpdatePod to the goroutine; a terminated pod takes no
@@ -253,7 +145,7 @@ func (pw *podWorker) update(opts UpdateOptions) {
 	if pw.published().phase == Terminated {
 		return
 	}
-	pw.inbox.update(opts, pw.setupCancel)
+	pw.inbox.update(opts, pw.setup.cancel)
 }
 
 // run is the pod's goroutine: it steps whenever something new arrives or
@@ -262,7 +154,7 @@ func (pw *podWorker) update(opts UpdateOptions) {
 func (pw *podWorker) run(ctx context.Context) {
 	defer pw.w.wg.Done()
 	defer close(pw.done)
-	defer pw.setupCancel()
+	defer pw.setup.cancel()
 	clk := pw.w.cfg.Clock
 	var timer interface {
 		C() <-chan time.Time
@@ -278,7 +170,7 @@ func (pw *podWorker) run(ctx context.Context) {
 		if pw.phase == Terminated {
 			// The exits the pod's content records are lost with it:
 			// the checkpoint that has them must be durable first.
-			pw.awaitDeferred()
+			pw.saving.await()
 			pw.cleanup(ctx)
 			// Cleaned up (its cgroup gone), the pod gives back what
 			// the node allocated to it, to the resizes that wait for
@@ -338,11 +230,10 @@ func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 	}
 	// From its first step on, the worker's checkpoint records the node's
 	// allocation, also when it was restored from one that did not.
-	pw.allocRecorded = true
-	first := !pw.stepped
+	pw.alloc.recorded = true
+	first, after := pw.milestones.firstStep(now)
 	if first {
-		pw.stepped = true
-		pw.w.cfg.Metrics.WorkerStarted(now.Sub(pw.seen))
+		pw.w.cfg.Metrics.WorkerStarted(after)
 	}
 	inputs := pw.inbox.drain()
 	op := pw.syncOperation(first, inputs)
@@ -352,7 +243,7 @@ func (pw *podWorker) step(ctx context.Context) (wake time.Time) {
 		_ = pw.save()
 		pw.publish()
 		end := pw.w.cfg.Clock.Now()
-		if pw.saveFailed && pw.phase != Terminated {
+		if pw.saving.failing && pw.phase != Terminated {
 			wake = earliest(wake, end.Add(checkpointRetry))
 		}
 		pw.w.cfg.Metrics.Synced(op, end.Sub(now))
@@ -388,9 +279,7 @@ func (pw *podWorker) observe(ctx context.Context, inputs []input, now time.Time)
 		case inputVolumes:
 			pw.observeVolumesChanged()
 		case inputPrePulled:
-			for _, name := range in.pulled {
-				pw.prePulled[name] = true
-			}
+			pw.prePull.add(in.pulled)
 		}
 	}
 	if kill != nil {
@@ -406,7 +295,7 @@ func (pw *podWorker) observe(ctx context.Context, inputs []input, now time.Time)
 // start time, set up or not: a pod whose setup keeps failing is terminated
 // at its deadline too.
 func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
-	if pw.phase != Syncing || pw.prepared {
+	if pw.phase != Syncing || pw.setup.prepared {
 		return time.Time{}, true
 	}
 	deadline, hasDeadline := planner.ActiveDeadline(pw.pod, pw.startTime)
@@ -414,18 +303,18 @@ func (pw *podWorker) prepare(now time.Time) (wake time.Time, ok bool) {
 		pw.exceedDeadline(now)
 		return time.Time{}, true
 	}
-	if now.Before(pw.retryAt) {
-		return earliest(pw.retryAt, deadline), false
+	if !pw.setup.due(now) {
+		return earliest(pw.setup.retryAt, deadline), false
 	}
-	if err := pw.w.cfg.Runtime.PreparePod(pw.setupCtx, pw.allocPod); err != nil {
-		if pw.setupCtx.Err() != nil {
+	if err := pw.w.cfg.Runtime.PreparePod(pw.setup.ctx, pw.alloc.pod); err != nil {
+		if pw.setup.ctx.Err() != nil {
 			return time.Time{}, false
 		}
-		pw.retryAt = pw.w.cfg.Clock.Now().Add(pw.vols.setupFailed(err, pw))
-		return earliest(pw.retryAt, deadline), false
+		failedAt := pw.w.cfg.Clock.Now() // before the event (refreshVolumes)
+		pw.failedMount(err)
+		return earliest(pw.setup.failed(failedAt, pw.w.cfg.Planner), deadline), false
 	}
-	pw.prepared = true
-	pw.vols = volumeRefresh{}
+	pw.setup.succeeded()
 	for _, vol := range pw.pod.Spec.Volumes {
 		pw.eventf("", events.Normal, events.SuccessfulMountVolume, "MountVolume.SetUp succeeded for volume %q", vol.Name)
 	}
@@ -474,17 +363,19 @@ func (pw *podWorker) settle(ctx context.Context, now time.Time) time.Time {
 // goes out (a hook is bounded by the kill time its stop was given, which a
 // deadline brought forward since does not change).
 func (pw *podWorker) plan(now time.Time) planner.Plan {
-	deadlinePassed := pw.term != nil && !now.Before(pw.term.Deadline)
+	deadlinePassed := pw.ending.deadlinePassed(now)
 	if deadlinePassed {
-		pw.cutPreStopHooks()
+		pw.ctrs.cutPreStopHooks()
 	}
-	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.observed(), Termination: pw.term, StartTime: pw.startTime, RestartAll: pw.restartAll, ObjectChanges: pw.objectChanges, Now: now, Config: pw.w.cfg.Planner})
+	plan := planner.Next(planner.Input{Pod: pw.pod, Containers: pw.ctrs.observed(), Termination: pw.ending.term, StartTime: pw.startTime, RestartAll: pw.restartAll, ObjectChanges: pw.objectChanges, Now: now, Config: pw.w.cfg.Planner})
 	pw.noteBackoffs(plan)
 	switch {
 	case deadlinePassed && (!plan.Done || plan.DeferIncomplete != nil):
-		pw.reportGracePeriodExceeded(plan)
-	case !deadlinePassed && plan.DeferIncomplete != nil && !pw.deferGivenUp:
-		pw.deferGivenUp = true
+		// Emitted now, or once the kills it names were sent (act).
+		if msg := pw.ending.gracePeriodExceeded(plan, pw.ctrs.list, pw.w.cfg.Planner.MinStopGrace); msg != "" {
+			pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", msg)
+		}
+	case !deadlinePassed && plan.DeferIncomplete != nil && pw.ending.giveUpDefer():
 		pw.eventf("", events.Warning, events.DeferFailed, "Giving up on the defer containers: no retry fits in the grace period left; did not complete: %s", strings.Join(plan.DeferIncomplete, ", "))
 	}
 	return plan
@@ -523,9 +414,8 @@ func (pw *podWorker) act(ctx context.Context, plan planner.Plan) (acted bool, wa
 		wake = earliest(wake, retry)
 	}
 	flush()
-	if pw.gpEvent != "" {
-		pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", pw.gpEvent)
-		pw.gpEvent = ""
+	if msg := pw.ending.takeGPEvent(); msg != "" {
+		pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", msg)
 	}
 	pw.maybePrePull(ctx)
 	return acted, wake
@@ -539,24 +429,6 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// cutPreStopHooks cuts off the preStop hooks that still run.
-func (pw *podWorker) cutPreStopHooks() {
-	for _, c := range pw.ctrs {
-		if c.preStopCut != nil {
-			c.preStopCut(errHookTimeUp)
-			c.preStopCut = nil
-		}
-	}
-}
-
-func (pw *podWorker) observed() map[string]planner.Observed {
-	m := make(map[string]planner.Observed, len(pw.ctrs))
-	for _, c := range pw.ctrs {
-		m[c.ref.Name] = c.obs
-	}
-	return m
-}
-
 // applyKill begins the termination of a syncing pod, or shortens the
 // deadline of a terminating one (never lengthens it).
 func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
@@ -568,17 +440,16 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 		grace = 0
 	}
 	if kill.Reason != TerminationNodeShutdown {
-		pw.deleted = true
+		pw.ending.deleted = true
 	}
 	switch pw.phase {
 	case Syncing:
 		pw.begin(now, grace, kill.Reason)
 	case Terminating:
-		if pw.term.Shorten(now, time.Duration(grace)*time.Second) {
-			pw.note(timeline.Note{Kind: timeline.NoteDeadlineShortened, At: now, Deadline: pw.term.Deadline, GraceSeconds: grace})
-			pw.deadlineGrace = &grace
+		if pw.ending.shorten(now, grace) {
+			pw.note(timeline.Note{Kind: timeline.NoteDeadlineShortened, At: now, Deadline: pw.ending.term.Deadline, GraceSeconds: grace})
 			pw.save()
-			pw.log.Info("termination deadline shortened", "deadline", pw.term.Deadline, "reason", kill.Reason)
+			pw.log.Info("termination deadline shortened", "deadline", pw.ending.term.Deadline, "reason", kill.Reason)
 		}
 	}
 }
@@ -587,7 +458,7 @@ func (pw *podWorker) applyKill(kill *KillOptions, now time.Time) {
 // with the pod's own grace period. Its event names the phase the pod will
 // end in; the pod is published with it only once terminated.
 func (pw *podWorker) complete(now time.Time) {
-	phase := planner.Phase(pw.pod, pw.observed(), true)
+	phase := planner.Phase(pw.pod, pw.ctrs.observed(), true)
 	pw.eventf("", events.Normal, events.Completed, "Pod completed (phase %s)", phase)
 	pw.begin(now, pw.pod.GracePeriodSeconds(), TerminationCompleted)
 }
@@ -604,19 +475,15 @@ func (pw *podWorker) exceedDeadline(now time.Time) {
 
 // begin moves the pod to Terminating with grace period grace (seconds).
 func (pw *podWorker) begin(now time.Time, grace int64, reason TerminationReason) {
-	t := planner.Begin(pw.pod, pw.observed(), now, time.Duration(grace)*time.Second)
-	pw.term = &t
-	pw.deadlineGrace = &grace
-	pw.termReason = reason
+	t := planner.Begin(pw.pod, pw.ctrs.observed(), now, time.Duration(grace)*time.Second)
+	pw.ending.begin(t, grace, reason)
 	pw.phase = Terminating
 	pw.note(timeline.Note{Kind: timeline.NoteTerminationBegan, At: now, Detail: string(reason), Deadline: t.Deadline, GraceSeconds: grace})
 	// Probes stop when the pod starts terminating; readiness goes first.
 	if pr := pw.w.cfg.Prober; pr != nil {
 		pr.RemovePod(pw.uid)
 	}
-	for _, c := range pw.ctrs {
-		c.ready = false
-	}
+	pw.ctrs.notReady()
 	// Not saved here: begin is followed in the same step by a plan, whose
 	// actions are saved ahead (writeAhead) before any goes out, or by the
 	// step's own save — one commit instead of two on the stop path. Until
@@ -653,30 +520,12 @@ func (pw *podWorker) finish() {
 // observeExit records the exit of the instance the worker tracks; the
 // exits of other instances are ignored.
 func (pw *podWorker) observeExit(ev runtime.Event) {
-	c := pw.byName[ev.Container]
+	c := pw.ctrs.byName[ev.Container]
 	if c == nil || c.id != ev.ID || c.obs.State != planner.Running {
 		return // an instance we no longer track
 	}
-	killed := c.obs.Killed
 	pw.removeProbes(c)
-	c.ready = false
-	c.obs.KillAt = time.Time{}
-	if c.hookCancel != nil {
-		c.hookCancel()
-		c.hookCancel = nil
-	}
-	if c.preStopCut != nil {
-		c.preStopCut(nil)
-		c.preStopCut = nil
-	}
-	c.obs.State = planner.Exited
-	c.obs.FinishedAt = ev.Exit.FinishedAt
-	c.obs.ExitCode = ev.Exit.ExitCode
-	c.obs.Started = false
-	c.obs.StopRequestedAt = time.Time{}
-	c.obs.SignalledAt = time.Time{}
-	c.obs.Killed = false
-	c.exit = ev.Exit
+	killed := c.exited(ev.Exit)
 	pw.noteExit(c)
 	pw.log.Info("container exited", "container", c.ref.Name, "exitCode", ev.Exit.ExitCode)
 	if c.ref.Role == model.RoleDefer {
@@ -701,9 +550,9 @@ func (pw *podWorker) noteDeferExit(c *ctr, killed bool) {
 		pw.eventf(c.ref.FieldPath(), events.Normal, events.DeferCompleted, "Defer container %s completed", c.ref.Name)
 	case killed:
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s was killed at the end of the grace period (exit code %d)", c.ref.Name, code)
-	case pw.term != nil && !pw.w.cfg.Clock.Now().Before(pw.term.Deadline):
+	case pw.ending.deadlinePassed(pw.w.cfg.Clock.Now()):
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s was stopped at the end of the grace period (exit code %d)", c.ref.Name, code)
-	case pw.term != nil && !pw.term.RetryFits(pw.w.cfg.Planner, c.obs):
+	case pw.ending.term != nil && !pw.ending.term.RetryFits(pw.w.cfg.Planner, c.obs):
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; no retry fits in the grace period left, the pod stops now", c.ref.Name, code)
 	default:
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.DeferFailed, "Defer container %s failed with exit code %d; it is retried", c.ref.Name, code)
@@ -713,7 +562,7 @@ func (pw *podWorker) noteDeferExit(c *ctr, killed bool) {
 // observeSignal records when the stop signal of the tracked instance went
 // out (after its preStop hook).
 func (pw *podWorker) observeSignal(n signalNote) {
-	if c := pw.byName[n.container]; c != nil && c.id == n.id && c.obs.State == planner.Running {
+	if c := pw.ctrs.byName[n.container]; c != nil && c.id == n.id && c.obs.State == planner.Running {
 		c.obs.SignalledAt = n.at
 		c.preStopCut = nil // the hook is over
 		pw.noteSignal(c, n.at)
@@ -725,58 +574,13 @@ func (pw *podWorker) noteBackoffs(p planner.Plan) {
 	clear(pw.backoffs)
 	for _, b := range p.Backoffs {
 		pw.backoffs[b.Container.Name] = b.Until
-		c := pw.byName[b.Container.Name]
+		c := pw.ctrs.byName[b.Container.Name]
 		if c.backoffAnnounced.Equal(b.Until) {
 			continue
 		}
 		c.backoffAnnounced = b.Until
 		pw.eventf(c.ref.FieldPath(), events.Warning, events.BackOff, "Back-off restarting failed container %s in pod %s", c.ref.Name, pw.pod.Name)
 	}
-}
-
-// reportGracePeriodExceeded emits, once, the GracePeriodExceeded event of
-// the first plan past the deadline: what it kills, what is left the minimum
-// time after its stop signal (signalled now, before, or once its preStop
-// hook is cut off), and the defer containers that did not complete. When
-// the plan kills, the event waits until the kills were sent (act).
-func (pw *podWorker) reportGracePeriodExceeded(p planner.Plan) {
-	if pw.gpReported {
-		return
-	}
-	pw.gpReported = true
-	for _, a := range p.Actions {
-		if a.Kind == planner.Kill {
-			pw.gpKilled[a.Container.Name] = true
-		}
-	}
-	var killed, stopped []string
-	for _, c := range pw.ctrs {
-		switch {
-		case pw.gpKilled[c.ref.Name]:
-			killed = append(killed, c.ref.Name)
-		case c.obs.State == planner.Running && !c.obs.Killed:
-			stopped = append(stopped, c.ref.Name)
-		}
-	}
-	var parts []string
-	if len(killed) > 0 {
-		parts = append(parts, "killed "+strings.Join(killed, ", "))
-	}
-	if len(stopped) > 0 {
-		parts = append(parts, fmt.Sprintf("stopping %s (SIGKILL %v after the stop signal)", strings.Join(stopped, ", "), pw.w.cfg.Planner.MinStopGrace))
-	}
-	msg := "Grace period exceeded"
-	if len(parts) > 0 {
-		msg += ": " + strings.Join(parts, "; ")
-	}
-	if len(p.DeferIncomplete) > 0 {
-		msg += "; defer containers that did not complete: " + strings.Join(p.DeferIncomplete, ", ")
-	}
-	if len(killed) > 0 {
-		pw.gpEvent = msg
-		return
-	}
-	pw.eventf("", events.Warning, events.GracePeriodExceeded, "%s", msg)
 }
 
 // eventf records an event about the worker's pod; only run may call it
@@ -811,19 +615,11 @@ func (pw *podWorker) published() *publishedStatus { return pw.status.Load() }
 // storeStatus renders the worker's state and stores it for the queries.
 // Only the goroutine calls it, or its creator before it starts.
 func (pw *podWorker) storeStatus(now time.Time) {
-	st := &publishedStatus{pod: pw.snapshot(now), phase: pw.phase, reason: pw.termReason}
-	for _, c := range pw.ctrs {
-		switch c.obs.State {
-		case planner.Running:
-			st.running++
-		case planner.Exited:
-			st.exited++
-		}
-	}
+	st := &publishedStatus{pod: pw.snapshot(now), phase: pw.phase, reason: pw.ending.reason}
+	st.running, st.exited = pw.ctrs.census()
 	pw.status.Store(st)
-	if !pw.runningNoted && st.pod.Status.Phase == v1.PodRunning {
-		pw.runningNoted = true
-		pw.w.cfg.Metrics.PodRunning(now.Sub(pw.seen))
+	if first, after := pw.milestones.firstRunning(st.pod.Status.Phase == v1.PodRunning, now); first {
+		pw.w.cfg.Metrics.PodRunning(after)
 	}
 }
 
@@ -840,7 +636,7 @@ func (pw *podWorker) publish() {
 // saved, the worker is forgotten (the agent removed the pod) or the agent
 // stops.
 func (pw *podWorker) saveUntilSaved(ctx context.Context) {
-	for pw.saveFailed {
+	for pw.saving.failing {
 		t := pw.w.cfg.Clock.NewTimer(checkpointRetry)
 		select {
 		case <-ctx.Done():

@@ -229,7 +229,7 @@ func TestUpdatesCoalesceAndKillIsSticky(t *testing.T) {
 	if g := *kills[0].GracePeriodSeconds; g != 10 {
 		t.Errorf("coalesced grace period = %d, want the shortest, 10", g)
 	}
-	if pw.setupCtx.Err() == nil {
+	if pw.setup.ctx.Err() == nil {
 		t.Error("the kill did not cancel the setup context")
 	}
 	if len(pw.inbox.notify) != 1 {

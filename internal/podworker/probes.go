@@ -111,7 +111,7 @@ func (pw *podWorker) removeProbes(c *ctr) {
 // the container (planner containerStops), to be restarted per the restart
 // policy.
 func (pw *podWorker) observeProbe(r prober.Result) {
-	c := pw.byName[r.Container]
+	c := pw.ctrs.byName[r.Container]
 	if c == nil || c.id != r.ID || c.obs.State != planner.Running || pw.phase != Syncing {
 		return
 	}

@@ -29,7 +29,7 @@ func (pw *podWorker) recover(ctx context.Context) error {
 		byName[st.Container] = append(byName[st.Container], st)
 	}
 	now := pw.w.cfg.Clock.Now()
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		insts := byName[c.ref.Name]
 		sort.Slice(insts, func(i, j int) bool { return insts[i].Attempt < insts[j].Attempt })
 		pw.recoverContainer(ctx, c, insts, now)
@@ -83,8 +83,8 @@ func (pw *podWorker) recoverContainer(ctx context.Context, c *ctr, insts []runti
 		// signal): the hook is not run twice; the stop goes on with its
 		// signal.
 		killAt := c.obs.KillAt
-		if pw.term != nil {
-			killAt = pw.term.Deadline
+		if pw.ending.term != nil {
+			killAt = pw.ending.term.Deadline
 		}
 		pw.signalStop(ctx, pw.pod, c.ref, c.id, pw.pod.Container(c.ref), killAt)
 		c.obs.SignalledAt = now

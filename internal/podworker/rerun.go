@@ -63,7 +63,7 @@ func (w *Workers) Rerun(pod *model.Pod, data []byte) error {
 // with an unknown status. The pod itself starts anew: not set up, no
 // termination. Its first checkpoint is saved at its first step.
 func (pw *podWorker) rerunFrom(cp checkpointV1, now time.Time) error {
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		r, ok := cp.Containers[c.ref.Name]
 		if !ok {
 			continue

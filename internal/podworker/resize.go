@@ -28,7 +28,7 @@ const messageCannotResize = "the container runtime cannot resize a running conta
 //     generation it was decided for;
 //   - in progress: the node allocated resources that a running container
 //     does not have yet — PodResizeInProgress, observing the generation
-//     allocated (podWorker.allocGen), with reason Error and the message of
+//     allocated (allocState.gen), with reason Error and the message of
 //     the last failed try.
 //
 // Both empty: every running container has what its spec asks for.
@@ -48,8 +48,8 @@ type resizeState struct {
 // it syncs; a pod that terminates is not resized, and shows no resize.
 func (pw *podWorker) resize(ctx context.Context, now time.Time) (wake time.Time) {
 	if pw.phase != Syncing {
-		pw.resizing = resizeState{}
-		pw.deferred.Store(false)
+		pw.alloc.resize = resizeState{}
+		pw.claim.deferred.Store(false)
 		return time.Time{}
 	}
 	pw.allocate()
@@ -65,10 +65,9 @@ func (pw *podWorker) resize(ctx context.Context, now time.Time) (wake time.Time)
 // progress afresh. Otherwise the resize is pending, with why. A spec that
 // went back to what was allocated ends a pending resize.
 func (pw *podWorker) allocate() {
-	st := &pw.resizing
-	if pw.allocated.matches(pw.pod) {
-		st.pendingReason, st.pendingMessage, st.pendingGen = "", "", 0
-		pw.deferred.Store(false)
+	if pw.alloc.allocated.matches(pw.pod) {
+		pw.alloc.notPending()
+		pw.claim.deferred.Store(false)
 		return
 	}
 	desired := specAllocation(pw.pod)
@@ -78,16 +77,13 @@ func (pw *podWorker) allocate() {
 		reason, message, freed = pw.w.admitResize(pw, pw.pod)
 	}
 	if reason != "" {
-		if reason != st.pendingReason || message != st.pendingMessage {
+		if pw.alloc.pending(reason, message, pw.pod.Generation) {
 			pw.log.Info("resize pending", "reason", reason, "message", message)
 		}
-		st.pendingReason, st.pendingMessage, st.pendingGen = reason, message, pw.pod.Generation
 		return
 	}
-	pw.setAllocated(desired)
-	pw.allocGen = pw.pod.Generation
-	*st = resizeState{}
-	pw.log.Info("resize allocated", "generation", pw.allocGen)
+	pw.alloc.admitted(pw.pod, desired)
+	pw.log.Info("resize allocated", "generation", pw.alloc.gen)
 	if freed {
 		pw.w.retryDeferredResizes()
 	}
@@ -100,14 +96,14 @@ func (pw *podWorker) feasible(desired allocation) (reason, message string) {
 	if _, ok := pw.w.cfg.Runtime.(runtime.ResourceUpdater); ok {
 		return "", ""
 	}
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		r, ok := desired[c.ref.Name]
 		if !ok {
 			continue
 		}
 		spec := *pw.pod.Container(c.ref)
 		spec.Resources = r
-		if planner.Resize(&spec, pw.allocated[c.ref.Name]) == planner.ResizeInPlace {
+		if planner.Resize(&spec, pw.alloc.allocated[c.ref.Name]) == planner.ResizeInPlace {
 			return v1.PodReasonInfeasible, messageCannotResize
 		}
 	}
@@ -123,14 +119,14 @@ func (pw *podWorker) feasible(desired allocation) (reason, message string) {
 // had. The resize stays in progress until every running instance has its
 // allocation; a failed try is retried in resizeRetry.
 func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time) {
-	st := &pw.resizing
+	st := &pw.alloc.resize
 	st.inProgress = false
 	saved := false
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		if !resizable(c.ref.Role) || c.obs.State != planner.Running || c.id == "" {
 			continue
 		}
-		spec := pw.allocPod.Container(c.ref)
+		spec := pw.alloc.pod.Container(c.ref)
 		if c.applied == nil {
 			// Resumed from the checkpoint of an agent that did not
 			// record it: the instance is taken to have its allocation.
@@ -164,7 +160,7 @@ func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time
 			}
 			saved = true
 		}
-		if err := up.UpdateContainerResources(ctx, pw.allocPod, c.ref, c.id); err != nil {
+		if err := up.UpdateContainerResources(ctx, pw.alloc.pod, c.ref, c.id); err != nil {
 			if errors.Is(err, runtime.ErrNotFound) {
 				continue // it exited: its exit comes as an event
 			}
@@ -180,26 +176,6 @@ func (pw *podWorker) actuate(ctx context.Context, now time.Time) (wake time.Time
 		st.errMessage = ""
 	}
 	return wake
-}
-
-// resizeConditions are the pod's PodResizePending and PodResizeInProgress
-// conditions, present while the resize is so (the kubelet's status
-// manager, SetPodResizePendingCondition / SetPodResizeInProgressCondition),
-// each observing the generation it is about: the one found pending, the
-// one allocated.
-func (pw *podWorker) resizeConditions() []v1.PodCondition {
-	var out []v1.PodCondition
-	if st := pw.resizing; st.pendingReason != "" {
-		out = append(out, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: st.pendingReason, Message: st.pendingMessage, ObservedGeneration: st.pendingGen})
-	}
-	if st := pw.resizing; st.inProgress {
-		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: pw.allocGen}
-		if st.errMessage != "" {
-			c.Reason, c.Message = v1.PodReasonError, st.errMessage
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // appliedResources is status.containerStatuses[].resources of a running
@@ -230,7 +206,7 @@ func appliedResources(r *v1.ResourceRequirements) *v1.ResourceRequirements {
 
 // allocatedResources is status.containerStatuses[].allocatedResources:
 // the requests the node has allocated to the container (of the pod as
-// allocated, podWorker.allocPod).
+// allocated, allocState.pod).
 func allocatedResources(spec *v1.Container) v1.ResourceList {
 	var out v1.ResourceList
 	for name, q := range spec.Resources.Requests {

@@ -11,7 +11,7 @@ import (
 // write-ahead; a crash before that finds the trigger's exit again.
 func (pw *podWorker) beginRestartAll(r *planner.RestartAll) {
 	pw.restartAll = r
-	pw.eventf(pw.byName[r.Trigger].ref.FieldPath(), events.Normal, events.RestartAllContainers,
+	pw.eventf(pw.ctrs.byName[r.Trigger].ref.FieldPath(), events.Normal, events.RestartAllContainers,
 		"Container %s exited with code %d, which its restart rule answers with RestartAllContainers: restarting all containers in place", r.Trigger, r.ExitCode)
 	pw.log.Info("restarting all containers", "trigger", r.Trigger, "exitCode", r.ExitCode)
 	pw.save()
@@ -24,7 +24,7 @@ func (pw *podWorker) beginRestartAll(r *planner.RestartAll) {
 // Readiness starts afresh with the new instances.
 func (pw *podWorker) resetContainers(backoffSteps int) {
 	trigger := pw.restartAll.Trigger
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		if c.obs.State != planner.Exited {
 			continue
 		}

@@ -48,7 +48,7 @@ const (
 // (or by its creator before run starts): it reads the owned state.
 func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	pod := pw.pod.Pod.DeepCopy()
-	obs := pw.observed()
+	obs := pw.ctrs.observed()
 	phase := pw.phase
 	terminated := phase == Terminated
 	st := v1.PodStatus{Phase: planner.Phase(pw.pod, obs, terminated)}
@@ -58,7 +58,7 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		st.StartTime = &t
 	}
 	if terminated {
-		pw.endedBy(&st)
+		pw.ending.endedBy(&st)
 	}
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		st.PodIP, st.HostIP, st.PodIPs, st.HostIPs = "", "", nil, nil
@@ -66,7 +66,7 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 
 	var deferStatuses []v1.ContainerStatus
 	var unready, incomplete []string
-	for _, c := range pw.ctrs {
+	for _, c := range pw.ctrs.list {
 		cs := pw.containerStatus(c, terminated)
 		switch c.ref.Role {
 		case model.RoleInit:
@@ -94,7 +94,7 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		}
 	}
 	others := model.OthersConditions(pw.pod.Status.Conditions)
-	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.initializedBeforeRestartAll(), unready, incomplete, others)
+	st.Conditions = pw.conditions(st.Phase, planner.InitsDone(pw.pod, obs) || pw.ctrs.initializedBeforeRestartAll(), unready, incomplete, others)
 	st.QOSClass = model.QOSClass(pw.pod.Pod)
 	// The generation of the spec the status is of (KEP-5067, GA in
 	// Kubernetes 1.35: the kubelet's status manager sets it to the pod's
@@ -102,10 +102,8 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 	st.ObservedGeneration = pw.pod.Generation
 	pod.Status = keepTransitionTimes(pw.lastPublished(), st, now)
 	pod.Status.Conditions = withOthers(others, pod.Status.Conditions)
-	if pw.deleted && pw.term != nil {
-		ts := metav1.NewTime(pw.term.Deadline)
-		pod.DeletionTimestamp = &ts
-		pod.DeletionGracePeriodSeconds = pw.deletionGrace()
+	if ts, grace := pw.ending.deletion(); ts != nil {
+		pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = ts, grace
 	}
 
 	if len(deferStatuses) > 0 {
@@ -117,26 +115,6 @@ func (pw *podWorker) snapshot(now time.Time) *v1.Pod {
 		}
 	}
 	return pod
-}
-
-// endedBy gives a terminated pod's status what its termination's cause
-// says of it: after the active deadline, Failed with reason
-// DeadlineExceeded whatever the containers' exit codes; after a node
-// shutdown, what the kubelet's shutdown manager writes (Failed unless
-// Succeeded, reason Terminated, its message; the DisruptionTarget
-// condition is conditions'). Until the pod is terminated the phase is its
-// containers' and the reason waits, as the kubelet's status manager holds
-// both back together (mergePodStatus).
-func (pw *podWorker) endedBy(st *v1.PodStatus) {
-	switch pw.termReason {
-	case TerminationDeadlineExceeded:
-		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
-	case TerminationNodeShutdown:
-		if st.Phase != v1.PodSucceeded {
-			st.Phase = v1.PodFailed
-		}
-		st.Reason, st.Message = reasonNodeShutdown, messageNodeShutdown
-	}
 }
 
 // Reasons of the pod's conditions, as the kubelet writes them
@@ -190,7 +168,7 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 		}
 	}
 	readyToStart := v1.ConditionFalse
-	if pw.prepared && pw.phase != Terminated {
+	if pw.setup.prepared && pw.phase != Terminated {
 		readyToStart = v1.ConditionTrue
 	}
 	conds := []v1.PodCondition{{Type: v1.PodReadyToStartContainers, Status: readyToStart}, initialized}
@@ -204,7 +182,7 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	if planner.CouldRestartAll(pw.pod) {
 		conds = append(conds, pw.allContainersRestarting(phase))
 	}
-	if pw.phase == Terminated && pw.termReason == TerminationNodeShutdown {
+	if pw.phase == Terminated && pw.ending.reason == TerminationNodeShutdown {
 		conds = append(conds, v1.PodCondition{
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: messageNodeShutdown,
 		})
@@ -212,11 +190,11 @@ func (pw *podWorker) conditions(phase v1.PodPhase, initsDone bool, unready, inco
 	// Each condition observes the pod's generation, as the kubelet 1.37
 	// generates them (pkg/kubelet/status/generate.go,
 	// CalculatePodConditionObservedGeneration); the resize conditions
-	// observe their own (resizeConditions).
+	// observe their own (allocState.conditions).
 	for i := range conds {
 		conds[i].ObservedGeneration = pw.pod.Generation
 	}
-	return append(conds, pw.resizeConditions()...)
+	return append(conds, pw.alloc.conditions()...)
 }
 
 // podReady is the Ready condition as the kubelet generates it
@@ -288,34 +266,6 @@ func (pw *podWorker) allContainersRestarting(phase v1.PodPhase) v1.PodCondition 
 		c.Status, c.Reason, c.Message = v1.ConditionTrue, reasonRestartAllContainersStarted, messageRestartAllContainersStarted
 	}
 	return c
-}
-
-// initializedBeforeRestartAll says whether the pod was initialized before a
-// restart of all containers reset it: a regular container had started.
-// The kubelet keeps the Initialized condition True through such a restart
-// (generate.go, GeneratePodInitializedCondition: a pod once initialized is
-// not uninitialized), although its init containers run again.
-func (pw *podWorker) initializedBeforeRestartAll() bool {
-	for _, c := range pw.ctrs {
-		if c.ref.Role == model.RoleMain && c.obs.RestartedAll && c.obs.StartedOnce {
-			return true
-		}
-	}
-	return false
-}
-
-// deletionGrace is the deletionGracePeriodSeconds of a deleted pod: the
-// grace period of the request that set the current deadline, as the API
-// server keeps it for the delete that set deletionTimestamp. A worker
-// restored from a checkpoint that predates the record takes the time from
-// the start of the termination to the deadline.
-func (pw *podWorker) deletionGrace() *int64 {
-	if pw.deadlineGrace != nil {
-		g := *pw.deadlineGrace
-		return &g
-	}
-	g := int64(pw.term.Deadline.Sub(pw.term.RequestedAt) / time.Second)
-	return &g
 }
 
 // lastPublished is the pod the goroutine last published, nil before the
@@ -407,7 +357,7 @@ func (pw *podWorker) containerStatus(c *ctr, terminated bool) v1.ContainerStatus
 		cs.LastTerminationState.Terminated = c.terminatedState()
 	}
 	if resizable(c.ref.Role) {
-		cs.AllocatedResources = allocatedResources(pw.allocPod.Container(c.ref))
+		cs.AllocatedResources = allocatedResources(pw.alloc.pod.Container(c.ref))
 	}
 	switch state {
 	case planner.Running:
@@ -457,9 +407,9 @@ func (pw *podWorker) waitingReason(c *ctr, terminated bool) string {
 	switch {
 	case c.ref.Role == model.RoleDefer && terminated:
 		reason = reasonDeferSkipped
-	case c.ref.Role == model.RoleDefer && (pw.term == nil || !pw.term.RunDefer):
+	case c.ref.Role == model.RoleDefer && (pw.ending.term == nil || !pw.ending.term.RunDefer):
 		reason = reasonDeferPending
-		if pw.term != nil {
+		if pw.ending.term != nil {
 			reason = reasonDeferSkipped
 		}
 	}

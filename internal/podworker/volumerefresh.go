@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/events"
+	"github.com/podward/podward/internal/planner"
 	"github.com/podward/podward/internal/runtime"
 )
 
@@ -43,19 +44,15 @@ func (w *Workers) RefreshVolumes(uid types.UID) {
 // CreateContainerConfigError for an object (retryConfigNow).
 func (pw *podWorker) observeVolumesChanged() {
 	pw.retryConfigNow()
-	pw.vols.pending = true
-	pw.vols.retryAt = time.Time{}
-	if !pw.prepared {
-		pw.retryAt = time.Time{}
-	}
+	pw.setup.volumesChanged()
 }
 
 // refreshVolumes carries a pending refresh out on a set-up, syncing pod,
 // when its backoff allows, and returns when to be woken for a retry (zero:
 // none). A runtime without the ability drops the refresh.
 func (pw *podWorker) refreshVolumes(now time.Time) time.Time {
-	v := &pw.vols
-	if !v.pending || pw.phase != Syncing || !pw.prepared {
+	v := &pw.setup.vols
+	if !v.pending || pw.phase != Syncing || !pw.setup.prepared {
 		return time.Time{}
 	}
 	if now.Before(v.retryAt) {
@@ -66,28 +63,42 @@ func (pw *podWorker) refreshVolumes(now time.Time) time.Time {
 		v.pending = false
 		return time.Time{}
 	}
-	if err := r.RefreshVolumes(pw.setupCtx, pw.allocPod); err != nil {
-		if pw.setupCtx.Err() != nil {
+	if err := r.RefreshVolumes(pw.setup.ctx, pw.alloc.pod); err != nil {
+		if pw.setup.ctx.Err() != nil {
 			return time.Time{}
 		}
-		v.retryAt = pw.w.cfg.Clock.Now().Add(v.setupFailed(err, pw))
-		return v.retryAt
+		// The wait counts from before the event, which a test (or
+		// anyone) may answer by moving the clock on.
+		failedAt := pw.w.cfg.Clock.Now()
+		pw.failedMount(err)
+		return v.failed(failedAt, pw.w.cfg.Planner)
 	}
 	*v = volumeRefresh{}
 	return time.Time{}
 }
 
-// setupFailed reports a failed setup or refresh, err, with a FailedMount
-// event (a VolumeError's message is the kubelet's own) and returns how
-// long to wait before the next try.
-func (v *volumeRefresh) setupFailed(err error, pw *podWorker) time.Duration {
+// failedMount reports a failed setup or refresh, err, with a FailedMount
+// event (a VolumeError's message is the kubelet's own).
+func (pw *podWorker) failedMount(err error) {
 	var ve *runtime.VolumeError
 	if errors.As(err, &ve) {
 		pw.eventf("", events.Warning, events.FailedMount, "%s", ve.Error())
 	} else {
 		pw.eventf("", events.Warning, events.FailedMount, "Preparing the pod's volumes failed: %v", err)
 	}
-	cfg := pw.w.cfg.Planner
+}
+
+// failed records a failed refresh at now and returns when to try again:
+// the next try waits as failedBackoff says.
+func (v *volumeRefresh) failed(now time.Time, cfg planner.Config) time.Time {
+	v.retryAt = now.Add(v.failedBackoff(cfg))
+	return v.retryAt
+}
+
+// failedBackoff counts a failed setup or refresh and returns how long to
+// wait before the next try: from cfg's BackoffBase, doubled per failure
+// in a row, up to its BackoffMax.
+func (v *volumeRefresh) failedBackoff(cfg planner.Config) time.Duration {
 	d := cfg.BackoffBase
 	for i := 0; i < v.failures && d < cfg.BackoffMax; i++ {
 		d *= 2

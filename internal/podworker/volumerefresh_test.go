@@ -23,10 +23,13 @@ type refresher struct {
 }
 
 func (r *refresher) RefreshVolumes(ctx context.Context, pod *model.Pod) error {
-	r.Note("refresh volumes")
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
+	err := r.err
+	r.mu.Unlock()
+	// Noted once its outcome is read: a test that sees the call and then
+	// sets err changes the next call, never this one.
+	r.Note("refresh volumes")
+	return err
 }
 
 func (r *refresher) fail(err error) {

@@ -147,7 +147,7 @@ type Workers struct {
 	pods map[types.UID]*podWorker
 
 	// allocMu serialises the admissions of resizes (admitResize), each a
-	// read of every pod's podWorker.requested and a write of one; it is
+	// read of every pod's podWorker.claim.requested and a write of one; it is
 	// taken before mu, never after.
 	allocMu sync.Mutex
 	// allocatable is Config.Allocatable as admitResize counts it.
