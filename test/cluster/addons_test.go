@@ -157,7 +157,7 @@ func TestClusterNetworking(t *testing.T) {
 
 	t.Run("DNSNameFromPod", func(t *testing.T) {
 		url := "http://web." + ns + ".svc.cluster.local/"
-		out := runClientPod(t, c, ns, name, "getter", "default", cc, `"get", "`+url+`", "6"`)
+		out := runClientPod(t, c, ns, name, "getter", "default", cc, `"get", "`+url+`", "12"`)
 		var answers []string
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if !strings.HasPrefix(line, "clusterclient:") { // its retries, on stderr
