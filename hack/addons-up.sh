@@ -44,7 +44,10 @@
 #   PODWARD_ADDONS_IPTABLES, PODWARD_CP_CACHE.
 #
 # One kube-proxy per machine: its iptables rules are the host's (the host network namespace), so
-# two test clusters running it at once overwrite each other's service rules.
+# two test clusters running it at once overwrite each other's service rules. test/cluster's
+# TestClusterNetworking holds the lock /run/podward-addons.lock (flock) from its addons-up.sh to its
+# addons-down.sh, so that two test runs on one machine take turns; take it too when running this by
+# hand on a machine that runs the tests (flock /run/podward-addons.lock bash -c '...').
 set -euo pipefail
 umask 022
 export LC_ALL=C
