@@ -43,6 +43,13 @@
 #   and hack/addons-images.sh's: PODWARD_CP_K8S_VERSION, PODWARD_ADDONS_COREDNS_VERSION,
 #   PODWARD_ADDONS_IPTABLES, PODWARD_CP_CACHE.
 #
+# Bridged traffic through iptables: a pod's packets to a ClusterIP whose endpoint is a pod on the same
+# CNI bridge are DNATed by the host, and the reply, bridged straight back, must pass the host's
+# conntrack to be un-NATed: the kernel's br_netfilter with net.bridge.bridge-nf-call-iptables=1, as
+# kube-proxy (and kubeadm's preflight) require. This script loads br_netfilter when /proc/sys/net/bridge
+# is missing (modprobe) and sets the sysctl to 1 when it is 0 (machine-wide; it is 1 on the test
+# machines already, where br_netfilter is built into the kernel).
+#
 # One kube-proxy per machine: its iptables rules are the host's (the host network namespace), so
 # two test clusters running it at once overwrite each other's service rules. test/cluster's
 # TestClusterNetworking holds the lock /run/podward-addons.lock (flock) from its addons-up.sh to its
@@ -102,6 +109,16 @@ grep -qF 'registry.mirrors."registry.k8s.io"' "$CRI_BASE/config.toml" 2>/dev/nul
 CLUSTER_CIDR=${PODWARD_ADDONS_CLUSTER_CIDR-}
 if [ -z "${PODWARD_ADDONS_CLUSTER_CIDR+set}" ] && grep -qx 'PODWARD_CRI_CNI=1' "$CRI_BASE/env"; then
   CLUSTER_CIDR=$(sed -n 's/.*"subnet": *"\([0-9./]*\)".*/\1/p' "$CRI_BASE"/cni/net.d/*.conflist 2>/dev/null | sed -n 1p)
+fi
+
+NF=/proc/sys/net/bridge/bridge-nf-call-iptables
+if [ ! -e "$NF" ] && command -v modprobe >/dev/null; then
+  modprobe br_netfilter || die "modprobe br_netfilter (bridged pod traffic must pass iptables for ClusterIPs)"
+fi
+[ -e "$NF" ] || die "$NF missing: the kernel has no br_netfilter (pod -> ClusterIP -> pod on one bridge would not work)"
+if [ "$(cat "$NF")" != 1 ]; then
+  say "setting net.bridge.bridge-nf-call-iptables=1 (was $(cat "$NF"))"
+  echo 1 >"$NF" || die "cannot set $NF to 1 (root?)"
 fi
 
 images=$("$here/addons-images.sh") || die "hack/addons-images.sh"
