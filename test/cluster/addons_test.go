@@ -136,8 +136,8 @@ func TestClusterNetworking(t *testing.T) {
 	name := nodeName(t, "a")
 	env = append(env, "PODWARD_ADDONS_NODE_NAME="+name)
 	down := func() { runScript(t, env, "../../hack/addons-down.sh") }
+	t.Cleanup(down) // also after a failed addons-up.sh
 	up := runScript(t, env, "../../hack/addons-up.sh")
-	t.Cleanup(down)
 	dnsIP := scriptValue(t, up, "DNS_IP")
 	startNode(t, c, name, slices.Concat(rt.Args, []string{"--cluster-dns", dnsIP, "--cluster-domain", "cluster.local"})...)
 	// before the node's own cleanup: the add-ons' pods go while it runs
