@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,7 +177,12 @@ func TestClusterNetworking(t *testing.T) {
 	t.Run("InClusterClient", func(t *testing.T) {
 		out := runClientPod(t, c, ns, name, "lister", "lister", cc, `"list-pods"`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		want := []string{"host: https://10.0.0.1:443", "pods: ", "secrets: forbidden"}
+		cidr, err := netip.ParsePrefix(c.env["CP_SERVICE_CIDR"])
+		if err != nil {
+			t.Fatalf("CP_SERVICE_CIDR: %v", err)
+		}
+		// the `kubernetes` Service: the service CIDR's first address
+		want := []string{"host: https://" + cidr.Addr().Next().String() + ":443", "pods: ", "secrets: forbidden"}
 		if len(lines) != 3 || lines[0] != want[0] || !strings.HasPrefix(lines[1], want[1]) || lines[2] != want[2] {
 			t.Fatalf("clusterclient list-pods said:\n%s\nwant the lines %q (pods: NAME...)", out, want)
 		}
