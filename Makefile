@@ -35,8 +35,8 @@ fmt-check: ## fail when a file is not gofmt-formatted
 test-unit: ## the fast inner loop: unit tests of every internal package, with -race
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
-test-integration: build ## end-to-end tests: both runtimes (real processes; real containers in a private containerd, hack/with-cri.sh; root) and cluster mode (a real kube-apiserver, hack/with-control-plane.sh)
-	hack/with-cri.sh hack/with-control-plane.sh $(GO) test -count=1 -timeout 30m ./internal/runtime/cri/ ./test/...
+test-integration: build ## end-to-end tests: both runtimes (real processes; real containers in a private containerd, hack/with-cri.sh; root) and cluster mode (a real kube-apiserver, hack/with-control-plane.sh; the add-ons' images built first, hack/with-addons-images.sh)
+	hack/with-cri.sh hack/with-control-plane.sh hack/with-addons-images.sh $(GO) test -count=1 -timeout 30m ./internal/runtime/cri/ ./test/...
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s; hack/fuzz.sh)
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh

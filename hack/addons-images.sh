@@ -27,6 +27,11 @@
 # main>, in a scratch module $CACHE/src/coredns-v$X: ~5 min cold on 2 cores), the Debian packages to
 # $CACHE/debs; the images are deterministic and pushed only when the registry lacks that exact
 # config (a second run, with a stamp in $PODWARD_CRI_BASE/cache: about a second, nothing pushed).
+# Measured cold (empty PODWARD_CP_CACHE and GOCACHE, modules downloaded already; 2026-12-07, this
+# 2-core machine at a load of 40-60, nice 5): 578 CPU-seconds (user 470 s, sys 107 s), 1666 s wall:
+# kube-proxy 1409 s (without the control plane's build in the Go cache, which CI has built just
+# before it), CoreDNS 235 s, the Debian packages and layers 22 s; the images came out byte-identical
+# to the cached ones'.
 set -euo pipefail
 umask 022
 export LC_ALL=C

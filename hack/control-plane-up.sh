@@ -60,6 +60,22 @@
 #                                       Needs PODWARD_CP_CONTROLLERS=1 (the ServiceAccount must exist).
 #                                       0: --disable-admission-plugins=ServiceAccount.
 #   PODWARD_CP_KCM_PORT, PODWARD_CP_SCHEDULER_PORT   their secure ports (picked like the others)
+#   PODWARD_CP_POD_REACHABLE=0          1: the API server is reachable from pods, as in a real cluster:
+#                                       it listens on every address of the host (--bind-address=0.0.0.0,
+#                                       still https://127.0.0.1:PORT for the host's clients), advertises
+#                                       PODWARD_CP_POD_ADDRESS, and keeps the `kubernetes` Service's
+#                                       endpoints at that address (the lease endpoint reconciler,
+#                                       kube-apiserver's default), so a pod reaches it at
+#                                       https://kubernetes.default.svc (10.0.0.1:443 through kube-proxy's
+#                                       rules: hack/addons-up.sh) with its service-account token, and at
+#                                       CP_APISERVER_POD_URL directly (the pods' traffic to the host's
+#                                       address is routed by the host: no NAT needed). The serving cert
+#                                       names that address too. 0: loopback only, the `kubernetes`
+#                                       Service has no endpoints (--endpoint-reconciler-type=none).
+#                                       hack/with-control-plane.sh sets 1 as root.
+#   PODWARD_CP_POD_ADDRESS              the address advertised with PODWARD_CP_POD_REACHABLE=1: an address
+#                                       of the host's, not loopback (default: the source address of the
+#                                       host's default route, `ip -4 route get 203.0.113.1`)
 #   PODWARD_CP_METRICS_PORT             its port (as the ports above; picked like them)
 #
 # Aggregation layer (always on: the flags cost nothing): the apiserver has a front-proxy CA of its
@@ -101,6 +117,9 @@
 #   CP_NODE_KUBECONFIG_DIR    $BASE/nodes: NAME.kubeconfig for each PODWARD_CP_NODE_NAMES entry
 #   CP_ETCD_URL, CP_ETCD_PORT, CP_ETCD_PEER_PORT, CP_APISERVER_PORT, CP_SERVICE_CIDR
 #   CP_K8S_VERSION, CP_ETCD_VERSION   v1.37.2 / v3.7.3 (what the server reports)
+#   CP_POD_REACHABLE          1 or 0: PODWARD_CP_POD_REACHABLE's value
+#   CP_APISERVER_POD_URL      https://ADDRESS:PORT, the API server as pods reach it (with
+#                             CP_POD_REACHABLE=1 only); CP_APISERVER_POD_ADDRESS its address
 #   CP_ETCD_LOG, CP_APISERVER_LOG     daemon logs
 #   KUBECTL                   path of a kubectl (/usr/bin/kubectl v1.32 warns about the version skew
 #                             with a 1.37 server but works)
@@ -163,6 +182,7 @@ KUBECTL_WANT=${PODWARD_CP_KUBECTL:-}
 NODE_NAMES=${PODWARD_CP_NODE_NAMES:-}
 METRICS_WANT=${PODWARD_CP_METRICS_SERVER:-0}
 CONTROLLERS=${PODWARD_CP_CONTROLLERS:-1}
+POD_REACHABLE=${PODWARD_CP_POD_REACHABLE:-0}
 SA_ADMISSION=${PODWARD_CP_SA_ADMISSION:-$CONTROLLERS}
 MS_VERSION=${PODWARD_CP_METRICS_SERVER_VERSION:-0.8.0}
 KUBELET_CLIENT_CN=kube-apiserver-kubelet-client
@@ -198,6 +218,17 @@ esac
 [[ $READY_TIMEOUT =~ ^[0-9]+$ ]] || die "bad PODWARD_CP_READY_TIMEOUT '$READY_TIMEOUT'"
 [[ $METRICS_WANT =~ ^[01]$ ]] || die "bad PODWARD_CP_METRICS_SERVER '$METRICS_WANT' (want 0 or 1)"
 [[ $CONTROLLERS =~ ^[01]$ ]] || die "bad PODWARD_CP_CONTROLLERS '$CONTROLLERS' (want 0 or 1)"
+[[ $POD_REACHABLE =~ ^[01]$ ]] || die "bad PODWARD_CP_POD_REACHABLE '$POD_REACHABLE' (want 0 or 1)"
+POD_ADDR=
+if [ "$POD_REACHABLE" = 1 ]; then
+  POD_ADDR=${PODWARD_CP_POD_ADDRESS:-}
+  if [ -z "$POD_ADDR" ]; then
+    command -v ip >/dev/null || die "ip (iproute2) not found: PODWARD_CP_POD_REACHABLE=1 looks up the host's address (or set PODWARD_CP_POD_ADDRESS)"
+    POD_ADDR=$(ip -4 route get 203.0.113.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -n 1)
+  fi
+  [[ $POD_ADDR =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] && [[ $POD_ADDR != 127.* ]] ||
+    die "PODWARD_CP_POD_REACHABLE=1: no address of the host's for pods to reach the API server at ('$POD_ADDR'; the host has no default route?): set PODWARD_CP_POD_ADDRESS"
+fi
 [[ $SA_ADMISSION =~ ^[01]$ ]] || die "bad PODWARD_CP_SA_ADMISSION '$SA_ADMISSION' (want 0 or 1)"
 [ "$SA_ADMISSION" = 0 ] || [ "$CONTROLLERS" = 1 ] ||
   die "PODWARD_CP_SA_ADMISSION=1 needs PODWARD_CP_CONTROLLERS=1: without the controller-manager no namespace has its default ServiceAccount, and admission refuses every pod"
@@ -312,14 +343,20 @@ self_ca() { # NAME CN: a self-signed CA, 10 years
     2>/dev/null
 }
 CLIENT_EXT='basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n'
+# the serving cert: the first service IP as a SAN, and the pod address (PODWARD_CP_POD_REACHABLE=1)
+sign_apiserver() {
+  local svc_ip extra=
+  svc_ip=$(awk -F'[./]' '{print $1"."$2"."$3"."$4+1}' <<<"$SERVICE_CIDR")
+  [ -z "$POD_ADDR" ] || extra=",IP:$POD_ADDR"
+  sign apiserver /CN=kube-apiserver "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$svc_ip$extra,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n"
+}
 # .complete records the service CIDR: the serving cert has the first service IP as a SAN
 if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVICE_CIDR" ]; then
   say "generating certificates in $PKI"
   rm -rf "${PKI:?}"/* "$BASE/nodes"/*
   svc_ip=$(awk -F'[./]' '{print $1"."$2"."$3"."$4+1}' <<<"$SERVICE_CIDR")
   self_ca ca podward-control-plane-ca || die "openssl: CA"
-  sign apiserver /CN=kube-apiserver "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n" ||
-    die "openssl: apiserver serving cert"
+  sign_apiserver || die "openssl: apiserver serving cert"
   sign admin "/O=system:masters/CN=podward-admin" "$CLIENT_EXT" || die "openssl: admin cert"
   sign kubelet-client "/CN=$KUBELET_CLIENT_CN" "$CLIENT_EXT" || die "openssl: kubelet-client cert"
   openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null || die "openssl: service-account key"
@@ -327,6 +364,10 @@ if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVIC
   printf '%s,podward-admin-token,podward-admin-token,system:masters\n' "$(openssl rand -hex 24)" >"$PKI/tokens.csv"
   chmod 600 "$PKI"/*.key "$PKI/tokens.csv"
   echo "$SERVICE_CIDR" >"$PKI/.complete"
+fi
+if [ -n "$POD_ADDR" ] && ! openssl x509 -noout -ext subjectAltName -in "$PKI/apiserver.crt" 2>/dev/null | grep -q "IP Address:$POD_ADDR\(,\|\$\)"; then
+  say "signing the API server's serving cert again, for $POD_ADDR too"
+  sign_apiserver || die "openssl: apiserver serving cert"
 fi
 # The aggregation layer's front proxy: a CA of its own, as kubeadm has (the apiserver trusts the
 # identity headers of a client it signed, for the allowed name alone). Base dirs made before it
@@ -385,6 +426,9 @@ write_argv() { # FILE ARGS...: the exact argv, NUL-separated, as /proc/PID/cmdli
 # ServiceAccount admission on (the default, as in any real cluster) or off
 SA_ADMISSION_ARGS=()
 [ "$SA_ADMISSION" = 1 ] || SA_ADMISSION_ARGS=(--disable-admission-plugins=ServiceAccount)
+# where the API server listens and what it advertises (PODWARD_CP_POD_REACHABLE)
+API_ADDR_ARGS=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none)
+[ -z "$POD_ADDR" ] || API_ADDR_ARGS=(--bind-address=0.0.0.0 "--advertise-address=$POD_ADDR" --endpoint-reconciler-type=lease)
 make_argvs() {
   ETCDARGV=("$ETCDBIN" --name=podward-cp "$ETCDMARK"
     "--listen-client-urls=http://127.0.0.1:$ETCDPORT" "--advertise-client-urls=http://127.0.0.1:$ETCDPORT"
@@ -394,8 +438,8 @@ make_argvs() {
     --quota-backend-bytes=2147483648 --snapshot-count=10000 --log-level=warn)
   # shellcheck disable=SC2054 # the commas are inside flag values
   API_ARGV=("$APISERVER_BIN" "--etcd-servers=http://127.0.0.1:$ETCDPORT"
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 "--secure-port=$APISERVER_PORT" "$API_MARK"
-    --endpoint-reconciler-type=none "--service-cluster-ip-range=$SERVICE_CIDR"
+    "${API_ADDR_ARGS[@]}" "--secure-port=$APISERVER_PORT" "$API_MARK"
+    "--service-cluster-ip-range=$SERVICE_CIDR"
     "--tls-cert-file=$PKI/apiserver.crt" "--tls-private-key-file=$PKI/apiserver.key"
     "--client-ca-file=$PKI/ca.crt" "--token-auth-file=$PKI/tokens.csv"
     --service-account-issuer=https://kubernetes.default.svc.cluster.local
@@ -952,6 +996,7 @@ CP_ETCD_VERSION=v$ETCDVERSION
 CP_ETCD_LOG=$BASE/logs/etcd.log
 CP_APISERVER_LOG=$BASE/logs/kube-apiserver.log
 CP_SA_ADMISSION=$SA_ADMISSION
+CP_POD_REACHABLE=$POD_REACHABLE
 CP_CONTROLLERS=$CONTROLLERS_RUNNING
 KUBECTL=$KUBECTL
 PODWARD_CP_BASE=$BASE
@@ -972,6 +1017,9 @@ CP_METRICS_SERVER_LOG=$BASE/logs/metrics-server.log
 CP_METRICS_NODE_LABEL=$MS_NODE_LABEL
 CP_METRICS_RESOLUTION=$MS_RESOLUTION
 EOF
+fi
+if [ -n "$POD_ADDR" ]; then
+  printf 'CP_APISERVER_POD_ADDRESS=%s\nCP_APISERVER_POD_URL=https://%s:%s\n' "$POD_ADDR" "$POD_ADDR" "$APISERVER_PORT" >>"$BASE/env.tmp"
 fi
 mv -f "$BASE/env.tmp" "$BASE/env"
 say "ready: $API_URL (etcd 127.0.0.1:$ETCDPORT, peer $ETCDPEERPORT); env in $BASE/env"

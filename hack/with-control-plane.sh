@@ -9,6 +9,11 @@
 # root, 0 otherwise: it adds an address to lo), and CMD runs with PODWARD_REQUIRE_METRICS_SERVER=1
 # then (so the kubectl top test fails rather than skips without it).
 #
+# As root it is also reachable from pods (PODWARD_CP_POD_REACHABLE, default 1 as root on a host
+# with a default route: the API
+# server listens on every address of the host, the `kubernetes` Service has its endpoints), for
+# test/cluster's add-ons test (kube-proxy, CoreDNS and an in-cluster client as pods).
+#
 # PODWARD_CP_ENV already set: that control plane is used as it is, nothing is started or stopped
 # (the kubectl top test skips when it has no metrics-server).
 set -euo pipefail
@@ -26,6 +31,15 @@ if [ -z "${PODWARD_CP_METRICS_SERVER:-}" ]; then
   [ "$(id -u)" != 0 ] || PODWARD_CP_METRICS_SERVER=1
 fi
 export PODWARD_CP_METRICS_SERVER
+if [ -z "${PODWARD_CP_POD_REACHABLE:-}" ]; then
+  # (not on a host without a default route: control-plane-up.sh would find no address to advertise,
+  # unless PODWARD_CP_POD_ADDRESS names one)
+  PODWARD_CP_POD_REACHABLE=0
+  if [ "$(id -u)" = 0 ] && { [ -n "${PODWARD_CP_POD_ADDRESS:-}" ] || ip -4 route get 203.0.113.1 2>/dev/null | grep -q ' src '; }; then
+    PODWARD_CP_POD_REACHABLE=1
+  fi
+fi
+export PODWARD_CP_POD_REACHABLE
 if ! "$here/control-plane-up.sh" >/dev/null; then
   echo "with-control-plane: hack/control-plane-up.sh failed" >&2
   "$here/control-plane-down.sh" >&2 || true

@@ -6,7 +6,13 @@
 # whatever CMD did. The exit status is CMD's.
 #
 # Not root: CMD runs without the environment and the CRI tests skip, with
-# a message saying so. PODWARD_CRI_ENDPOINT already set: that endpoint is
+# a message saying so.
+#
+# containerd pulls registry.k8s.io through the local registry too (PODWARD_CRI_MIRRORS, default
+# registry.k8s.io here): test/cluster's add-ons test runs the images hack/addons-images.sh pushes
+# there under those names.
+#
+# PODWARD_CRI_ENDPOINT already set: that endpoint is
 # used as it is, nothing is started or torn down.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +27,7 @@ if [ "$(id -u)" != 0 ]; then
   exec "$@"
 fi
 
+export PODWARD_CRI_MIRRORS=${PODWARD_CRI_MIRRORS-registry.k8s.io}
 out=$("$here/cri-up.sh") || { echo "with-cri: hack/cri-up.sh failed" >&2; "$here/cri-down.sh" >&2 || true; exit 1; }
 endpoint=$(printf '%s\n' "$out" | tail -n 1)
 case "$endpoint" in
