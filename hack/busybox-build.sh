@@ -18,7 +18,8 @@
 # docker-library's busybox:1.37.0 checks). Debian's patches are not applied. The apt lists are
 # private to the cache (the host's apt configuration is not touched). Config: defconfig with
 # CONFIG_STATIC=y (the image has no libc); SOURCE_DATE_EPOCH from the tarball, so the binary is the
-# same at each build with the same compiler. Cold: ~5 min on 2 busy cores.
+# same at each build with the same compiler (two builds in different directories: the same sha256).
+# Cold: 5 to 10 min on 2 shared cores.
 #
 # Usage: hack/busybox-build.sh       progress on stderr; on stdout BUSYBOX_BIN=<path>
 # Needs: gcc, make, libc6-dev, bzip2, apt-get (installed here when missing; root).
@@ -36,8 +37,9 @@ die() { say "FAILED: $*"; exit 1; }
 K8S_VERSION=1.0.0 # only for k8s-build.sh's CACHE
 # shellcheck source=hack/lib/k8s-build.sh
 . "$here/lib/k8s-build.sh"
-# the recipe is part of the key: a change to this script rebuilds
-KEY=$(sha256sum "$0" | cut -c1-12)
+# the recipe is the key: a change to the version or to the build (this script from its "the build"
+# line on) rebuilds; one to the comments above does not
+KEY=$({ echo "$VERSION $SHA256"; sed -n '/^# -* the build$/,$p' "$0"; } | sha256sum | cut -c1-12)
 BIN=$CACHE/bin/busybox-$VERSION-$KEY
 SRC=$CACHE/src/busybox-$VERSION
 mkdir -p "$CACHE/bin" "$CACHE/src"
@@ -81,7 +83,7 @@ fi
 
 # ----------------------------------------------------------------------------- the build
 t=$SECONDS log=$SRC/build.log tree=$SRC/busybox-$VERSION
-say "building busybox $VERSION (defconfig, static; cold ~5 min)"
+say "building busybox $VERSION (defconfig, static; cold 5 to 10 min)"
 rm -rf "$tree"
 tar -xjf "$TARBALL" -C "$SRC" || die "unpacking $TARBALL"
 (

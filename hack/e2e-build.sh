@@ -18,7 +18,7 @@
 #                                 nonewprivs image)
 # and, from this repository, $CACHE/bin/netutil-<hash>: test/nodeconformance/netutil (the nc and
 # curl of the agnhost image), and upstream's BusyBox for the busybox image (hack/busybox-build.sh,
-# from Debian's source package; cold ~5 min).
+# from Debian's source package; cold 5 to 10 min).
 # In the scratch module of hack/lib/k8s-build.sh, under the cache's lock: the control plane's
 # packages compiled by control-plane-up.sh are not compiled again. Cold on 2 idle cores, after the
 # control plane: ~10 min (the e2e packages; -vet=off spares `go test -c` a vet of every
