@@ -4,8 +4,8 @@
 # e2e test images. Cached by version next to the control plane's binaries; a second run builds
 # nothing (~0.1 s).
 #
-# Usage: hack/e2e-build.sh          progress on stderr; on stdout the paths, as
-#                                   E2E_BIN= AGNHOST_BIN= NONEWPRIVS_BIN= NETUTIL_BIN= K8S_DIR= lines
+# Usage: hack/e2e-build.sh          progress on stderr; on stdout the paths, as E2E_BIN=
+#                                   AGNHOST_BIN= NONEWPRIVS_BIN= NETUTIL_BIN= BUSYBOX_BIN= K8S_DIR= lines
 #                                   (K8S_DIR: the k8s.io/kubernetes module's source, for the images'
 #                                   data files)
 #
@@ -17,7 +17,8 @@
 #   nonewprivs-v$V                k8s.io/kubernetes/test/images/nonewprivs (the setuid probe of the
 #                                 nonewprivs image)
 # and, from this repository, $CACHE/bin/netutil-<hash>: test/nodeconformance/netutil (the nc and
-# curl of the agnhost image).
+# curl of the agnhost image), and upstream's BusyBox for the busybox image (hack/busybox-build.sh,
+# from Debian's source package; cold 5 to 10 min).
 # In the scratch module of hack/lib/k8s-build.sh, under the cache's lock: the control plane's
 # packages compiled by control-plane-up.sh are not compiled again. Cold on 2 idle cores, after the
 # control plane: ~10 min (the e2e packages; -vet=off spares `go test -c` a vet of every
@@ -87,4 +88,7 @@ if [ ! -x "$NETUTIL" ]; then
 fi
 K8S_DIR=$(cd "$K8S_SRC" && go list -mod=mod -m -f '{{.Dir}}' k8s.io/kubernetes) || die "finding the k8s.io/kubernetes module"
 exec 8>&-
-printf 'E2E_BIN=%s\nAGNHOST_BIN=%s\nNONEWPRIVS_BIN=%s\nNETUTIL_BIN=%s\nK8S_DIR=%s\n' "$E2E" "$AGNHOST" "$NNP" "$NETUTIL" "$K8S_DIR"
+BUSYBOX=$("$here/busybox-build.sh") || die "hack/busybox-build.sh"
+BUSYBOX=${BUSYBOX#BUSYBOX_BIN=}
+printf 'E2E_BIN=%s\nAGNHOST_BIN=%s\nNONEWPRIVS_BIN=%s\nNETUTIL_BIN=%s\nBUSYBOX_BIN=%s\nK8S_DIR=%s\n' \
+  "$E2E" "$AGNHOST" "$NNP" "$NETUTIL" "$BUSYBOX" "$K8S_DIR"

@@ -34,6 +34,8 @@
 #   OUT=_output/node-conformance  results directory (emptied first)
 #   PODWARD_NC_BASE=/tmp/podward-nc  state of the run (short: containerd's socket lives under it)
 #   NODE_NAME=nc-podward  NODE_IP=192.0.2.77 (TEST-NET-1)  KUBELET_PORT=10777  CGROUP_ROOT=/podward-nc
+#   PODWARD_NC_CNI_BRIDGE=ncbr0  PODWARD_NC_CNI_SUBNET=10.123.0.0/16  the pods' bridge and subnet
+#                                 (two runs at once on one machine need their own of these and above)
 #   PODWARD_NC_KEEP=0             1: leave the cluster up at the end (stop it with KEEP=0 DOWN_ONLY=1)
 #   DOWN_ONLY=0                   1: only tear down what a kept run left
 # Needs root, go, and what hack/cri-up.sh installs (containerd, runc, CNI plugins, skopeo...).
@@ -66,6 +68,8 @@ NODE=${NODE_NAME:-nc-podward}
 NODE_IP=${NODE_IP:-192.0.2.77}
 KUBELET_PORT=${KUBELET_PORT:-10777}
 CGROUP_ROOT=${CGROUP_ROOT:-/podward-nc}
+CNI_BRIDGE=${PODWARD_NC_CNI_BRIDGE:-ncbr0}
+CNI_SUBNET=${PODWARD_NC_CNI_SUBNET:-10.123.0.0/16}
 KEEP=${PODWARD_NC_KEEP:-0}
 K8S_VERSION=${PODWARD_CP_K8S_VERSION:-1.37.2}
 T0=$SECONDS
@@ -145,13 +149,13 @@ go build -o "$BASE/bin/" ./cmd/podward ./cmd/podward-shim ./test/nodeconformance
   die "go build"
 say "building the e2e suite and the images' programs (hack/e2e-build.sh; cold ~10 min after the control plane)"
 built=$("$here/e2e-build.sh") || die "hack/e2e-build.sh"
-eval "$built" # E2E_BIN AGNHOST_BIN NONEWPRIVS_BIN NETUTIL_BIN K8S_DIR
+eval "$built" # E2E_BIN AGNHOST_BIN NONEWPRIVS_BIN NETUTIL_BIN BUSYBOX_BIN K8S_DIR
 
 # ----------------------------------------------------------------------------- 2. containerd, images
 say "starting containerd (hack/cri-up.sh)"
-PODWARD_CRI_CNI=1 PODWARD_CRI_CNI_BRIDGE=ncbr0 PODWARD_CRI_CNI_SUBNET=10.123.0.0/16 PODWARD_CRI_MIRRORS=registry.k8s.io \
+PODWARD_CRI_CNI=1 PODWARD_CRI_CNI_BRIDGE=$CNI_BRIDGE PODWARD_CRI_CNI_SUBNET=$CNI_SUBNET PODWARD_CRI_MIRRORS=registry.k8s.io \
   "$here/cri-up.sh" >/dev/null || die "hack/cri-up.sh"
-"$here/e2e-images.sh" "$AGNHOST_BIN" "$NONEWPRIVS_BIN" "$NETUTIL_BIN" "$K8S_DIR" || die "hack/e2e-images.sh"
+"$here/e2e-images.sh" "$AGNHOST_BIN" "$NONEWPRIVS_BIN" "$NETUTIL_BIN" "$BUSYBOX_BIN" "$K8S_DIR" || die "hack/e2e-images.sh"
 
 # ----------------------------------------------------------------------------- 3. control plane
 say "starting the control plane (hack/control-plane-up.sh)"

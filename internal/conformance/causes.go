@@ -67,11 +67,6 @@ var Known = []Cause{
 		Note:    "issue 20",
 	},
 	{
-		Name: "the stand-in busybox image's sh leaves out variables whose names are no shell names",
-		Spec: regexp.MustCompile(`(ConfigMap|Secrets) should be consumable via the environment`),
-		Note: "the image's, not podward's: the busybox built here (hack/e2e-images.sh, Debian's busybox-static 1.35) runs `sh -c env`, and its ash drops `data-1` from the environment it was given; podward gives it (test/e2e TestPodReadsConfigMapsAndSecrets)",
-	},
-	{
 		Name:    "this machine's kernel has no dummy link type",
 		Message: regexp.MustCompile(`RTNETLINK answers: Operation not supported`),
 		Note:    "the machine's, not podward's: `ip link add dummy1 type dummy` fails on the host too",
