@@ -24,10 +24,11 @@ import (
 // The scale test's knobs (make bench-node sets them). Without them it is a
 // small run of the same code path, in the suite beside the other tests.
 const (
-	scalePodsEnv   = "PODWARD_SCALE_PODS"   // pods of the Deployment (default scaleSuitePods)
-	scaleRunsEnv   = "PODWARD_SCALE_RUNS"   // runs, each on a new node (default 1)
-	scaleSteadyEnv = "PODWARD_SCALE_STEADY" // a window after all are ready, to measure the agent at rest (default 0: none)
-	scaleOutEnv    = "PODWARD_SCALE_OUT"    // a JSON file of every run's figures and their medians
+	scalePodsEnv   = "PODWARD_SCALE_PODS"     // pods of the Deployment (default scaleSuitePods)
+	scaleRunsEnv   = "PODWARD_SCALE_RUNS"     // runs, each on a new node (default 1)
+	scaleSteadyEnv = "PODWARD_SCALE_STEADY"   // a window after all are ready, to measure the agent at rest (default 0: none)
+	scaleOutEnv    = "PODWARD_SCALE_OUT"      // a JSON file of every run's figures and their medians
+	scaleLogEnv    = "PODWARD_SCALE_NODE_LOG" // a directory for each run's node log (-v), to see where the time goes
 )
 
 // scaleSuitePods is the Deployment's size in the suite.
@@ -150,6 +151,9 @@ func scaleRun(t *testing.T, c *controlPlane, rt bintest.Runtime, cfg scaleConfig
 	waitClosed(t, rec.gone(), cfg.readyDeadline(), "all pods gone", rec)
 	res.DeleteAllS = time.Since(del).Seconds()
 	t.Log(res.String())
+	if dir := os.Getenv(scaleLogEnv); dir != "" {
+		writeNodeLog(t, filepath.Join(dir, name+".log"), n.log.String())
+	}
 	return res
 }
 
@@ -251,6 +255,18 @@ func writeScaleOut(t *testing.T, path string, v any) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", path)
+}
+
+// writeNodeLog keeps a run's node log.
+func writeNodeLog(t *testing.T, path, log string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node log: %s", path)
 }
 
 // median is the median of the runs' values of one figure.
