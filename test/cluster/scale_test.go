@@ -24,11 +24,12 @@ import (
 // The scale test's knobs (make bench-node sets them). Without them it is a
 // small run of the same code path, in the suite beside the other tests.
 const (
-	scalePodsEnv   = "PODWARD_SCALE_PODS"     // pods of the Deployment (default scaleSuitePods)
-	scaleRunsEnv   = "PODWARD_SCALE_RUNS"     // runs, each on a new node (default 1)
-	scaleSteadyEnv = "PODWARD_SCALE_STEADY"   // a window after all are ready, to measure the agent at rest (default 0: none)
-	scaleOutEnv    = "PODWARD_SCALE_OUT"      // a JSON file of every run's figures and their medians
-	scaleLogEnv    = "PODWARD_SCALE_NODE_LOG" // a directory for each run's node log (-v), to see where the time goes
+	scalePodsEnv   = "PODWARD_SCALE_PODS"      // pods of the Deployment (default scaleSuitePods)
+	scaleRunsEnv   = "PODWARD_SCALE_RUNS"      // runs, each on a new node (default 1)
+	scaleSteadyEnv = "PODWARD_SCALE_STEADY"    // a window after all are ready, to measure the agent at rest (default 0: none)
+	scaleOutEnv    = "PODWARD_SCALE_OUT"       // a JSON file of every run's figures and their medians
+	scaleLogEnv    = "PODWARD_SCALE_NODE_LOG"  // a directory for each run's node log (-v), to see where the time goes
+	scaleArgsEnv   = "PODWARD_SCALE_NODE_ARGS" // more flags of the node, space-separated (e.g. --pprof)
 )
 
 // scaleSuitePods is the Deployment's size in the suite.
@@ -115,7 +116,7 @@ func TestDeploymentScale(t *testing.T) {
 // are ready, measures, and deletes it.
 func scaleRun(t *testing.T, c *controlPlane, rt bintest.Runtime, cfg scaleConfig) scaleResult {
 	name := nodeName(t, "a")
-	n := startNode(t, c, name, rt.Args...)
+	n := startNode(t, c, name, slices.Concat(rt.Args, strings.Fields(os.Getenv(scaleArgsEnv)))...)
 	node := c.waitNode(t, name, "Ready", waitTimeout, func(n *v1.Node) bool {
 		s, _ := nodeCondition(n, v1.NodeReady)
 		return s == v1.ConditionTrue
