@@ -65,8 +65,10 @@ type scaleResult struct {
 	SteadyWindowS         float64 `json:"steady_window_s,omitempty"`
 	AgentSteadyCPUPercent float64 `json:"agent_steady_cpu_percent,omitempty"`
 	AgentSteadyRSSMB      float64 `json:"agent_steady_rss_mb,omitempty"`
-	// containerd (its own process, not its shims) as the agent; the shims
-	// (one per pod sandbox) their count and summed PSS once all are ready.
+	// containerd (its own process, not its shims) as the agent, but its
+	// peak is since it started: it serves every run (and, in the suite,
+	// every test); the shims (one per pod sandbox) their count and summed
+	// PSS once all are ready.
 	ContainerdCPUS      float64 `json:"containerd_cpu_s,omitempty"`
 	ContainerdRSSMB     float64 `json:"containerd_rss_mb,omitempty"`
 	ContainerdPeakRSSMB float64 `json:"containerd_peak_rss_mb,omitempty"`
