@@ -90,7 +90,8 @@ func (cfg scaleConfig) readyDeadline() time.Duration {
 // test and the pod startup SLO do, each pod's startup latency (seen
 // created → all containers started, observed via watch), the time until
 // all are ready, and the agent's (and containerd's) CPU and memory
-// meanwhile. In the suite it runs 20 pods once; `make bench-node` runs
+// meanwhile; beside it, before it on the same node, the floor: the same
+// pods started at once straight through the CRI (criFloor). In the suite it runs 20 pods once; `make bench-node` runs
 // 110 three times alone and writes node-bench.json.
 func TestDeploymentScale(t *testing.T) {
 	c := needControlPlane(t)
@@ -130,8 +131,9 @@ func scaleRun(t *testing.T, c *controlPlane, rt bintest.Runtime, cfg scaleConfig
 	t.Cleanup(func() {
 		_ = c.client.AppsV1().Deployments(ns).Delete(context.Background(), d.Name, metav1.DeleteOptions{})
 	})
+	res := scaleResult{Pods: cfg.pods, Floor: criFloor(t, cfg.pods, cfg.readyDeadline())}
 	procs := startScaleProcs(t, n.cmd.Process.Pid)
-	res := scaleResult{Pods: cfg.pods, LoadAvg: loadAvg()}
+	res.LoadAvg = loadAvg()
 	t0 := time.Now()
 	if _, err := c.client.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
