@@ -35,6 +35,9 @@ const (
 // scaleSuitePods is the Deployment's size in the suite.
 const scaleSuitePods = 20
 
+// scaleImage is the image of the scale test's pods (and of its floor's).
+const scaleImage = "busybox"
+
 // kubeletMaxPods is the kubelet's --max-pods default, which a podward
 // node's must be too: its Node offers that many pods.
 const kubeletMaxPods = 110
@@ -188,7 +191,7 @@ func scaleDeployment(node string, replicas int) *appsv1.Deployment {
 					TerminationGracePeriodSeconds: ptr.To(int64(5)),
 					Containers: []v1.Container{{
 						Name:            "sleep",
-						Image:           "busybox",
+						Image:           scaleImage,
 						ImagePullPolicy: v1.PullIfNotPresent,
 						Command:         []string{"sh", "-c", "trap 'exit 0' TERM; sleep inf & wait"},
 					}},

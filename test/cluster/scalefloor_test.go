@@ -37,6 +37,9 @@ func criFloor(t *testing.T, n int, within time.Duration) floorResult {
 	rt := runtimeapi.NewRuntimeServiceClient(conn)
 	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
+	if err := ensureImage(ctx, runtimeapi.NewImageServiceClient(conn), scaleImage); err != nil {
+		t.Fatal(err)
+	}
 	run, logs := randomSuffix(t), t.TempDir()
 	sandboxes := make([]string, n)
 	lat := make([]time.Duration, n)
@@ -77,7 +80,7 @@ func floorPod(ctx context.Context, rt runtimeapi.RuntimeServiceClient, name, run
 	}
 	c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, SandboxConfig: sc, Config: &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
-		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+		Image:    &runtimeapi.ImageSpec{Image: scaleImage},
 		Command:  []string{"sh", "-c", "trap 'exit 0' TERM; sleep inf & wait"},
 		LogPath:  "sleep.log",
 	}})
@@ -88,6 +91,24 @@ func floorPod(ctx context.Context, rt runtimeapi.RuntimeServiceClient, name, run
 		return sb.PodSandboxId, fmt.Errorf("StartContainer: %w", err)
 	}
 	return sb.PodSandboxId, nil
+}
+
+// ensureImage pulls image unless the runtime has it: CreateContainer does
+// not pull, and neither the floor nor the Deployment after it should time
+// a pull (the SLO leaves pulls out).
+func ensureImage(ctx context.Context, img runtimeapi.ImageServiceClient, image string) error {
+	spec := &runtimeapi.ImageSpec{Image: image}
+	st, err := img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+	if err != nil {
+		return fmt.Errorf("image status of %s: %w", image, err)
+	}
+	if st.GetImage() != nil {
+		return nil
+	}
+	if _, err := img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec}); err != nil {
+		return fmt.Errorf("pull %s: %w", image, err)
+	}
+	return nil
 }
 
 // stopFloor stops and removes the floor's sandboxes (and so their
