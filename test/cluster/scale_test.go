@@ -127,7 +127,7 @@ func scaleRun(t *testing.T, c *controlPlane, rt bintest.Runtime, cfg scaleConfig
 	})
 	checkPodRoom(t, node)
 	ns := testNamespace(t, c)
-	rec := recordPods(t, c.client, ns, cfg.pods)
+	rec := recordStarts(t, c.client, ns, cfg.pods)
 	d := scaleDeployment(name, cfg.pods)
 	// Before the node's cleanup (cleanups run last first): the
 	// ReplicaSet would replace the pods that cleanup deletes.
@@ -223,7 +223,7 @@ func checkScalePods(t *testing.T, pods []podTimes, node string, want int) {
 }
 
 // waitClosed waits for ch, or fails with the pods' progress.
-func waitClosed(t *testing.T, ch <-chan struct{}, within time.Duration, what string, rec *podRecorder) {
+func waitClosed(t *testing.T, ch <-chan struct{}, within time.Duration, what string, rec *startRecorder) {
 	t.Helper()
 	timer := time.NewTimer(within)
 	defer timer.Stop()

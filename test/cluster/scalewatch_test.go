@@ -27,10 +27,10 @@ type podTimes struct {
 	seen, bound, started, ready, del time.Time
 }
 
-// podRecorder watches the pods of a namespace and stamps each one's
+// startRecorder watches the pods of a namespace and stamps each one's
 // steps; its channels are closed once want pods are ready, and once every
 // pod it saw is gone after deleting began.
-type podRecorder struct {
+type startRecorder struct {
 	want int
 
 	mu       sync.Mutex
@@ -43,9 +43,9 @@ type podRecorder struct {
 	done     chan struct{}
 }
 
-// recordPods starts watching the pods of ns (empty now) until the test
+// recordStarts starts watching the pods of ns (empty now) until the test
 // ends.
-func recordPods(t *testing.T, client kubernetes.Interface, ns string, want int) *podRecorder {
+func recordStarts(t *testing.T, client kubernetes.Interface, ns string, want int) *startRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -63,7 +63,7 @@ func recordPods(t *testing.T, client kubernetes.Interface, ns string, want int) 
 		cancel()
 		t.Fatal(err)
 	}
-	r := &podRecorder{want: want, pods: map[types.UID]*podTimes{}, allReady: make(chan struct{}), allGone: make(chan struct{}), done: make(chan struct{})}
+	r := &startRecorder{want: want, pods: map[types.UID]*podTimes{}, allReady: make(chan struct{}), allGone: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		for ev := range w.ResultChan() {
@@ -79,7 +79,7 @@ func recordPods(t *testing.T, client kubernetes.Interface, ns string, want int) 
 }
 
 // observe stamps what the event shows of its pod.
-func (r *podRecorder) observe(ev watch.Event, now time.Time) {
+func (r *startRecorder) observe(ev watch.Event, now time.Time) {
 	p, ok := ev.Object.(*v1.Pod)
 	if !ok {
 		return
@@ -119,14 +119,14 @@ func (r *podRecorder) observe(ev watch.Event, now time.Time) {
 
 // startDeleting says that the pods go now: allGone closes once every pod
 // seen is gone.
-func (r *podRecorder) startDeleting() {
+func (r *startRecorder) startDeleting() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.deleting = true
 	r.checkGone()
 }
 
-func (r *podRecorder) checkGone() {
+func (r *startRecorder) checkGone() {
 	if r.deleting && r.nGone == len(r.pods) && r.allGone != nil {
 		close(r.allGone)
 		r.allGone = nil
@@ -134,7 +134,7 @@ func (r *podRecorder) checkGone() {
 }
 
 // gone is the channel allGone, read under the lock (checkGone clears it).
-func (r *podRecorder) gone() <-chan struct{} {
+func (r *startRecorder) gone() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.allGone == nil {
@@ -146,7 +146,7 @@ func (r *podRecorder) gone() <-chan struct{} {
 }
 
 // snapshot copies the pods' times.
-func (r *podRecorder) snapshot() []podTimes {
+func (r *startRecorder) snapshot() []podTimes {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]podTimes, 0, len(r.pods))
@@ -157,7 +157,7 @@ func (r *podRecorder) snapshot() []podTimes {
 }
 
 // progress says how far the pods got, for a failure's message.
-func (r *podRecorder) progress() string {
+func (r *startRecorder) progress() string {
 	var bound, started, ready, gone int
 	pods := r.snapshot()
 	for _, p := range pods {
@@ -189,13 +189,4 @@ func allStarted(p *v1.Pod) bool {
 		}
 	}
 	return true
-}
-
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
