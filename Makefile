@@ -10,7 +10,7 @@ RACE_PKGS := ./internal/...
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 
-.PHONY: help build kubectl-plugin test test-unit test-integration fuzz fuzz-smoke bench bench-go vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture node-conformance node-conformance-smoke
+.PHONY: help build kubectl-plugin test test-unit test-integration fuzz fuzz-smoke bench bench-go bench-node vet fmt-check clean cri-up cri-down cp-up cp-down timeline-picture node-conformance node-conformance-smoke
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-18s %s\n", $$1, $$2}'
@@ -52,6 +52,16 @@ BENCH_OUT  ?= bench-results.json
 
 bench: build ## podward bench: start/stop/scale/churn against a podward serve it starts, beside the floor; table + BENCH_OUT (bench-results.json); BENCH_ARGS its flags (root; some 15 minutes)
 	$(BIN) bench --out $(BENCH_OUT) $(BENCH_ARGS)
+
+# `make bench-node`: NODE_BENCH_PODS pods (default 110, the default --max-pods) of one Deployment on
+# one CRI podward node, NODE_BENCH_RUNS times; NODE_BENCH_OUT the JSON of every run and the medians.
+NODE_BENCH_PODS   ?= 110
+NODE_BENCH_RUNS   ?= 3
+NODE_BENCH_STEADY ?= 10s
+NODE_BENCH_OUT    ?= node-bench.json
+bench-node: ## a Deployment of NODE_BENCH_PODS (110) pods on one CRI podward node, on the test control plane, NODE_BENCH_RUNS (3) times: startup latency p50/p90/p99, time to all ready, agent and containerd CPU and memory; NODE_BENCH_OUT (root; some 10 minutes)
+	PODWARD_SCALE_PODS=$(NODE_BENCH_PODS) PODWARD_SCALE_RUNS=$(NODE_BENCH_RUNS) PODWARD_SCALE_STEADY=$(NODE_BENCH_STEADY) PODWARD_SCALE_OUT=$(abspath $(NODE_BENCH_OUT)) \
+	  hack/with-cri.sh hack/with-control-plane.sh $(GO) test -count=1 -timeout 60m -run '^TestDeploymentScale$$' -v ./test/cluster/
 
 bench-go: ## Go benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

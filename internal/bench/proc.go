@@ -70,6 +70,8 @@ func parseStat(text string) (CPUTimes, error) {
 // Status is what the bench reads of /proc/PID/status.
 type Status struct {
 	RSSBytes int64 // VmRSS
+	// PeakRSSBytes is VmHWM: the largest VmRSS since the process started.
+	PeakRSSBytes int64
 	// AnonBytes and FileBytes split VmRSS (RssAnon; RssFile with
 	// RssShmem): the process's own memory, and the pages of files it maps
 	// (its binary, the state file's mmap) that the kernel may drop.
@@ -101,6 +103,12 @@ func parseStatus(text string) (Status, error) {
 				return Status{}, fmt.Errorf("status VmRSS: %w", err)
 			}
 			s.RSSBytes, haveRSS = kb, true
+		case "VmHWM":
+			kb, err := parseKB(val)
+			if err != nil {
+				return Status{}, fmt.Errorf("status VmHWM: %w", err)
+			}
+			s.PeakRSSBytes = kb
 		case "RssAnon", "RssFile", "RssShmem":
 			kb, err := parseKB(val)
 			if err != nil {

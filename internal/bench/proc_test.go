@@ -32,12 +32,12 @@ func TestParseStat(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	text := "Name:\tpodward\nState:\tS (sleeping)\nVmRSS:\t   43520 kB\nRssAnon:\t40000 kB\nRssFile:\t3000 kB\nRssShmem:\t520 kB\nThreads:\t17\n"
+	text := "Name:\tpodward\nState:\tS (sleeping)\nVmHWM:\t   51200 kB\nVmRSS:\t   43520 kB\nRssAnon:\t40000 kB\nRssFile:\t3000 kB\nRssShmem:\t520 kB\nThreads:\t17\n"
 	got, err := parseStatus(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != (Status{RSSBytes: 43520 * 1024, AnonBytes: 40000 * 1024, FileBytes: 3520 * 1024, Threads: 17}) {
+	if got != (Status{RSSBytes: 43520 * 1024, PeakRSSBytes: 51200 * 1024, AnonBytes: 40000 * 1024, FileBytes: 3520 * 1024, Threads: 17}) {
 		t.Errorf("parseStatus = %+v", got)
 	}
 	if _, err := parseStatus("Name:\tzombie\nThreads:\t1\n"); err == nil {
