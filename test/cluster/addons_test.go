@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/test/internal/bintest"
 )
@@ -140,7 +141,7 @@ func TestClusterNetworking(t *testing.T) {
 	t.Cleanup(down) // also after a failed addons-up.sh
 	up := runScript(t, env, "../../hack/addons-up.sh")
 	dnsIP := scriptValue(t, up, "DNS_IP")
-	startNode(t, c, name, slices.Concat(rt.Args, []string{"--cluster-dns", dnsIP, "--cluster-domain", "cluster.local"})...)
+	n := startNode(t, c, name, slices.Concat(rt.Args, []string{"--cluster-dns", dnsIP, "--cluster-domain", "cluster.local"})...)
 	// before the node's own cleanup: the add-ons' pods go while it runs
 	t.Cleanup(down)
 	c.rollout(t, "kube-system", "daemonset/kube-proxy")
@@ -156,24 +157,28 @@ func TestClusterNetworking(t *testing.T) {
 	c.rollout(t, ns, "deployment/web")
 	web := webReplicas(t, c, ns, name)
 
-	t.Run("DNSNameFromPod", func(t *testing.T) {
-		url := "http://web." + ns + ".svc.cluster.local/"
-		out := runClientPod(t, c, ns, name, "getter", "default", cc, `"get", "`+url+`", "12"`)
-		var answers []string
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if !strings.HasPrefix(line, "clusterclient:") { // its retries, on stderr
-				answers = append(answers, line)
+	dnsFromPod := func(getter string) func(*testing.T) {
+		return func(t *testing.T) {
+			url := "http://web." + ns + ".svc.cluster.local/"
+			out := runClientPod(t, c, ns, name, getter, "default", cc, `"get", "`+url+`", "12"`)
+			var answers []string
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if !strings.HasPrefix(line, "clusterclient:") { // its retries, on stderr
+					answers = append(answers, line)
+				}
 			}
+			checkAnswers(t, "GET "+url+" in a pod", answers, web)
 		}
-		checkAnswers(t, "GET "+url+" in a pod", answers, web)
-	})
-	t.Run("ClusterIPFromHost", func(t *testing.T) {
+	}
+	clusterIPFromHost := func(t *testing.T) {
 		svc, err := c.client.CoreV1().Services(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkAnswers(t, "GET "+svc.Spec.ClusterIP+" on the host", getFromHost(t, "http://"+svc.Spec.ClusterIP+"/", 12), web)
-	})
+	}
+	t.Run("DNSNameFromPod", dnsFromPod("getter"))
+	t.Run("ClusterIPFromHost", clusterIPFromHost)
 	t.Run("InClusterClient", func(t *testing.T) {
 		out := runClientPod(t, c, ns, name, "lister", "lister", cc, `"list-pods"`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -193,6 +198,62 @@ func TestClusterNetworking(t *testing.T) {
 			}
 		}
 	})
+	// Issue 23 item 6's last point: the agent's kill and restart change
+	// nothing the add-ons and the web replicas see, and the Service
+	// still answers by its name in a pod and by its ClusterIP on the host.
+	t.Run("AgentKillChangesNothing", func(t *testing.T) {
+		agentKillKeepsPods(t, c, n, []string{"kube-system", ns})
+		t.Run("DNSNameFromPod", dnsFromPod("getter-after"))
+		t.Run("ClusterIPFromHost", clusterIPFromHost)
+	})
+}
+
+// agentKillKeepsPods kills node n's agent (SIGKILL) and starts it again on
+// the same --root, and checks that none of its pods in the namespaces
+// changed in a way their workloads could see (podSeen: replaced, deleted,
+// another IP, a container restarted), nor turned not Ready, until each
+// running one is Ready again.
+func agentKillKeepsPods(t *testing.T, c *controlPlane, n *node, namespaces []string) {
+	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name}
+	before := map[types.UID]podSeen{}
+	var recs []*podRecorder
+	for _, ns := range namespaces {
+		list, err := c.client.CoreV1().Pods(ns).List(t.Context(), onNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			before[p.UID] = seePod(p)
+		}
+		t.Logf("%s: %d pods on the node", ns, len(list.Items))
+		opts := onNode
+		opts.ResourceVersion = list.ResourceVersion
+		recs = append(recs, recordPods(t, c, ns, opts))
+	}
+	killed := time.Now()
+	n.signal(syscall.SIGKILL)
+	n.start()
+	t.Logf("agent killed and registered again in %v", time.Since(killed).Round(time.Millisecond))
+	for _, ns := range namespaces {
+		c.waitPods(t, ns, "", "every pod of before Ready or Succeeded", addonsRollout, func(ps []*v1.Pod) bool {
+			for _, p := range ps {
+				if _, ok := before[p.UID]; ok && !podReady(p) && p.Status.Phase != v1.PodSucceeded {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	for _, rec := range recs {
+		changes, unready := rec.check(before)
+		for _, ch := range changes {
+			t.Errorf("seen after the kill: %s", ch)
+		}
+		for pod, turns := range unready {
+			t.Errorf("pod %s turned from Ready to not Ready %d time(s) after the kill", pod, turns)
+		}
+	}
 }
 
 // addonsPreconditions checks what the test needs of its environment and

@@ -65,10 +65,10 @@ type podRecorder struct {
 	done   chan struct{}
 }
 
-func recordPods(t *testing.T, c *controlPlane, ns, rv string) *podRecorder {
+func recordPods(t *testing.T, c *controlPlane, ns string, opts metav1.ListOptions) *podRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	w, err := c.client.CoreV1().Pods(ns).Watch(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestAgentKillChangesNothing(t *testing.T) {
 	if len(before) != 4 {
 		t.Fatalf("%d pods in %s, want the 4 of the workloads", len(before), ns)
 	}
-	rec := recordPods(t, c, ns, list.ResourceVersion)
+	rec := recordPods(t, c, ns, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 
 	killed := time.Now()
 	n.signal(syscall.SIGKILL)
