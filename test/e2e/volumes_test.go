@@ -212,7 +212,10 @@ func TestSubPathModeWithFSGroup(t *testing.T) {
 // badSubPathExprPods are the upstream specs "Variable Expansion should fail
 // substituting values in a volume subpath with backticks" and "... with
 // absolute path": a subPathExpr whose variable makes it ".." or an
-// absolute path.
+// absolute path; and, as in "... should verify that a failing subpath
+// expansion can be modified during the lifecycle of a container", one
+// that refers to a variable whose value is empty (an annotation the pod
+// does not have).
 const badSubPathExprPods = `
 apiVersion: v1
 kind: Pod
@@ -241,10 +244,27 @@ spec:
     command: ["{{.Bash}}", "-c", "echo started"]
     env: [{name: POD_NAME, value: /tmp}]
     volumeMounts: [{name: v, mountPath: "{{.Dir}}-abs", subPathExpr: "$(POD_NAME)"}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-unset
+spec:
+  restartPolicy: Never
+  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+    env:
+    - {name: POD_NAME, value: foo}
+    - name: ANNOTATION
+      valueFrom: {fieldRef: {fieldPath: "metadata.annotations['mysubpath']"}}
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-unset", subPathExpr: "$(ANNOTATION)/$(POD_NAME)"}]
 `
 
 // TestSubPathExprConfigError: a subPathExpr that expands to ".." or to an
-// absolute path does not fail the pod: as the kubelet's makeMounts error
+// absolute path, or refers to an empty variable, does not fail the pod: as the kubelet's makeMounts error
 // does, the container waits in CreateContainerConfigError with the
 // kubelet's message, its start is tried again (a second Failed event), and
 // the pod stays Pending.
@@ -252,11 +272,12 @@ func TestSubPathExprConfigError(t *testing.T) {
 	needRoot(t)
 	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
 		a := startAgent(t, rt.Args...)
-		a.pods = append(a.pods, "subpath-abs")
+		a.pods = append(a.pods, "subpath-abs", "subpath-unset")
 		a.apply("subpath-up", rt.manifest(t, t.TempDir(), badSubPathExprPods, map[string]string{"Dir": dataPath("subpathexpr-" + rt.Name)}))
 		want := map[string]string{
-			"subpath-up":  "unable to provision SubPath `..`: must not contain '..'",
-			"subpath-abs": "error SubPath `/tmp` must not be an absolute path",
+			"subpath-up":    "unable to provision SubPath `..`: must not contain '..'",
+			"subpath-abs":   "error SubPath `/tmp` must not be an absolute path",
+			"subpath-unset": "missing value for ANNOTATION",
 		}
 		for name, msg := range want {
 			a.waitPod(name, "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", exitTimeout)
