@@ -208,3 +208,89 @@ func TestSubPathModeWithFSGroup(t *testing.T) {
 		r.mustFind(t, output("app", "mem=drwxrwsrwt 0 123 file-group=123"))
 	})
 }
+
+// badSubPathExprPods are the upstream specs "Variable Expansion should fail
+// substituting values in a volume subpath with backticks" and "... with
+// absolute path": a subPathExpr whose variable makes it ".." or an
+// absolute path; and, as in "... should verify that a failing subpath
+// expansion can be modified during the lifecycle of a container", one
+// that refers to a variable whose value is empty (an annotation the pod
+// does not have).
+const badSubPathExprPods = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-up
+spec:
+  restartPolicy: Never
+  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+    env: [{name: POD_NAME, value: ".."}]
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-up", subPathExpr: "$(POD_NAME)"}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-abs
+spec:
+  restartPolicy: Never
+  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+    env: [{name: POD_NAME, value: /tmp}]
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-abs", subPathExpr: "$(POD_NAME)"}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-unset
+spec:
+  restartPolicy: Never
+  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+    env:
+    - {name: POD_NAME, value: foo}
+    - name: ANNOTATION
+      valueFrom: {fieldRef: {fieldPath: "metadata.annotations['mysubpath']"}}
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-unset", subPathExpr: "$(ANNOTATION)/$(POD_NAME)"}]
+`
+
+// TestSubPathExprConfigError: a subPathExpr that expands to ".." or to an
+// absolute path, or refers to an empty variable, does not fail the pod: as the kubelet's makeMounts error
+// does, the container waits in CreateContainerConfigError with the
+// kubelet's message, its start is tried again (a second Failed event), and
+// the pod stays Pending.
+func TestSubPathExprConfigError(t *testing.T) {
+	needRoot(t)
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		a := startAgent(t, rt.Args...)
+		a.pods = append(a.pods, "subpath-abs", "subpath-unset")
+		a.apply("subpath-up", rt.manifest(t, t.TempDir(), badSubPathExprPods, map[string]string{"Dir": dataPath("subpathexpr-" + rt.Name)}))
+		want := map[string]string{
+			"subpath-up":    "unable to provision SubPath `..`: must not contain '..'",
+			"subpath-abs":   "error SubPath `/tmp` must not be an absolute path",
+			"subpath-unset": "missing value for ANNOTATION",
+		}
+		for name, msg := range want {
+			a.waitPod(name, "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", exitTimeout)
+			p := a.getPod(name)
+			if st := p.container(t, "app"); st.State.Waiting == nil || st.State.Waiting.Message != msg || st.RestartCount != 0 {
+				t.Errorf("%s's container: %s, want waiting with the message %q, no restart", name, st, msg)
+			}
+			a.watchEvents(name, "a second start", func(evs []event) bool {
+				return countEvents(evs, "Warning Failed spec.containers{app} Error: "+msg) >= 2
+			}, exitTimeout)
+			if p := a.getPod(name); p.Status.Phase != "Pending" {
+				t.Errorf("%s is %s, want Pending", name, p.Status.Phase)
+			}
+		}
+	})
+}

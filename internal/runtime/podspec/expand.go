@@ -13,6 +13,16 @@ type Vars map[string]string
 // an empty "$()" and an unterminated "$(" stay as written; a "$" before
 // anything else is kept as it is.
 func (v Vars) Expand(s string) string {
+	return expand(s, func(name string) (string, bool) {
+		val, ok := v[name]
+		return val, ok && name != ""
+	})
+}
+
+// expand replaces each reference $(NAME) in s with what lookup gives for
+// NAME, or keeps it as written when lookup says no; "$$" and the other
+// forms are read as Expand says.
+func expand(s string, lookup func(name string) (string, bool)) string {
 	i := strings.IndexByte(s, '$')
 	if i < 0 {
 		return s
@@ -34,7 +44,7 @@ func (v Vars) Expand(s string) string {
 				s = rest[2:]
 				break
 			}
-			if val, ok := v[rest[2:end]]; ok && end > 2 {
+			if val, ok := lookup(rest[2:end]); ok {
 				b.WriteString(val)
 			} else {
 				b.WriteString(rest[:end+1])

@@ -15,7 +15,8 @@ import (
 // directory, emptyDirs/<volume name>; for a hostPath its path. A subPath
 // of a configMap, secret, downwardAPI or projected volume is taken in the
 // data it holds now (hostfs.DataPath): it is not updated, as in Kubernetes.
-// When m has a subPath (or a subPathExpr, expanded with vars), sub is that
+// When m has a subPath (or a subPathExpr, expanded with vars by
+// ExpandSubPath, whose errors are runtime.ContainerConfigErrors), sub is that
 // path inside the volume, checked and created as a directory when missing
 // (hostfs.PrepareSubPath), and path is only sub.HostPath(), for messages:
 // the runtime mounts what sub.Open opens, never the path. emptyDirs is the
@@ -38,7 +39,11 @@ func MountSource(pod *model.Pod, m *v1.VolumeMount, vars Vars, emptyDirs string)
 	}
 	subPath := m.SubPath
 	if m.SubPathExpr != "" {
-		subPath = vars.Expand(m.SubPathExpr)
+		expanded, err := ExpandSubPath(m, vars)
+		if err != nil {
+			return "", nil, err
+		}
+		subPath = expanded
 	}
 	if subPath == "" {
 		return src, nil, nil

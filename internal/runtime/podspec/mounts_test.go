@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/hostfs"
 )
 
@@ -24,10 +26,11 @@ func TestMountSource(t *testing.T) {
 	}
 	cfgData := writeConfigMapVolume(t, filepath.Join(emptyDirs, "cfg"))
 	tests := map[string]struct {
-		m       v1.VolumeMount
-		vars    Vars
-		want    string // the source, when no error
-		wantErr string
+		m         v1.VolumeMount
+		vars      Vars
+		want      string // the source, when no error
+		wantErr   string
+		configErr bool // wantErr is a runtime.ContainerConfigError
 	}{
 		"emptyDir": {m: v1.VolumeMount{Name: "data", MountPath: "/data"}, want: filepath.Join(emptyDirs, "data")},
 		"hostPath": {m: v1.VolumeMount{Name: "host", MountPath: "/host"}, want: host},
@@ -37,7 +40,7 @@ func TestMountSource(t *testing.T) {
 			want: filepath.Join(host, "logs", "web"),
 		},
 		"subPathExpr with an unknown variable": {
-			m: v1.VolumeMount{Name: "host", MountPath: "/h", SubPathExpr: "$(MISSING)"}, want: filepath.Join(host, "$(MISSING)"),
+			m: v1.VolumeMount{Name: "host", MountPath: "/h", SubPathExpr: "$(MISSING)"}, wantErr: "missing value for MISSING", configErr: true,
 		},
 		"no such volume": {m: v1.VolumeMount{Name: "nothing", MountPath: "/x"}, wantErr: `volume "nothing" not found`},
 		"a kind podward does not mount": {
@@ -54,7 +57,12 @@ func TestMountSource(t *testing.T) {
 			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out/new"}, wantErr: `volume mount "/out": subPath "out/new" leads out of its volume`,
 		},
 		"subPathExpr leaving its volume": {
-			m: v1.VolumeMount{Name: "host", MountPath: "/up", SubPathExpr: "$(UP)"}, vars: Vars{"UP": ".."}, wantErr: `volume mount "/up": subPath "..": must not contain '..'`,
+			m: v1.VolumeMount{Name: "host", MountPath: "/up", SubPathExpr: "$(UP)"}, vars: Vars{"UP": ".."},
+			wantErr: "unable to provision SubPath `..`: must not contain '..'", configErr: true,
+		},
+		"subPathExpr expanding to an absolute path": {
+			m: v1.VolumeMount{Name: "host", MountPath: "/abs", SubPathExpr: "$(P)"}, vars: Vars{"P": outside},
+			wantErr: "error SubPath `" + outside + "` must not be an absolute path", configErr: true,
 		},
 	}
 	for name, tc := range tests {
@@ -70,6 +78,10 @@ func TestMountSource(t *testing.T) {
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("MountSource = %q, %v, want %q", got, err, tc.wantErr)
+				}
+				var cfgErr *runtime.ContainerConfigError
+				if errors.As(err, &cfgErr) != tc.configErr {
+					t.Fatalf("MountSource error %v: a ContainerConfigError is %v, want %v", err, !tc.configErr, tc.configErr)
 				}
 				// Refused before anything was created.
 				if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
