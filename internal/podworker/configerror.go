@@ -22,7 +22,13 @@ func (pw *podWorker) configFailed(c *ctr, err *runtime.ContainerConfigError) {
 	c.obs.ConfigErrorChanges = pw.objectChanges
 	pw.w.cfg.Metrics.ContainerStartFailed(c.ref.Role, StartErrorConfig)
 	pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %s", err.Message)
-	pw.log.Warn("container configuration", "container", c.ref.Name, "err", err)
+	args := []any{"container", c.ref.Name, "err", err}
+	if err.Err != nil {
+		// The message may hide what the host told (a subPath's path): the
+		// log has it.
+		args = append(args, "cause", err.Err)
+	}
+	pw.log.Warn("container configuration", args...)
 }
 
 // retryConfigNow records that ConfigMaps or Secrets the pods read have

@@ -102,14 +102,14 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
 	for i := range c.VolumeMounts {
 		m := &c.VolumeMounts[i]
-		src, sub, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
+		src, sub, err := podspec.MountSource(pod, c.Name, m, vars, r.volumesDir(pod.UID))
 		if err != nil {
 			return nil, err
 		}
 		if sub != nil {
 			src = r.subPathTarget(pod.UID, m.Name, c.Name, i)
 			if err := hostfs.BindSubPath(*sub, src); err != nil {
-				return nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
+				return nil, podspec.SubPathError(m, c.Name, true, err)
 			}
 		}
 		mount := &runtimeapi.Mount{

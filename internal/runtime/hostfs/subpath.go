@@ -18,6 +18,36 @@ import (
 // volume.
 var ErrLeavesVolume = errors.New("leads out of its volume")
 
+// ContentError is why PrepareSubPath or SubPath.Open refused a subPath for
+// what its volume holds, which the pod's containers write: a symlink out of
+// the volume (ErrLeavesVolume) or to nothing, a file where a directory is
+// wanted (ENOTDIR), a symlink loop or one swapped in since the check
+// (ELOOP, EXDEV), a component removed meanwhile (ENOENT), a name too long.
+// The kubelet's makeMounts refuses these too (safeOpenSubPath,
+// doSafeMakeDir) and the container waits in CreateContainerConfigError.
+// What else they return is the host failing (EIO, ENOSPC, EROFS, a
+// volume directory gone, a permission the agent lacks): not a
+// ContentError, so that it is not taken for the pod's doing.
+type ContentError struct{ Err error }
+
+func (e *ContentError) Error() string { return e.Err.Error() }
+
+func (e *ContentError) Unwrap() error { return e.Err }
+
+// contentErrnos are the errors the content of a volume can cause.
+var contentErrnos = []error{unix.ENOTDIR, unix.ELOOP, unix.EXDEV, unix.ENOENT, unix.ENAMETOOLONG, ErrLeavesVolume}
+
+// content is err as a ContentError when the volume's content caused it,
+// else err.
+func content(err error) error {
+	for _, e := range contentErrnos {
+		if errors.Is(err, e) {
+			return &ContentError{Err: err}
+		}
+	}
+	return err
+}
+
 // SubPath is a volumeMount's subPath that PrepareSubPath checked and made
 // exist. Path names it inside Volume with every symlink resolved, so that
 // it can be opened refusing any symlink on the way (Open).
@@ -52,7 +82,8 @@ func (s SubPath) HostPath() string { return filepath.Join(s.Volume, s.Path) }
 // emptyDir's 0777 (01777 on a tmpfs), with the setgid bit of a pod's
 // fsGroup; its group is the parent's when the parent is setgid. A
 // directory that exists already is left as it is. It is idempotent. The
-// volume's own path is trusted: its symlinks are followed.
+// volume's own path is trusted: its symlinks are followed. A refusal for
+// what the volume holds is a *ContentError.
 func PrepareSubPath(volume, sub string) (SubPath, error) {
 	if err := CheckSubPath(sub); err != nil {
 		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
@@ -64,10 +95,10 @@ func PrepareSubPath(volume, sub string) (SubPath, error) {
 	s := SubPath{Volume: realVolume}
 	existing, missing, err := resolveExisting(realVolume, sub)
 	if errors.Is(err, ErrLeavesVolume) {
-		return SubPath{}, fmt.Errorf("subPath %q %w", sub, err)
+		return SubPath{}, content(fmt.Errorf("subPath %q %w", sub, err))
 	}
 	if err != nil {
-		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
+		return SubPath{}, content(fmt.Errorf("subPath %q: %w", sub, err))
 	}
 	s.Path = existing
 	if len(missing) == 0 {
@@ -80,13 +111,13 @@ func PrepareSubPath(volume, sub string) (SubPath, error) {
 	mode := volSt.Mode & modeBits
 	fd, err := beneath.Open(realVolume, existing)
 	if err != nil {
-		return SubPath{}, fmt.Errorf("subPath %q: %w", sub, err)
+		return SubPath{}, content(fmt.Errorf("subPath %q: %w", sub, err))
 	}
 	defer func() { unix.Close(fd) }()
 	for _, name := range missing {
 		child, err := mkdirBeneath(fd, name, mode)
 		if err != nil {
-			return SubPath{}, fmt.Errorf("subPath %q: %w", sub, &fs.PathError{Op: "mkdir", Path: filepath.Join(s.HostPath(), name), Err: err})
+			return SubPath{}, content(fmt.Errorf("subPath %q: %w", sub, &fs.PathError{Op: "mkdir", Path: filepath.Join(s.HostPath(), name), Err: err}))
 		}
 		unix.Close(fd)
 		fd = child
@@ -147,8 +178,13 @@ func relTo(dir, p string) string {
 // (with ELOOP, EXDEV or ENOTDIR) because a component was swapped since.
 // The file is close-on-exec; the caller owns it and mounts it through
 // /proc/self/fd/N (BindSubPath, or the process runtime's init helper).
+// Such a failure is a *ContentError.
 func (s SubPath) Open() (*os.File, error) {
-	return beneath.OpenSubPath(s.Volume, s.Path)
+	f, err := beneath.OpenSubPath(s.Volume, s.Path)
+	if err != nil {
+		return nil, content(err)
+	}
+	return f, nil
 }
 
 // modeBits are the bits of a file's mode that chmod sets: the permissions

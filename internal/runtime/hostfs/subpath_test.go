@@ -98,6 +98,12 @@ func TestPrepareSubPath(t *testing.T) {
 					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 						t.Fatalf("PrepareSubPath = %+v, %v; want %q", s, err, tc.wantErr)
 					}
+					// What the volume holds is the pod's doing; a subPath
+					// that is not relative is the caller's.
+					var ce *ContentError
+					if wantContent := !strings.Contains(tc.wantErr, "must"); errors.As(err, &ce) != wantContent {
+						t.Errorf("PrepareSubPath's error %v: a ContentError is %v, want %v", err, !wantContent, wantContent)
+					}
 					assertEmpty(t, outside)
 					if _, err := os.Lstat(filepath.Join(vol, "missing")); err == nil {
 						t.Error("a dangling symlink's target was created")
@@ -220,9 +226,12 @@ func TestSubPathOpenRefusesASwappedComponent(t *testing.T) {
 		if err := os.Symlink(outside, filepath.Join(vol, "a")); err != nil {
 			t.Fatal(err)
 		}
+		var ce *ContentError
 		if f, err := s.Open(); err == nil {
 			f.Close()
 			t.Fatal("Open followed a symlink swapped in since the check")
+		} else if !errors.As(err, &ce) {
+			t.Errorf("Open: %v, want a ContentError", err)
 		}
 		// The last component, too.
 		if err := os.Remove(filepath.Join(vol, "a")); err != nil {
@@ -449,5 +458,16 @@ func TestRemoveSubPathsKeepsData(t *testing.T) {
 	}
 	if err := RemoveSubPaths(filepath.Join(t.TempDir(), "none")); err != nil {
 		t.Fatalf("RemoveSubPaths of nothing: %v", err)
+	}
+}
+
+// A volume directory that is gone is the host's failure, not what the
+// volume holds: not a ContentError.
+func TestPrepareSubPathHostFailureIsNoContentError(t *testing.T) {
+	vol := filepath.Join(t.TempDir(), "gone")
+	_, err := PrepareSubPath(vol, "a")
+	var ce *ContentError
+	if err == nil || errors.As(err, &ce) {
+		t.Fatalf("PrepareSubPath in a missing volume: %v, want an error that is no ContentError", err)
 	}
 }

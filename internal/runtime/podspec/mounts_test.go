@@ -24,6 +24,12 @@ func TestMountSource(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(host, "out")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(filepath.Join(host, "nothing"), filepath.Join(host, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfgData := writeConfigMapVolume(t, filepath.Join(emptyDirs, "cfg"))
 	tests := map[string]struct {
 		m         v1.VolumeMount
@@ -50,11 +56,22 @@ func TestMountSource(t *testing.T) {
 		"configMap subPath, in the data it holds now": {
 			m: v1.VolumeMount{Name: "cfg", MountPath: "/cfg/a", SubPath: "a"}, want: filepath.Join(emptyDirs, "cfg", cfgData, "a"),
 		},
+		// The kubelet's makeMounts messages, which name no host path.
 		"subPath out through a symlink": {
-			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out"}, wantErr: `volume mount "/out": subPath "out" leads out of its volume`,
+			m:       v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out"},
+			wantErr: `failed to prepare subPath for volumeMount "host" of container "c"`, configErr: true,
 		},
 		"subPath out through a symlink, to be created": {
-			m: v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out/new"}, wantErr: `volume mount "/out": subPath "out/new" leads out of its volume`,
+			m:       v1.VolumeMount{Name: "host", MountPath: "/out", SubPath: "out/new"},
+			wantErr: `failed to create subPath directory for volumeMount "host" of container "c"`, configErr: true,
+		},
+		"subPath through a symlink to nothing": {
+			m:       v1.VolumeMount{Name: "host", MountPath: "/d", SubPath: "dangling"},
+			wantErr: `failed to create subPath directory for volumeMount "host" of container "c"`, configErr: true,
+		},
+		"subPath through a file": {
+			m:       v1.VolumeMount{Name: "host", MountPath: "/f", SubPath: "file/dir"},
+			wantErr: `failed to prepare subPath for volumeMount "host" of container "c"`, configErr: true,
 		},
 		"subPathExpr leaving its volume": {
 			m: v1.VolumeMount{Name: "host", MountPath: "/up", SubPathExpr: "$(UP)"}, vars: Vars{"UP": ".."},
@@ -74,7 +91,7 @@ func TestMountSource(t *testing.T) {
 				{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
 				{Name: "iscsi", VolumeSource: v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}}},
 			}
-			got, sub, err := MountSource(pod, &tc.m, tc.vars, emptyDirs)
+			got, sub, err := MountSource(pod, "c", &tc.m, tc.vars, emptyDirs)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("MountSource = %q, %v, want %q", got, err, tc.wantErr)

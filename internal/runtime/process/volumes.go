@@ -206,11 +206,14 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 	var created []shim.Mountpoint
 	for i := range c.VolumeMounts {
 		m := &c.VolumeMounts[i]
-		src, sub, err := podspec.MountSource(pod, m, vars, r.volumesDir(pod.UID))
+		src, sub, err := podspec.MountSource(pod, c.Name, m, vars, r.volumesDir(pod.UID))
 		if err != nil {
 			return nil, nil, err
 		}
 		isDir, err := sourceIsDir(src, sub)
+		if err != nil && sub != nil {
+			return nil, nil, podspec.SubPathError(m, c.Name, true, err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("volume mount %q: %w", m.MountPath, err)
 		}
