@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -291,6 +292,87 @@ func TestSubPathExprConfigError(t *testing.T) {
 			if p := a.getPod(name); p.Status.Phase != "Pending" {
 				t.Errorf("%s is %s, want Pending", name, p.Status.Phase)
 			}
+		}
+	})
+}
+
+// symlinkSubPathPods each have an init container that makes the entry out
+// of their emptyDir a symlink to {{.Outside}}, a directory of the host, and
+// a container that mounts the emptyDir with subPath out (which exists: the
+// kubelet's PrepareSafeSubpath refuses it, "subpath ... not within volume
+// path") or out/new (which does not: its SafeMakeDir refuses it).
+const symlinkSubPathPods = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-link
+spec:
+  restartPolicy: Never
+  volumes: [{name: v, emptyDir: {}}]
+  initContainers:
+  - name: link
+    image: bash
+    command: ["{{.Bash}}", "-c", "ln -s {{.Outside}} {{.Dir}}-link-init/out"]
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-link-init"}]
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-link", subPath: out}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: subpath-link-new
+spec:
+  restartPolicy: Never
+  volumes: [{name: v, emptyDir: {}}]
+  initContainers:
+  - name: link
+    image: bash
+    command: ["{{.Bash}}", "-c", "ln -s {{.Outside}} {{.Dir}}-new-init/out"]
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-new-init"}]
+  containers:
+  - name: app
+    image: bash
+    command: ["{{.Bash}}", "-c", "echo started"]
+    volumeMounts: [{name: v, mountPath: "{{.Dir}}-new", subPath: out/new}]
+`
+
+// TestSubPathSymlinkConfigError: a subPath that a symlink, made by an init
+// container, leads out of its volume does not fail the pod: as the
+// kubelet's makeMounts, the container waits in CreateContainerConfigError
+// with the kubelet's message, which names no host path, its start is
+// tried again (a second Failed event), the pod stays Pending, and nothing
+// is created outside the volume.
+func TestSubPathSymlinkConfigError(t *testing.T) {
+	needRoot(t)
+	eachRuntime(t, func(t *testing.T, rt runtimeEnv) {
+		outside := t.TempDir()
+		a := startAgent(t, rt.Args...)
+		a.pods = append(a.pods, "subpath-link-new")
+		a.apply("subpath-link", rt.manifest(t, t.TempDir(), symlinkSubPathPods, map[string]string{
+			"Dir": dataPath("subpathlink-" + rt.Name), "Outside": outside,
+		}))
+		want := map[string]string{
+			"subpath-link":     `failed to prepare subPath for volumeMount "v" of container "app"`,
+			"subpath-link-new": `failed to create subPath directory for volumeMount "v" of container "app"`,
+		}
+		for name, msg := range want {
+			a.waitPod(name, "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", exitTimeout)
+			p := a.getPod(name)
+			if st := p.container(t, "app"); st.State.Waiting == nil || st.State.Waiting.Message != msg || st.RestartCount != 0 {
+				t.Errorf("%s's container: %s, want waiting with the message %q, no restart", name, st, msg)
+			}
+			a.watchEvents(name, "a second start", func(evs []event) bool {
+				return countEvents(evs, "Warning Failed spec.containers{app} Error: "+msg) >= 2
+			}, exitTimeout)
+			if p := a.getPod(name); p.Status.Phase != "Pending" {
+				t.Errorf("%s is %s, want Pending", name, p.Status.Phase)
+			}
+		}
+		if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+			t.Errorf("outside the volume: %d entries, %v; want none", len(entries), err)
 		}
 	})
 }
