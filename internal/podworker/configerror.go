@@ -22,13 +22,19 @@ func (pw *podWorker) configFailed(c *ctr, err *runtime.ContainerConfigError) {
 	c.obs.ConfigErrorChanges = pw.objectChanges
 	pw.w.cfg.Metrics.ContainerStartFailed(c.ref.Role, StartErrorConfig)
 	pw.eventf(c.ref.FieldPath(), events.Warning, events.Failed, "Error: %s", err.Message)
-	args := []any{"container", c.ref.Name, "err", err}
+	pw.log.Warn("container configuration", configLogArgs(c.ref.Name, err)...)
+}
+
+// configLogArgs are the attributes of the log line of err, a
+// configuration error of container: its message, and its cause when it
+// has one, which the message may leave out (the kubelet's subPath
+// messages name no host path: podspec.SubPathError).
+func configLogArgs(container string, err *runtime.ContainerConfigError) []any {
+	args := []any{"container", container, "err", err}
 	if err.Err != nil {
-		// The message may hide what the host told (a subPath's path): the
-		// log has it.
 		args = append(args, "cause", err.Err)
 	}
-	pw.log.Warn("container configuration", args...)
+	return args
 }
 
 // retryConfigNow records that ConfigMaps or Secrets the pods read have
