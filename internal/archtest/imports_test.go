@@ -50,53 +50,31 @@ func readImports(t *testing.T, root, module string) map[string]*pkgImports {
 	t.Helper()
 	pkgs := map[string]*pkgImports{}
 	fset := token.NewFileSet()
-	for _, top := range []string{"internal", "cmd", "test"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
-			rel, err := filepath.Rel(root, filepath.Dir(path))
-			if err != nil {
-				return err
-			}
-			rel = filepath.ToSlash(rel)
-			p := pkgs[rel]
-			if p == nil {
-				p = &pkgImports{code: map[string]bool{}, tests: map[string]bool{}}
-				pkgs[rel] = p
-			}
-			into := p.code
-			if strings.HasSuffix(path, "_test.go") {
-				into = p.tests
-			}
-			for _, spec := range f.Imports {
-				ip, err := strconv.Unquote(spec.Path.Value)
-				if err != nil {
-					return err
-				}
-				if local, ok := strings.CutPrefix(ip, module+"/"); ok {
-					into[local] = true
-				}
-			}
-			return nil
-		})
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatalf("read %s: %v", top, err)
+	walkGoFiles(t, root, []string{"internal", "cmd", "test"}, func(path, pkgDir string) error {
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
 		}
-	}
+		p := pkgs[pkgDir]
+		if p == nil {
+			p = &pkgImports{code: map[string]bool{}, tests: map[string]bool{}}
+			pkgs[pkgDir] = p
+		}
+		into := p.code
+		if strings.HasSuffix(path, "_test.go") {
+			into = p.tests
+		}
+		for _, spec := range f.Imports {
+			ip, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return err
+			}
+			if local, ok := strings.CutPrefix(ip, module+"/"); ok {
+				into[local] = true
+			}
+		}
+		return nil
+	})
 	return pkgs
 }
 

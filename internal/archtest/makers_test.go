@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -120,40 +119,19 @@ func TestOnlyTheirPackageMakes(t *testing.T) {
 	root, module := moduleRoot(t)
 	fset := token.NewFileSet()
 	files := 0
-	for _, top := range []string{"internal", "cmd", "test"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+	walkGoFiles(t, root, []string{"internal", "cmd", "test"}, func(path, pkgDir string) error {
+		files++
+		for _, r := range makerRules {
+			vs, err := makerViolations(fset, path, nil, pkgDir, module, r)
 			if err != nil {
 				return err
 			}
-			if d.IsDir() {
-				if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
-					return filepath.SkipDir
-				}
-				return nil
+			for _, v := range vs {
+				t.Error(v)
 			}
-			if !strings.HasSuffix(path, ".go") {
-				return nil
-			}
-			rel, err := filepath.Rel(root, filepath.Dir(path))
-			if err != nil {
-				return err
-			}
-			files++
-			for _, r := range makerRules {
-				vs, err := makerViolations(fset, path, nil, filepath.ToSlash(rel), module, r)
-				if err != nil {
-					return err
-				}
-				for _, v := range vs {
-					t.Error(v)
-				}
-			}
-			return nil
-		})
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatalf("read %s: %v", top, err)
 		}
-	}
+		return nil
+	})
 	if files < 100 {
 		t.Fatalf("read only %d files under %s: the walk is broken", files, root)
 	}

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,37 +14,20 @@ import (
 // func line to its closing brace (issue 24: a longer one names its steps).
 const maxFuncLines = 80
 
-// goFiles parses every Go file under root's folders tops, testdata and
-// hidden folders left out, and calls each with its path relative to root.
+// goFiles parses every Go file under root's folders tops (walkGoFiles)
+// and calls each with its path relative to root.
 func goFiles(t *testing.T, root string, tops []string, each func(fset *token.FileSet, rel string, f *ast.File)) {
 	t.Helper()
 	fset := token.NewFileSet()
-	for _, top := range tops {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			each(fset, rel, f)
-			return nil
-		})
+	walkGoFiles(t, root, tops, func(path, _ string) error {
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-	}
+		rel, _ := filepath.Rel(root, path)
+		each(fset, filepath.ToSlash(rel), f)
+		return nil
+	})
 }
 
 // No function of internal/'s code is longer than maxFuncLines. Test
