@@ -56,8 +56,9 @@ func TestNoLongFunctions(t *testing.T) {
 	}
 }
 
-// Nothing in the repository calls time.Sleep: code and tests wait on a
-// condition or an event, with a deadline (docs/architecture.md).
+// Nothing in the repository calls the time package's Sleep: code and
+// tests wait on a condition or an event, with a deadline
+// (docs/architecture.md).
 func TestNoSleep(t *testing.T) {
 	root, _ := moduleRoot(t)
 	goFiles(t, root, []string{"internal", "cmd", "test"}, func(fset *token.FileSet, rel string, f *ast.File) {
@@ -79,7 +80,7 @@ func TestNoSleep(t *testing.T) {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName {
-				t.Errorf("%s:%d: time.Sleep: wait on a condition with a deadline instead", rel, fset.Position(sel.Pos()).Line)
+				t.Errorf("%s:%d: %s.Sleep: wait on a condition with a deadline instead", rel, fset.Position(sel.Pos()).Line, timeName)
 			}
 			return true
 		})
