@@ -25,7 +25,7 @@ const (
 	SourceAnnotation = "podward.io/config-source"
 	// ConfigSourceAnnotation is the kubelet's annotation for where a static
 	// pod came from; podward sets it to ConfigSourceFile.
-	ConfigSourceAnnotation = "kubernetes.io/config.source"
+	ConfigSourceAnnotation = model.ConfigSourceAnnotation
 	// ConfigSourceFile is the value of ConfigSourceAnnotation.
 	ConfigSourceFile = "file"
 

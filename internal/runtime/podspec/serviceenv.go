@@ -34,11 +34,6 @@ const ServicesSyncWait = 10 * time.Second
 // environment is built before the Services have been read once.
 const errServicesNotSynced = "services have not yet been read at least once, cannot construct envvars"
 
-// configSourceAnnotation is the kubelet's annotation of where a pod came
-// from; a static pod's is "file" or "http" (internal/staticpods sets it),
-// an API server pod's is absent or "api".
-const configSourceAnnotation = "kubernetes.io/config.source"
-
 // ServiceEnv is the service links a pod in namespace sees, as the kubelet
 // computes them (getServiceEnvVarMap, envvars.FromServices): of services,
 // those with a ClusterIP (set and not "None") that are the master service
@@ -131,14 +126,6 @@ func envVarName(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// isStatic reports whether pod came from a file or URL rather than the
-// API server (the kubelet's IsStaticPod). A static pod does not wait for
-// the Services: it may be what serves them.
-func isStatic(pod *model.Pod) bool {
-	src, ok := pod.Annotations[configSourceAnnotation]
-	return ok && src != "api"
-}
-
 // serviceEnv reads the pod's service links through the sources' lister:
 // none without one. Unless the pod is static, it first waits for the
 // Services' first read, at most ServicesSyncWait; past it, or when the
@@ -149,7 +136,7 @@ func (r *envReader) serviceEnv() ([]EnvVar, error) {
 	if l == nil {
 		return nil, nil
 	}
-	if !isStatic(r.pod) {
+	if !model.IsStatic(r.pod) {
 		wctx, cancel := context.WithTimeout(r.ctx, ServicesSyncWait)
 		err := l.WaitForServices(wctx)
 		cancel()

@@ -253,7 +253,7 @@ func TestEnvServicesNotRead(t *testing.T) {
 		s := testServices()
 		s.SyncErr = bounded
 		pod := shopPod()
-		pod.Annotations = map[string]string{configSourceAnnotation: "file"}
+		pod.Annotations = map[string]string{model.ConfigSourceAnnotation: "file"}
 		env, _ := envOf(t, pod, c, EnvSources{Services: s})
 		if len(env) == 0 || env[0].Name != "KUBERNETES_SERVICE_HOST" {
 			t.Fatalf("Env = %v, want the links read without waiting", env)
