@@ -58,12 +58,7 @@ func (pw *podWorker) recoverContainer(ctx context.Context, c *ctr, insts []runti
 	c.pending = nil
 	if len(insts) == 0 {
 		if c.obs.State == planner.Running {
-			c.obs.State = planner.Exited
-			c.obs.FinishedAt = now
-			c.obs.ExitCode = 137
-			c.exit = runtime.ExitStatus{ExitCode: 137, Reason: runtime.ReasonStatusUnknown, Message: "The container could not be located when the agent restarted", FinishedAt: now}
-			c.obs.Started, c.obs.StopRequestedAt, c.obs.Killed = false, time.Time{}, false
-			c.ready = false
+			c.exited(runtime.ExitStatus{ExitCode: 137, Reason: runtime.ReasonStatusUnknown, Message: "The container could not be located when the agent restarted", FinishedAt: now})
 			pw.noteExit(c)
 		}
 		return

@@ -420,12 +420,9 @@ func (pw *podWorker) waitingReason(c *ctr, terminated bool) string {
 // pod's own addresses when the runtime gave it a network of its own (the
 // primary first), the node's when it shares the host's network (always on
 // the process runtime; hostNetwork pods on CRI), as the kubelet reports a
-// host-network pod's.
+// host-network pod's. HostIP is never empty (New defaults it).
 func (pw *podWorker) addresses(st *v1.PodStatus) {
 	host := pw.w.cfg.HostIP
-	if host == "" {
-		return
-	}
 	st.HostIP = host
 	st.HostIPs = []v1.HostIP{{IP: host}}
 	ips := pw.podIPs()
