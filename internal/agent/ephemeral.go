@@ -27,19 +27,13 @@ func (a *Agent) AddEphemeralContainers(ns, name string, ecs []v1.EphemeralContai
 		return nil, fmt.Errorf("%w: pods %q", ErrNotFound, name)
 	}
 	uid := e.pod.UID
-	next, err := a.setEphemeral(uid, keepOrder(e.pod.Spec.EphemeralContainers, ecs), 0, true)
-	if err != nil {
+	if _, err := a.setEphemeral(uid, keepOrder(e.pod.Spec.EphemeralContainers, ecs), 0, true); err != nil {
 		return nil, err
 	}
+	// Get answers with the recorded spec, which the worker
+	// publishes only at its next step.
 	p, _, err := a.Get(uid)
-	if err != nil {
-		return nil, err
-	}
-	// The worker publishes the new list at its next step; the answer has it
-	// already.
-	p.Spec.EphemeralContainers = next.Spec.DeepCopy().EphemeralContainers
-	p.Generation = next.Generation
-	return p, nil
+	return p, err
 }
 
 // keepOrder lists ecs with the containers of old first, in their order,

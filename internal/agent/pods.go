@@ -142,18 +142,15 @@ func (a *Agent) apply(pod *model.Pod, inPlace bool) (*v1.Pod, ApplyResult, error
 		!a.workers.IsPodKnownTerminated(e.pod.UID) && deadlineUpdate(e.pod, pod) {
 		uid := e.pod.UID
 		a.mu.Unlock()
-		next, err := a.setActiveDeadline(uid, pod.Spec.ActiveDeadlineSeconds, 0, true)
-		if err != nil {
+		if _, err := a.setActiveDeadline(uid, pod.Spec.ActiveDeadlineSeconds, 0, true); err != nil {
 			return nil, 0, err
 		}
+		// Get answers with the recorded spec, which the worker publishes
+		// only at its next step.
 		p, _, err := a.Get(uid)
 		if err != nil {
 			return nil, 0, err
 		}
-		// The worker publishes the new spec at its next step; the
-		// answer has it already.
-		p.Spec = *next.Spec.DeepCopy()
-		p.Generation = next.Generation
 		return p, Updated, nil
 	}
 	if inPlace && e.replacement == nil && e.deletion == nil && !isRejected(e.pod) &&

@@ -33,15 +33,10 @@ func (a *Agent) ResizePod(ns, name string, patched *v1.Pod) (*v1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Get answers with the recorded spec, next's, which the worker
+	// publishes only at its next step.
 	p, _, err := a.Get(next.UID)
-	if err != nil {
-		return nil, err
-	}
-	// The worker publishes the new spec at its next step; the answer has
-	// it already.
-	p.Spec = *next.Spec.DeepCopy()
-	p.Generation = next.Generation
-	return p, nil
+	return p, err
 }
 
 // SyncResources hands the agent the containers' resources the API server
