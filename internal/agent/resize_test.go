@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +127,55 @@ func TestSyncResourcesTakesTheAPIServersGeneration(t *testing.T) {
 	p := waitPod(t, a, pod.UID, "generation 6 observed", func(p *v1.Pod) bool { return observed(p, 6) })
 	if p.Spec.Containers[0].Image != "busybox" {
 		t.Errorf("image %q: an update the node does not take up was taken", p.Spec.Containers[0].Image)
+	}
+}
+
+// A read after a write sees the write: while the pod's worker is held in
+// its setup (PreparePod blocks), it cannot take an added ephemeral
+// container or a resize, yet the answers and Get give the recorded spec and
+// generation, as the API server gives the stored object.
+func TestGetGivesTheRecordedSpec(t *testing.T) {
+	a, rt := newAgent(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	rt.PrepareHook = func(ctx context.Context) error {
+		once.Do(func() { close(held) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	defer close(release)
+	pod, err := a.Create(decode(t, burstable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never reached PreparePod")
+	}
+	ecs := []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+	got, err := a.AddEphemeralContainers("default", "web", ecs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.EphemeralContainers) != 1 || got.Generation != 2 {
+		t.Errorf("answer: %d ephemeral containers, generation %d; want 1 and 2", len(got.Spec.EphemeralContainers), got.Generation)
+	}
+	patched := got.DeepCopy()
+	patched.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}
+	if got, err = a.ResizePod("default", "web", patched); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := a.Get(pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, r := range map[string]*v1.Pod{"resize's answer": got, "Get": p} {
+		if len(r.Spec.EphemeralContainers) != 1 || r.Generation != 3 || !r.Spec.Containers[0].Resources.Limits.Memory().Equal(resource.MustParse("64Mi")) {
+			t.Errorf("%s: %d ephemeral containers, generation %d, limits %v; want 1, 3 and the 64Mi limit", what, len(r.Spec.EphemeralContainers), r.Generation, r.Spec.Containers[0].Resources.Limits)
+		}
 	}
 }
