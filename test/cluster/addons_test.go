@@ -16,8 +16,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	toolswatch "k8s.io/client-go/tools/watch"
 
 	"github.com/podward/podward/test/internal/bintest"
 )
@@ -156,6 +159,9 @@ func TestClusterNetworking(t *testing.T) {
 	})
 	c.rollout(t, ns, "deployment/web")
 	web := webReplicas(t, c, ns, name)
+	// kube-proxy routes to the endpoints the EndpointSlice controller
+	// lists, which follows the replicas' readiness, after the rollout.
+	c.waitReadyEndpoints(t, ns, "web", len(web))
 
 	dnsFromPod := func(getter string) func(*testing.T) {
 		return func(t *testing.T) {
@@ -202,58 +208,12 @@ func TestClusterNetworking(t *testing.T) {
 	// nothing the add-ons and the web replicas see, and the Service
 	// still answers by its name in a pod and by its ClusterIP on the host.
 	t.Run("AgentKillChangesNothing", func(t *testing.T) {
-		agentKillKeepsPods(t, c, n, []string{"kube-system", ns})
-		t.Run("DNSNameFromPod", dnsFromPod("getter-after"))
-		t.Run("ClusterIPFromHost", clusterIPFromHost)
-	})
-}
-
-// agentKillKeepsPods kills node n's agent (SIGKILL) and starts it again on
-// the same --root, and checks that none of its pods in the namespaces
-// changed in a way their workloads could see (podSeen: replaced, deleted,
-// another IP, a container restarted), nor turned not Ready, until each
-// running one is Ready again.
-func agentKillKeepsPods(t *testing.T, c *controlPlane, n *node, namespaces []string) {
-	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name}
-	before := map[types.UID]podSeen{}
-	var recs []*podRecorder
-	for _, ns := range namespaces {
-		list, err := c.client.CoreV1().Pods(ns).List(t.Context(), onNode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range list.Items {
-			p := &list.Items[i]
-			before[p.UID] = seePod(p)
-		}
-		t.Logf("%s: %d pods on the node", ns, len(list.Items))
-		opts := onNode
-		opts.ResourceVersion = list.ResourceVersion
-		recs = append(recs, recordPods(t, c, ns, opts))
-	}
-	killed := time.Now()
-	n.signal(syscall.SIGKILL)
-	n.start()
-	t.Logf("agent killed and registered again in %v", time.Since(killed).Round(time.Millisecond))
-	for _, ns := range namespaces {
-		c.waitPods(t, ns, "", "every pod of before Ready or Succeeded", addonsRollout, func(ps []*v1.Pod) bool {
-			for _, p := range ps {
-				if _, ok := before[p.UID]; ok && !podReady(p) && p.Status.Phase != v1.PodSucceeded {
-					return false
-				}
-			}
-			return true
+		agentKillKeepsPods(t, c, n, []string{"kube-system", ns}, func(t *testing.T) []string {
+			t.Run("DNSNameFromPod", dnsFromPod("getter-after"))
+			t.Run("ClusterIPFromHost", clusterIPFromHost)
+			return []string{"getter-after"}
 		})
-	}
-	for _, rec := range recs {
-		changes, unready := rec.check(before)
-		for _, ch := range changes {
-			t.Errorf("seen after the kill: %s", ch)
-		}
-		for pod, turns := range unready {
-			t.Errorf("pod %s turned from Ready to not Ready %d time(s) after the kill", pod, turns)
-		}
-	}
+	})
 }
 
 // addonsPreconditions checks what the test needs of its environment and
@@ -375,6 +335,37 @@ func webReplicas(t *testing.T, c *controlPlane, ns, node string) []string {
 		t.Fatalf("web replicas %v, want 3", names)
 	}
 	return names
+}
+
+// waitReadyEndpoints waits until the EndpointSlices of service list n
+// ready endpoints.
+func (c *controlPlane) waitReadyEndpoints(t *testing.T, ns, service string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	lw := cache.NewFilteredListWatchFromClient(c.client.DiscoveryV1().RESTClient(), "endpointslices", ns, func(o *metav1.ListOptions) {
+		o.LabelSelector = discoveryv1.LabelServiceName + "=" + service
+	})
+	ready := 0
+	count := func(store cache.Store) (bool, error) {
+		ready = 0
+		for _, o := range store.List() {
+			for _, ep := range o.(*discoveryv1.EndpointSlice).Endpoints {
+				if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+					ready++
+				}
+			}
+		}
+		return ready == n, nil
+	}
+	var store cache.Store
+	_, err := toolswatch.UntilWithSync(ctx, lw, &discoveryv1.EndpointSlice{}, func(s cache.Store) (bool, error) {
+		store = s
+		return count(s)
+	}, func(watch.Event) (bool, error) { return count(store) })
+	if err != nil {
+		t.Fatalf("service %s/%s: %d ready endpoints, not %d, within %v: %v", ns, service, ready, n, waitTimeout, err)
+	}
 }
 
 // runClientPod runs clusterclient with args (a YAML list's items) in pod

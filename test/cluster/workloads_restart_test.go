@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,17 +17,20 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// podSeen is what a workload can see of one of its pods: its UID, IP and
-// each container's ID and restart count.
+// podSeen is what a workload can see of one of its pods: its UID, IP,
+// each container's ID and restart count, and whether it is Ready (or
+// Succeeded, which no longer serves).
 type podSeen struct {
 	name     string
 	ip       string
 	ids      map[string]string
 	restarts map[string]int32
+	ready    bool
 }
 
 func seePod(p *v1.Pod) podSeen {
-	s := podSeen{name: p.Name, ip: p.Status.PodIP, ids: map[string]string{}, restarts: map[string]int32{}}
+	s := podSeen{name: p.Name, ip: p.Status.PodIP, ids: map[string]string{}, restarts: map[string]int32{},
+		ready: podReady(p) || p.Status.Phase == v1.PodSucceeded}
 	for _, cs := range append(append([]v1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		s.ids[cs.Name] = cs.ContainerID
 		s.restarts[cs.Name] = cs.RestartCount
@@ -56,13 +59,16 @@ func (was podSeen) differs(p *v1.Pod) []string {
 }
 
 // podRecorder keeps every change of the namespace's pods that the API
-// server shows from a resource version on.
+// server shows from a resource version on; a watch that ends in an error
+// or before stop is an error of check's, not a quiet record.
 type podRecorder struct {
-	mu     sync.Mutex
-	seen   []*v1.Pod
-	events []watch.EventType
-	stop   func()
-	done   chan struct{}
+	mu      sync.Mutex
+	seen    []*v1.Pod
+	events  []watch.EventType
+	err     error
+	stopped bool
+	stop    func()
+	done    chan struct{}
 }
 
 func recordPods(t *testing.T, c *controlPlane, ns string, opts metav1.ListOptions) *podRecorder {
@@ -73,17 +79,31 @@ func recordPods(t *testing.T, c *controlPlane, ns string, opts metav1.ListOption
 		cancel()
 		t.Fatal(err)
 	}
-	r := &podRecorder{stop: func() { cancel(); w.Stop() }, done: make(chan struct{})}
+	r := &podRecorder{done: make(chan struct{})}
+	r.stop = func() {
+		r.mu.Lock()
+		r.stopped = true
+		r.mu.Unlock()
+		cancel()
+		w.Stop()
+	}
 	go func() {
 		defer close(r.done)
 		for ev := range w.ResultChan() {
+			r.mu.Lock()
 			if p, ok := ev.Object.(*v1.Pod); ok {
-				r.mu.Lock()
 				r.seen = append(r.seen, p)
 				r.events = append(r.events, ev.Type)
-				r.mu.Unlock()
+			} else if ev.Type == watch.Error && r.err == nil && !r.stopped { // stop's cancel ends in an error event
+				r.err = fmt.Errorf("the watch of %s's pods failed: %v", ns, ev.Object)
 			}
+			r.mu.Unlock()
 		}
+		r.mu.Lock()
+		if !r.stopped && r.err == nil {
+			r.err = fmt.Errorf("the watch of %s's pods ended before the check", ns)
+		}
+		r.mu.Unlock()
 	}()
 	t.Cleanup(func() { r.stop(); <-r.done })
 	return r
@@ -91,21 +111,24 @@ func recordPods(t *testing.T, c *controlPlane, ns string, opts metav1.ListOption
 
 // check ends the recording and says what, of the pods of before, changed
 // in a way their workloads could see (an IP, a container ID, a restart,
-// a deletion) and how often a pod went from Ready to not Ready.
-func (r *podRecorder) check(before map[types.UID]podSeen) (changes []string, unready map[string]int) {
+// a deletion, a pod not in before unless made names it) and how often a
+// pod went from Ready to not Ready.
+func (r *podRecorder) check(before map[types.UID]podSeen, made []string) (changes []string, unready map[string]int, err error) {
 	r.stop()
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	unready = map[string]int{}
 	ready := map[types.UID]bool{}
-	for uid := range before {
-		ready[uid] = true
+	for uid, was := range before {
+		ready[uid] = was.ready
 	}
 	for i, p := range r.seen {
 		was, ok := before[p.UID]
 		if !ok {
-			changes = append(changes, fmt.Sprintf("%s pod %s (uid %s), not one of before", r.events[i], p.Name, p.UID))
+			if !slices.Contains(made, p.Name) {
+				changes = append(changes, fmt.Sprintf("%s pod %s (uid %s), not one of before", r.events[i], p.Name, p.UID))
+			}
 			continue
 		}
 		if r.events[i] == watch.Deleted || p.DeletionTimestamp != nil {
@@ -121,7 +144,61 @@ func (r *podRecorder) check(before map[types.UID]podSeen) (changes []string, unr
 			ready[p.UID] = true
 		}
 	}
-	return changes, unready
+	return changes, unready, r.err
+}
+
+// agentKillKeepsPods kills node n's agent (SIGKILL) and starts it again on
+// the same --root, runs meanwhile (which returns the names of the pods it
+// made itself), and checks that none of the node's pods in the namespaces
+// changed in a way their workloads could see (podSeen: replaced, deleted,
+// another IP, a container restarted), nor turned not Ready, from the kill
+// until meanwhile ended and each running one is Ready.
+func agentKillKeepsPods(t *testing.T, c *controlPlane, n *node, namespaces []string, meanwhile func(t *testing.T) (made []string)) {
+	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name}
+	before := map[types.UID]podSeen{}
+	var recs []*podRecorder
+	for _, ns := range namespaces {
+		list, err := c.client.CoreV1().Pods(ns).List(t.Context(), onNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			before[p.UID] = seePod(p)
+			t.Logf("before: %s ip %s containers %v", p.Name, p.Status.PodIP, before[p.UID].ids)
+		}
+		opts := onNode
+		opts.ResourceVersion = list.ResourceVersion
+		recs = append(recs, recordPods(t, c, ns, opts))
+	}
+	killed := time.Now()
+	n.signal(syscall.SIGKILL)
+	n.start()
+	t.Logf("agent killed and registered again in %v", time.Since(killed).Round(time.Millisecond))
+	made := meanwhile(t)
+	for _, ns := range namespaces {
+		c.waitPods(t, ns, "", "every pod of before Ready or Succeeded", workloadTimeout, func(ps []*v1.Pod) bool {
+			for _, p := range ps {
+				if _, ok := before[p.UID]; ok && !podReady(p) && p.Status.Phase != v1.PodSucceeded {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	t.Logf("every pod ready %v after the kill", time.Since(killed).Round(time.Millisecond))
+	for _, rec := range recs {
+		changes, unready, err := rec.check(before, made)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, ch := range changes {
+			t.Errorf("seen after the kill: %s", ch)
+		}
+		for pod, turns := range unready {
+			t.Errorf("pod %s turned from Ready to not Ready %d time(s) after the kill", pod, turns)
+		}
+	}
 }
 
 // TestAgentKillChangesNothing: the CRI node's agent is killed (SIGKILL)
@@ -165,61 +242,14 @@ func TestAgentKillChangesNothing(t *testing.T) {
 	c.waitPods(t, ns, batchv1.JobNameLabel+"=work", "Running pod on the node", workloadTimeout, func(ps []*v1.Pod) bool {
 		return allOnNode(ps, 1, n.name, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	})
-	list, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := map[types.UID]podSeen{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		before[p.UID] = seePod(p)
-		t.Logf("before: %s ip %s containers %v", p.Name, p.Status.PodIP, before[p.UID].ids)
-	}
-	if len(before) != 4 {
-		t.Fatalf("%d pods in %s, want the 4 of the workloads", len(before), ns)
-	}
-	rec := recordPods(t, c, ns, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-
-	killed := time.Now()
-	n.signal(syscall.SIGKILL)
-	n.start()
-	t.Logf("agent killed and registered again in %v", time.Since(killed).Round(time.Millisecond))
-	if err := os.WriteFile(filepath.Join(trigger, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.waitJob(t, ns, job.Name, "completion", workloadTimeout, jobComplete)
-	j, err := c.client.BatchV1().Jobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
-	if err != nil || j.Status.Succeeded != 1 || j.Status.Failed != 0 {
-		t.Fatalf("job after the restart: %v, status %+v; want Complete with succeeded 1", err, j.Status)
-	}
-	c.waitPods(t, ns, "app in (web, per-node)", "the 3 pods Ready", waitTimeout, func(ps []*v1.Pod) bool { return allOnNode(ps, 3, n.name, podReady) })
-	t.Logf("job complete and every pod ready %v after the kill", time.Since(killed).Round(time.Millisecond))
-
-	changes, unready := rec.check(before)
-	for _, ch := range changes {
-		t.Errorf("seen after the kill: %s", ch)
-	}
-	for pod, turns := range unready {
-		t.Errorf("pod %s turned from Ready to not Ready %d time(s) after the kill", pod, turns)
-	}
-	after, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range after.Items {
-		p := &after.Items[i]
-		was, ok := before[p.UID]
-		if !ok {
-			t.Errorf("pod %s (uid %s) is new", p.Name, p.UID)
-			continue
+	agentKillKeepsPods(t, c, n, []string{ns}, func(t *testing.T) []string {
+		touch(t, filepath.Join(trigger, "go"))
+		j := c.waitJob(t, ns, job.Name, "completion", workloadTimeout, jobComplete)
+		if j.Status.Succeeded != 1 || j.Status.Failed != 0 {
+			t.Fatalf("job after the restart: status %+v; want Complete with succeeded 1", j.Status)
 		}
-		for _, d := range was.differs(p) {
-			t.Errorf("pod %s: %s", p.Name, d)
-		}
-	}
-	if len(after.Items) != len(before) {
-		t.Errorf("%d pods after, %d before", len(after.Items), len(before))
-	}
+		return nil
+	})
 }
 
 // slowReadiness is a readiness probe whose every attempt takes 2 s: an
