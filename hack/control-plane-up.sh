@@ -354,7 +354,6 @@ sign_apiserver() {
 if [ ! -s "$PKI/ca.crt" ] || [ "$(cat "$PKI/.complete" 2>/dev/null)" != "$SERVICE_CIDR" ]; then
   say "generating certificates in $PKI"
   rm -rf "${PKI:?}"/* "$BASE/nodes"/*
-  svc_ip=$(awk -F'[./]' '{print $1"."$2"."$3"."$4+1}' <<<"$SERVICE_CIDR")
   self_ca ca podward-control-plane-ca || die "openssl: CA"
   sign_apiserver || die "openssl: apiserver serving cert"
   sign admin "/O=system:masters/CN=podward-admin" "$CLIENT_EXT" || die "openssl: admin cert"
