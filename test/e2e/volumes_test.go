@@ -281,19 +281,26 @@ func TestSubPathExprConfigError(t *testing.T) {
 			"subpath-unset": "missing value for ANNOTATION",
 		}
 		for name, msg := range want {
-			a.waitPod(name, "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", exitTimeout)
-			p := a.getPod(name)
-			if st := p.container(t, "app"); st.State.Waiting == nil || st.State.Waiting.Message != msg || st.RestartCount != 0 {
-				t.Errorf("%s's container: %s, want waiting with the message %q, no restart", name, st, msg)
-			}
-			a.watchEvents(name, "a second start", func(evs []event) bool {
-				return countEvents(evs, "Warning Failed spec.containers{app} Error: "+msg) >= 2
-			}, exitTimeout)
-			if p := a.getPod(name); p.Status.Phase != "Pending" {
-				t.Errorf("%s is %s, want Pending", name, p.Status.Phase)
-			}
+			a.waitConfigErrorRetried(t, name, msg)
 		}
 	})
+}
+
+// waitConfigErrorRetried waits until pod name's container app waits in
+// CreateContainerConfigError with msg and no restart, its start is tried
+// again (a second Failed event), and the pod is still Pending.
+func (a *agent) waitConfigErrorRetried(t *testing.T, name, msg string) {
+	t.Helper()
+	a.waitPod(name, "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", exitTimeout)
+	if st := a.getPod(name).container(t, "app"); st.State.Waiting == nil || st.State.Waiting.Message != msg || st.RestartCount != 0 {
+		t.Errorf("%s's container: %s, want waiting with the message %q, no restart", name, st, msg)
+	}
+	a.watchEvents(name, "a second start", func(evs []event) bool {
+		return countEvents(evs, "Warning Failed spec.containers{app} Error: "+msg) >= 2
+	}, exitTimeout)
+	if p := a.getPod(name); p.Status.Phase != "Pending" {
+		t.Errorf("%s is %s, want Pending", name, p.Status.Phase)
+	}
 }
 
 // symlinkSubPathPods each have an init container that makes the entry out
@@ -359,17 +366,7 @@ func TestSubPathSymlinkConfigError(t *testing.T) {
 			"subpath-link-new": `failed to create subPath directory for volumeMount "v" of container "app"`,
 		}
 		for name, msg := range want {
-			a.waitPod(name, "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError", exitTimeout)
-			p := a.getPod(name)
-			if st := p.container(t, "app"); st.State.Waiting == nil || st.State.Waiting.Message != msg || st.RestartCount != 0 {
-				t.Errorf("%s's container: %s, want waiting with the message %q, no restart", name, st, msg)
-			}
-			a.watchEvents(name, "a second start", func(evs []event) bool {
-				return countEvents(evs, "Warning Failed spec.containers{app} Error: "+msg) >= 2
-			}, exitTimeout)
-			if p := a.getPod(name); p.Status.Phase != "Pending" {
-				t.Errorf("%s is %s, want Pending", name, p.Status.Phase)
-			}
+			a.waitConfigErrorRetried(t, name, msg)
 		}
 		if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
 			t.Errorf("outside the volume: %d entries, %v; want none", len(entries), err)
