@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/runtime/podnet"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // The sandbox gets the pod's DNS configuration as the kubelet's GetPodDNS
@@ -81,7 +82,7 @@ func TestSandboxDNSConfig(t *testing.T) {
 // that mounts a volume at /etc/hosts keeps it.
 func TestHostsFileMount(t *testing.T) {
 	aliases := []v1.HostAlias{{IP: "192.0.2.9", Hostnames: []string{"db", "db.local"}}}
-	machineHosts, err := os.ReadFile(machineHostsFile)
+	machineHosts, err := os.ReadFile(podspec.MachineHostsFile)
 	if err != nil {
 		t.Fatal(err)
 	}

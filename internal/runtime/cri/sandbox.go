@@ -214,7 +214,7 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 			return sandboxRef{}, err
 		}
 		for _, w := range warnings {
-			r.warn(runtime.Warning{PodUID: pod.UID, Reason: runtime.WarningReason(w.Reason), Message: w.Message})
+			r.warn(w)
 		}
 		cctx, cancel := r.call(ctx)
 		resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
@@ -254,7 +254,7 @@ func (r *Runtime) forgetSandbox(uid types.UID) {
 // with each CreateContainer: containerd takes the log directory from it.
 // The warnings are the kubelet's events about the DNS configuration, for
 // the caller to report once per sandbox.
-func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []podnet.Warning, error) {
+func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []runtime.Warning, error) {
 	spec := &pod.Spec
 	ns := r.namespaces(pod)
 	// The sandbox's own pid namespace option is the pod's: shared (POD)
@@ -314,11 +314,10 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.Pod
 		cfg.Hostname = h
 		cfg.PortMappings = portMappings(pod)
 	}
-	host, err := podnet.ReadHostDNS(r.dns.ResolvConf)
+	dns, _, warnings, err := podspec.PodDNS(pod, r.dns)
 	if err != nil {
 		return nil, nil, err
 	}
-	dns, _, warnings := podnet.DNS(pod.Pod, r.dns, host)
 	cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: dns.Servers, Searches: dns.Searches, Options: dns.Options}
 	return cfg, warnings, nil
 }

@@ -11,15 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/podnet"
+	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
-
-// machineHostsFile is the machine's hosts file, which a pod on the host's
-// network gets a copy of (podnet.HostNetworkHostsFile).
-var machineHostsFile = "/etc/hosts"
 
 // The pod's network files, in its directory: what its containers find at
 // /etc/resolv.conf and /etc/hosts.
@@ -43,51 +39,22 @@ func (r *Runtime) writeNetworkFiles(pod *model.Pod) error {
 	if r.euid() != 0 {
 		return nil
 	}
-	hostname, domain, err := podnet.HostnameAndDomain(pod, r.dns.ClusterDomain)
+	conf, isHost, warnings, err := podspec.PodDNS(pod, r.dns)
 	if err != nil {
 		return err
 	}
-	host, err := podnet.ReadHostDNS(r.dns.ResolvConf)
-	if err != nil {
-		return err
-	}
-	conf, isHost, warnings := podnet.DNS(pod.Pod, r.dns, host)
 	for _, w := range warnings {
-		r.warn(runtime.Warning{PodUID: pod.UID, Reason: runtime.WarningReason(w.Reason), Message: w.Message},
-			r.log.With("pod", pod.Key(), "podUID", pod.UID))
+		r.warn(w, r.log.With("pod", pod.Key(), "podUID", pod.UID))
 	}
 	resolv := r.resolvConfFile(pod.UID)
 	if pod.Spec.HostNetwork && isHost && r.dns.ResolvConf == podnet.EtcResolvConf {
 		if err := os.Remove(resolv); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("resolv.conf: %w", err)
 		}
-	} else if err := writeFile(resolv, conf.ResolvConf()); err != nil {
+	} else if err := podspec.WriteNetworkFile(resolv, conf.ResolvConf()); err != nil {
 		return fmt.Errorf("resolv.conf: %w", err)
 	}
-	var hosts []byte
-	if pod.Spec.HostNetwork {
-		machineHosts, err := os.ReadFile(machineHostsFile)
-		if err != nil {
-			return fmt.Errorf("hosts file: %w", err)
-		}
-		hosts = podnet.HostNetworkHostsFile(machineHosts, pod.Spec.HostAliases)
-	} else {
-		hosts = podnet.HostsFile([]string{localIP}, hostname, domain, pod.Spec.HostAliases)
-	}
-	if err := writeFile(r.hostsFile(pod.UID), hosts); err != nil {
-		return fmt.Errorf("hosts file: %w", err)
-	}
-	return nil
-}
-
-// writeFile writes data to p in place, mode 0644 as the kubelet writes
-// its hosts files: running containers have the file mounted, and see the
-// new content.
-func writeFile(p string, data []byte) error {
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		return err
-	}
-	return os.Chmod(p, 0o644)
+	return podspec.WriteHostsFile(r.hostsFile(pod.UID), pod, []string{localIP}, r.dns.ClusterDomain)
 }
 
 // networkMounts are the mounts of the pod's network files into c (which
