@@ -30,10 +30,7 @@ func (r *Runtime) hostsFile(uid types.UID) string { return filepath.Join(r.podDi
 // runtime's own copy of the host's file is left then. The file is written
 // again for each container, as the kubelet does.
 func (r *Runtime) hostsMount(pod *model.Pod, c *v1.Container) (*runtimeapi.Mount, error) {
-	ips := r.PodIPs(pod.UID)
-	if len(ips) == 0 && r.hostNetwork(pod) {
-		ips = []string{r.nodeIP}
-	}
+	ips := r.statusIPs(pod)
 	if !podnet.MountsHostsFile(c, ips, pod.Spec.HostNetwork) {
 		return nil, nil
 	}

@@ -24,11 +24,16 @@ import (
 	"github.com/podward/podward/internal/runtime/podspec"
 )
 
-// sandboxRef is a pod's ready sandbox, and what CreateContainer needs to
-// be told about it again.
+// sandboxRef is a pod's ready sandbox, what CreateContainer needs to be
+// told about it again, and the pod's addresses on the pod network (nil on
+// the host's). restored marks one restoreIPs found at New: it gives the
+// pod's IPs, but ensureSandbox looks the sandbox up again (and sets its
+// cgroup's limits) before using it.
 type sandboxRef struct {
-	id      string
-	attempt uint32
+	id       string
+	attempt  uint32
+	ips      []string
+	restored bool
 }
 
 // hostNetwork says whether the pod's sandbox shares the host's network:
@@ -46,15 +51,17 @@ func (r *Runtime) hostNetwork(pod *model.Pod) bool {
 func (r *Runtime) PodIPs(uid types.UID) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.podIPs[uid]
+	return r.sandboxes[uid].ips
 }
 
-// sandboxIP is the pod's primary IP on the pod network, "" on the host's.
-func (r *Runtime) sandboxIP(uid types.UID) string {
-	if ips := r.PodIPs(uid); len(ips) > 0 {
-		return ips[0]
+// statusIPs are the pod's IPs as its status gives them: the node's for a
+// pod on the host's network, its sandbox's (PodIPs) otherwise; nil until
+// that runs.
+func (r *Runtime) statusIPs(pod *model.Pod) []string {
+	if r.hostNetwork(pod) {
+		return []string{r.nodeIP}
 	}
-	return ""
+	return r.PodIPs(pod.UID)
 }
 
 // networkIPs are the addresses of a sandbox's network status, the primary
@@ -118,7 +125,7 @@ func (r *Runtime) restoreIPs(ctx context.Context) error {
 			return err
 		}
 		r.mu.Lock()
-		r.podIPs[uid] = ips
+		r.sandboxes[uid] = sandboxRef{id: s.Id, attempt: s.GetMetadata().GetAttempt(), ips: ips, restored: true}
 		r.mu.Unlock()
 	}
 	return nil
@@ -181,7 +188,7 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 	r.mu.Lock()
 	sb, ok := r.sandboxes[pod.UID]
 	r.mu.Unlock()
-	if ok {
+	if ok && !sb.restored {
 		return sb, nil
 	}
 	if err := r.ensurePodCgroup(pod); err != nil {
@@ -225,15 +232,13 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 		sb = sandboxRef{id: resp.PodSandboxId, attempt: attempt}
 		r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", sb.id)
 	}
-	var ips []string
 	if !r.hostNetwork(pod) {
-		if ips, err = r.sandboxIPs(ctx, sb.id); err != nil {
+		if sb.ips, err = r.sandboxIPs(ctx, sb.id); err != nil {
 			return sandboxRef{}, err
 		}
 	}
 	r.mu.Lock()
 	r.sandboxes[pod.UID] = sb
-	r.podIPs[pod.UID] = ips
 	r.mu.Unlock()
 	return sb, nil
 }
@@ -243,7 +248,6 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 func (r *Runtime) forgetSandbox(uid types.UID) {
 	r.mu.Lock()
 	delete(r.sandboxes, uid)
-	delete(r.podIPs, uid)
 	r.mu.Unlock()
 }
 
