@@ -25,13 +25,15 @@ import (
 )
 
 // sandboxRef is a pod's ready sandbox, what CreateContainer needs to be
-// told about it again, and the pod's addresses on the pod network (nil on
-// the host's). restored marks one restoreIPs found at New: it gives the
-// pod's IPs, but ensureSandbox looks the sandbox up again (and sets its
-// cgroup's limits) before using it.
+// told about it again (its config, built once: as it was run, or when
+// ensureSandbox finds one an earlier Runtime ran), and the pod's addresses
+// on the pod network (nil on the host's). restored marks one restoreIPs
+// found at New: it gives the pod's IPs, but has no config yet, and
+// ensureSandbox looks the sandbox up again (and sets its cgroup's limits)
+// before using it.
 type sandboxRef struct {
 	id       string
-	attempt  uint32
+	config   *runtimeapi.PodSandboxConfig
 	ips      []string
 	restored bool
 }
@@ -125,7 +127,7 @@ func (r *Runtime) restoreIPs(ctx context.Context) error {
 			return err
 		}
 		r.mu.Lock()
-		r.sandboxes[uid] = sandboxRef{id: s.Id, attempt: s.GetMetadata().GetAttempt(), ips: ips, restored: true}
+		r.sandboxes[uid] = sandboxRef{id: s.Id, ips: ips, restored: true}
 		r.mu.Unlock()
 	}
 	return nil
@@ -211,26 +213,14 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 		}
 	}
 	if ready != nil {
-		sb = sandboxRef{id: ready.Id, attempt: ready.GetMetadata().GetAttempt()}
-	} else {
-		if attempt > 0 {
-			r.log.Warn("the pod's sandbox is not ready any more; creating a new one", "pod", pod.Key(), "podUID", pod.UID, "attempt", attempt)
-		}
-		cfg, warnings, err := r.sandboxConfig(pod, attempt)
+		// Its DNS warnings were reported when it was run.
+		cfg, _, err := r.sandboxConfig(pod, ready.GetMetadata().GetAttempt())
 		if err != nil {
 			return sandboxRef{}, err
 		}
-		for _, w := range warnings {
-			r.warn(w)
-		}
-		cctx, cancel := r.call(ctx)
-		resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
-		cancel()
-		if err != nil {
-			return sandboxRef{}, fmt.Errorf("run pod sandbox: %w", err)
-		}
-		sb = sandboxRef{id: resp.PodSandboxId, attempt: attempt}
-		r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", sb.id)
+		sb = sandboxRef{id: ready.Id, config: cfg}
+	} else if sb, err = r.runSandbox(ctx, pod, attempt); err != nil {
+		return sandboxRef{}, err
 	}
 	if !r.hostNetwork(pod) {
 		if sb.ips, err = r.sandboxIPs(ctx, sb.id); err != nil {
@@ -241,6 +231,29 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 	r.sandboxes[pod.UID] = sb
 	r.mu.Unlock()
 	return sb, nil
+}
+
+// runSandbox runs a new sandbox for the pod, with the given attempt
+// number, and reports its DNS warnings.
+func (r *Runtime) runSandbox(ctx context.Context, pod *model.Pod, attempt uint32) (sandboxRef, error) {
+	if attempt > 0 {
+		r.log.Warn("the pod's sandbox is not ready any more; creating a new one", "pod", pod.Key(), "podUID", pod.UID, "attempt", attempt)
+	}
+	cfg, warnings, err := r.sandboxConfig(pod, attempt)
+	if err != nil {
+		return sandboxRef{}, err
+	}
+	for _, w := range warnings {
+		r.warn(w)
+	}
+	cctx, cancel := r.call(ctx)
+	resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
+	cancel()
+	if err != nil {
+		return sandboxRef{}, fmt.Errorf("run pod sandbox: %w", err)
+	}
+	r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", resp.PodSandboxId)
+	return sandboxRef{id: resp.PodSandboxId, config: cfg}, nil
 }
 
 // forgetSandbox drops the cached sandbox of the pod, so that the next use
@@ -255,8 +268,9 @@ func (r *Runtime) forgetSandbox(uid types.UID) {
 // Root/pods/<uid>/logs, in the pod's own cgroup parent, sharing the host's
 // network unless hostNetwork says otherwise (see Config.PodNetwork), with
 // the pod's host name and DNS configuration (podnet). The same config goes
-// with each CreateContainer: containerd takes the log directory from it.
-// The warnings are the kubelet's events about the DNS configuration, for
+// with each CreateContainer (containerd takes the log directory from it):
+// it is built once per sandbox and kept on its sandboxRef, so that the
+// host's resolv.conf is not read again for each container. The warnings are the kubelet's events about the DNS configuration, for
 // the caller to report once per sandbox.
 func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []runtime.Warning, error) {
 	spec := &pod.Spec
