@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
@@ -57,24 +56,25 @@ func (r *Runtime) writeNetworkFiles(pod *model.Pod) error {
 	return podspec.WriteHostsFile(r.hostsFile(pod.UID), pod, []string{localIP}, r.dns.ClusterDomain)
 }
 
-// networkMounts are the mounts of the pod's network files into c (which
-// already mounts mounts): its resolv.conf read-only at /etc/resolv.conf,
-// its hosts file at /etc/hosts (podnet.MountsHostsFile: unless c mounts a
-// volume there), each when writeNetworkFiles wrote it. It also returns the
+// networkMounts are the mounts of the pod's network files into a container
+// (which already mounts mounts): its resolv.conf read-only at /etc/resolv.conf,
+// its hosts file at /etc/hosts, each when writeNetworkFiles wrote it and
+// nothing of mounts is at its target already (as the kubelet's
+// podnet.MountsHostsFile: these pods always have an IP, localIP, so only
+// a volumeMount at /etc/hosts keeps the file off). It also returns the
 // mountpoints it created on the host.
-func (r *Runtime) networkMounts(pod *model.Pod, c *v1.Container, mounts []launch.Mount) ([]launch.Mount, []shim.Mountpoint, error) {
+func (r *Runtime) networkMounts(pod *model.Pod, mounts []launch.Mount) ([]launch.Mount, []shim.Mountpoint, error) {
 	var out []launch.Mount
 	var created []shim.Mountpoint
 	files := []struct {
 		src, target string
 		readOnly    bool
-		want        bool
 	}{
-		{r.resolvConfFile(pod.UID), podnet.EtcResolvConf, true, true},
-		{r.hostsFile(pod.UID), podnet.EtcHosts, false, podnet.MountsHostsFile(c, []string{localIP}, pod.Spec.HostNetwork)},
+		{r.resolvConfFile(pod.UID), podnet.EtcResolvConf, true},
+		{r.hostsFile(pod.UID), podnet.EtcHosts, false},
 	}
 	for _, f := range files {
-		if !f.want || mountedAt(mounts, f.target) {
+		if mountedAt(mounts, f.target) {
 			continue
 		}
 		if _, err := os.Stat(f.src); errors.Is(err, fs.ErrNotExist) {
