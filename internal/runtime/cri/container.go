@@ -151,11 +151,7 @@ func (r *Runtime) startedAt(ctx context.Context, in *instance) time.Time {
 // earlier start of the same attempt that never ran or has exited: it is
 // removed and the creation tried once more.
 func (r *Runtime) create(ctx context.Context, pod *model.Pod, sb sandboxRef, cfg *runtimeapi.ContainerConfig) (string, error) {
-	sbCfg, _, err := r.sandboxConfig(pod, sb.attempt)
-	if err != nil {
-		return "", err
-	}
-	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sb.id, Config: cfg, SandboxConfig: sbCfg}
+	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sb.id, Config: cfg, SandboxConfig: sb.config}
 	for try := 0; ; try++ {
 		cctx, cancel := r.call(ctx)
 		resp, err := r.rt.CreateContainer(cctx, req)

@@ -62,13 +62,12 @@ func (r *Runtime) warn(w runtime.Warning) {
 }
 
 // addresses are the host's and the pod's IPs for the downward API: the
-// node's IP, and the pod's on the pod network once its sandbox runs (the
-// node's when it shares the host's network).
+// node's IP, and the pod's (statusIPs): on the pod network once its
+// sandbox runs, the node's when it shares the host's network.
 func (r *Runtime) addresses(pod *model.Pod) podspec.Addresses {
-	a := podspec.Addresses{HostIP: r.nodeIP, PodIP: r.nodeIP}
-	if !r.hostNetwork(pod) {
-		a.PodIPs = r.PodIPs(pod.UID)
-		a.PodIP = r.sandboxIP(pod.UID)
+	a := podspec.Addresses{HostIP: r.nodeIP, PodIPs: r.statusIPs(pod)}
+	if len(a.PodIPs) > 0 {
+		a.PodIP = a.PodIPs[0]
 	}
 	return a
 }

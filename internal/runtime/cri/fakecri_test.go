@@ -71,6 +71,7 @@ type fakeContainer struct {
 	id        string
 	sandboxID string
 	config    *runtimeapi.ContainerConfig
+	sbConfig  *runtimeapi.PodSandboxConfig // the SandboxConfig it was created with
 	logPath   string
 	state     runtimeapi.ContainerState
 	created   int64
@@ -355,7 +356,7 @@ func (f *fakeCRI) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 	}
 	id := f.newID("c")
 	f.containers[id] = &fakeContainer{
-		id: id, sandboxID: req.PodSandboxId, config: req.Config,
+		id: id, sandboxID: req.PodSandboxId, config: req.Config, sbConfig: req.GetSandboxConfig(),
 		logPath: filepath.Join(req.GetSandboxConfig().GetLogDirectory(), req.Config.LogPath),
 		state:   runtimeapi.ContainerState_CONTAINER_CREATED, created: time.Now().UnixNano(),
 	}

@@ -11,11 +11,8 @@ import (
 
 	"github.com/podward/podward/internal/model"
 	"github.com/podward/podward/internal/runtime/podnet"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
-
-// machineHostsFile is the machine's hosts file, which a pod on the host's
-// network gets a copy of (podnet.HostNetworkHostsFile).
-var machineHostsFile = "/etc/hosts"
 
 // hostsFile is the pod's hosts file, as the kubelet keeps it:
 // <pod's directory>/etc-hosts.
@@ -33,37 +30,16 @@ func (r *Runtime) hostsFile(uid types.UID) string { return filepath.Join(r.podDi
 // runtime's own copy of the host's file is left then. The file is written
 // again for each container, as the kubelet does.
 func (r *Runtime) hostsMount(pod *model.Pod, c *v1.Container) (*runtimeapi.Mount, error) {
-	hostNet := pod.Spec.HostNetwork
-	ips := r.PodIPs(pod.UID)
-	if len(ips) == 0 && r.hostNetwork(pod) {
-		ips = []string{r.nodeIP}
-	}
-	if !podnet.MountsHostsFile(c, ips, hostNet) {
+	ips := r.statusIPs(pod)
+	if !podnet.MountsHostsFile(c, ips, pod.Spec.HostNetwork) {
 		return nil, nil
-	}
-	var content []byte
-	if hostNet {
-		machineHosts, err := os.ReadFile(machineHostsFile)
-		if err != nil {
-			return nil, fmt.Errorf("hosts file: %w", err)
-		}
-		content = podnet.HostNetworkHostsFile(machineHosts, pod.Spec.HostAliases)
-	} else {
-		hostname, domain, err := podnet.HostnameAndDomain(pod, r.dns.ClusterDomain)
-		if err != nil {
-			return nil, err
-		}
-		content = podnet.HostsFile(ips, hostname, domain, pod.Spec.HostAliases)
 	}
 	p := r.hostsFile(pod.UID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return nil, fmt.Errorf("hosts file: %w", err)
 	}
-	if err := os.WriteFile(p, content, 0o644); err != nil {
-		return nil, fmt.Errorf("hosts file: %w", err)
-	}
-	if err := os.Chmod(p, 0o644); err != nil {
-		return nil, fmt.Errorf("hosts file: %w", err)
+	if err := podspec.WriteHostsFile(p, pod, ips, r.dns.ClusterDomain); err != nil {
+		return nil, err
 	}
 	return &runtimeapi.Mount{ContainerPath: podnet.EtcHosts, HostPath: p}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podward/podward/internal/runtime/podnet"
+	"github.com/podward/podward/internal/runtime/podspec"
 )
 
 // The sandbox gets the pod's DNS configuration as the kubelet's GetPodDNS
@@ -81,7 +82,7 @@ func TestSandboxDNSConfig(t *testing.T) {
 // that mounts a volume at /etc/hosts keeps it.
 func TestHostsFileMount(t *testing.T) {
 	aliases := []v1.HostAlias{{IP: "192.0.2.9", Hostnames: []string{"db", "db.local"}}}
-	machineHosts, err := os.ReadFile(machineHostsFile)
+	machineHosts, err := os.ReadFile(podspec.MachineHostsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +136,52 @@ func TestHostsFileMount(t *testing.T) {
 				t.Errorf("hosts file = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// The sandbox's config, DNS included, is built when the sandbox is run and
+// goes as it is with each CreateContainer: the host's resolv.conf is not
+// read again, so one that went unreadable since fails no container. After
+// a restart, the config of the ready sandbox found is built once again.
+func TestSandboxConfigKeptForContainers(t *testing.T) {
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *Config) {
+		c.DNS, c.PodNetwork = podnet.Settings{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", ResolvConf: resolv}, true
+	})
+	pod := testPod("uid-1")
+	h.prepare(pod)
+	sbs := h.f.sandboxList()
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes, want 1", len(sbs))
+	}
+	if err := os.Remove(resolv); err != nil {
+		t.Fatal(err)
+	}
+	h.start(pod, "setup", 0)
+	cs := h.f.containerList()
+	if len(cs) != 1 {
+		t.Fatalf("%d containers, want 1", len(cs))
+	}
+	if cs[0].sbConfig.String() != sbs[0].config.String() {
+		t.Errorf("CreateContainer's sandbox config = %v, want the sandbox's %v", cs[0].sbConfig, sbs[0].config)
+	}
+
+	// A new Runtime finds the sandbox and builds its config again, once.
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.reopen()
+	h.prepare(pod)
+	if err := os.Remove(resolv); err != nil {
+		t.Fatal(err)
+	}
+	h.start(pod, "app", 0)
+	for _, c := range h.f.containerList() {
+		if c.config.Metadata.Name == "app" && c.sbConfig.String() != sbs[0].config.String() {
+			t.Errorf("after a restart, CreateContainer's sandbox config = %v, want the sandbox's %v", c.sbConfig, sbs[0].config)
+		}
 	}
 }

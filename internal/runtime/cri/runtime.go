@@ -250,8 +250,7 @@ type Runtime struct {
 	mu        sync.Mutex
 	closed    bool
 	tracked   map[string]*instance     // instances started or found running, until their exit is seen
-	sandboxes map[types.UID]sandboxRef // the ready sandbox of each prepared pod
-	podIPs    map[types.UID][]string   // the addresses of each pod on the pod network (PodIPs)
+	sandboxes map[types.UID]sandboxRef // the ready sandbox of each prepared pod, and its addresses
 }
 
 // New connects to the CRI runtime at cfg.Endpoint, checks that it answers
@@ -366,7 +365,6 @@ func newRuntime(cfg Config, root string, lock *os.File, conn *grpc.ClientConn) *
 		poke:           make(chan struct{}, 1),
 		tracked:        make(map[string]*instance),
 		sandboxes:      make(map[types.UID]sandboxRef),
-		podIPs:         make(map[types.UID][]string),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}

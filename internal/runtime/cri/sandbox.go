@@ -24,11 +24,18 @@ import (
 	"github.com/podward/podward/internal/runtime/podspec"
 )
 
-// sandboxRef is a pod's ready sandbox, and what CreateContainer needs to
-// be told about it again.
+// sandboxRef is a pod's ready sandbox, what CreateContainer needs to be
+// told about it again (its config, built once: as it was run, or when
+// ensureSandbox finds one an earlier Runtime ran), and the pod's addresses
+// on the pod network (nil on the host's). restored marks one restoreIPs
+// found at New: it gives the pod's IPs, but has no config yet, and
+// ensureSandbox looks the sandbox up again (and sets its cgroup's limits)
+// before using it.
 type sandboxRef struct {
-	id      string
-	attempt uint32
+	id       string
+	config   *runtimeapi.PodSandboxConfig
+	ips      []string
+	restored bool
 }
 
 // hostNetwork says whether the pod's sandbox shares the host's network:
@@ -46,15 +53,17 @@ func (r *Runtime) hostNetwork(pod *model.Pod) bool {
 func (r *Runtime) PodIPs(uid types.UID) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.podIPs[uid]
+	return r.sandboxes[uid].ips
 }
 
-// sandboxIP is the pod's primary IP on the pod network, "" on the host's.
-func (r *Runtime) sandboxIP(uid types.UID) string {
-	if ips := r.PodIPs(uid); len(ips) > 0 {
-		return ips[0]
+// statusIPs are the pod's IPs as its status gives them: the node's for a
+// pod on the host's network, its sandbox's (PodIPs) otherwise; nil until
+// that runs.
+func (r *Runtime) statusIPs(pod *model.Pod) []string {
+	if r.hostNetwork(pod) {
+		return []string{r.nodeIP}
 	}
-	return ""
+	return r.PodIPs(pod.UID)
 }
 
 // networkIPs are the addresses of a sandbox's network status, the primary
@@ -118,7 +127,7 @@ func (r *Runtime) restoreIPs(ctx context.Context) error {
 			return err
 		}
 		r.mu.Lock()
-		r.podIPs[uid] = ips
+		r.sandboxes[uid] = sandboxRef{id: s.Id, ips: ips, restored: true}
 		r.mu.Unlock()
 	}
 	return nil
@@ -181,7 +190,7 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 	r.mu.Lock()
 	sb, ok := r.sandboxes[pod.UID]
 	r.mu.Unlock()
-	if ok {
+	if ok && !sb.restored {
 		return sb, nil
 	}
 	if err := r.ensurePodCgroup(pod); err != nil {
@@ -204,38 +213,47 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 		}
 	}
 	if ready != nil {
-		sb = sandboxRef{id: ready.Id, attempt: ready.GetMetadata().GetAttempt()}
-	} else {
-		if attempt > 0 {
-			r.log.Warn("the pod's sandbox is not ready any more; creating a new one", "pod", pod.Key(), "podUID", pod.UID, "attempt", attempt)
-		}
-		cfg, warnings, err := r.sandboxConfig(pod, attempt)
+		// Its DNS warnings were reported when it was run.
+		cfg, _, err := r.sandboxConfig(pod, ready.GetMetadata().GetAttempt())
 		if err != nil {
 			return sandboxRef{}, err
 		}
-		for _, w := range warnings {
-			r.warn(runtime.Warning{PodUID: pod.UID, Reason: runtime.WarningReason(w.Reason), Message: w.Message})
-		}
-		cctx, cancel := r.call(ctx)
-		resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
-		cancel()
-		if err != nil {
-			return sandboxRef{}, fmt.Errorf("run pod sandbox: %w", err)
-		}
-		sb = sandboxRef{id: resp.PodSandboxId, attempt: attempt}
-		r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", sb.id)
+		sb = sandboxRef{id: ready.Id, config: cfg}
+	} else if sb, err = r.runSandbox(ctx, pod, attempt); err != nil {
+		return sandboxRef{}, err
 	}
-	var ips []string
 	if !r.hostNetwork(pod) {
-		if ips, err = r.sandboxIPs(ctx, sb.id); err != nil {
+		if sb.ips, err = r.sandboxIPs(ctx, sb.id); err != nil {
 			return sandboxRef{}, err
 		}
 	}
 	r.mu.Lock()
 	r.sandboxes[pod.UID] = sb
-	r.podIPs[pod.UID] = ips
 	r.mu.Unlock()
 	return sb, nil
+}
+
+// runSandbox runs a new sandbox for the pod, with the given attempt
+// number, and reports its DNS warnings.
+func (r *Runtime) runSandbox(ctx context.Context, pod *model.Pod, attempt uint32) (sandboxRef, error) {
+	if attempt > 0 {
+		r.log.Warn("the pod's sandbox is not ready any more; creating a new one", "pod", pod.Key(), "podUID", pod.UID, "attempt", attempt)
+	}
+	cfg, warnings, err := r.sandboxConfig(pod, attempt)
+	if err != nil {
+		return sandboxRef{}, err
+	}
+	for _, w := range warnings {
+		r.warn(w)
+	}
+	cctx, cancel := r.call(ctx)
+	resp, err := r.rt.RunPodSandbox(cctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: ptr.Deref(pod.Spec.RuntimeClassName, "")})
+	cancel()
+	if err != nil {
+		return sandboxRef{}, fmt.Errorf("run pod sandbox: %w", err)
+	}
+	r.log.Debug("pod sandbox created", "pod", pod.Key(), "podUID", pod.UID, "sandbox", resp.PodSandboxId)
+	return sandboxRef{id: resp.PodSandboxId, config: cfg}, nil
 }
 
 // forgetSandbox drops the cached sandbox of the pod, so that the next use
@@ -243,7 +261,6 @@ func (r *Runtime) ensureSandbox(ctx context.Context, pod *model.Pod) (sandboxRef
 func (r *Runtime) forgetSandbox(uid types.UID) {
 	r.mu.Lock()
 	delete(r.sandboxes, uid)
-	delete(r.podIPs, uid)
 	r.mu.Unlock()
 }
 
@@ -251,10 +268,11 @@ func (r *Runtime) forgetSandbox(uid types.UID) {
 // Root/pods/<uid>/logs, in the pod's own cgroup parent, sharing the host's
 // network unless hostNetwork says otherwise (see Config.PodNetwork), with
 // the pod's host name and DNS configuration (podnet). The same config goes
-// with each CreateContainer: containerd takes the log directory from it.
-// The warnings are the kubelet's events about the DNS configuration, for
+// with each CreateContainer (containerd takes the log directory from it):
+// it is built once per sandbox and kept on its sandboxRef, so that the
+// host's resolv.conf is not read again for each container. The warnings are the kubelet's events about the DNS configuration, for
 // the caller to report once per sandbox.
-func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []podnet.Warning, error) {
+func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []runtime.Warning, error) {
 	spec := &pod.Spec
 	ns := r.namespaces(pod)
 	// The sandbox's own pid namespace option is the pod's: shared (POD)
@@ -314,11 +332,10 @@ func (r *Runtime) sandboxConfig(pod *model.Pod, attempt uint32) (*runtimeapi.Pod
 		cfg.Hostname = h
 		cfg.PortMappings = portMappings(pod)
 	}
-	host, err := podnet.ReadHostDNS(r.dns.ResolvConf)
+	dns, _, warnings, err := podspec.PodDNS(pod, r.dns)
 	if err != nil {
 		return nil, nil, err
 	}
-	dns, _, warnings := podnet.DNS(pod.Pod, r.dns, host)
 	cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: dns.Servers, Searches: dns.Searches, Options: dns.Options}
 	return cfg, warnings, nil
 }

@@ -74,7 +74,7 @@ func (r *Runtime) readySandbox(ctx context.Context, pod *model.Pod) (string, err
 	r.mu.Lock()
 	sb, ok := r.sandboxes[pod.UID]
 	r.mu.Unlock()
-	if ok {
+	if ok && !sb.restored {
 		return sb.id, nil
 	}
 	cctx, cancel := r.call(ctx)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podward/podward/internal/model"
 )
 
 // The first line of the hosts files the kubelet writes: a pod's own, and a
@@ -87,3 +89,19 @@ const (
 	EtcHosts      = "/etc/hosts"
 	EtcResolvConf = "/etc/resolv.conf"
 )
+
+// HostsFileFor is the pod's /etc/hosts, whichever of the kubelet's two it
+// gets: on the host's network, the machine's hosts file (machineHosts)
+// with its hostAliases (HostNetworkHostsFile); otherwise the managed file
+// naming its host name (HostnameAndDomain) at podIPs (HostsFile).
+// machineHosts is read only for a pod on the host's network.
+func HostsFileFor(pod *model.Pod, podIPs []string, clusterDomain string, machineHosts []byte) ([]byte, error) {
+	if pod.Spec.HostNetwork {
+		return HostNetworkHostsFile(machineHosts, pod.Spec.HostAliases), nil
+	}
+	hostname, domain, err := HostnameAndDomain(pod, clusterDomain)
+	if err != nil {
+		return nil, err
+	}
+	return HostsFile(podIPs, hostname, domain, pod.Spec.HostAliases), nil
+}

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podward/podward/internal/model"
 )
 
 const localhost = "# Kubernetes-managed hosts file.\n" +
@@ -69,5 +72,38 @@ func TestMountsHostsFile(t *testing.T) {
 	c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/etc/hosts"}}
 	if MountsHostsFile(c, []string{"10.0.0.5"}, false) {
 		t.Error("the container mounts its own /etc/hosts: mounted")
+	}
+}
+
+// HostsFileFor picks the kubelet's file by the pod's network: the managed
+// one naming its host name and domain at its IPs, or the machine's with
+// the aliases on the host's network (where the IPs do not matter).
+func TestHostsFileFor(t *testing.T) {
+	aliases := []v1.HostAlias{{IP: "192.0.2.9", Hostnames: []string{"db"}}}
+	machine := []byte("10.0.0.1\tnode\n")
+	pod := func(hostNetwork bool) *model.Pod {
+		return &model.Pod{Pod: &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec:       v1.PodSpec{Subdomain: "sub", HostNetwork: hostNetwork, HostAliases: aliases},
+		}}
+	}
+	got, err := HostsFileFor(pod(false), []string{"10.88.0.7"}, "cluster.local", machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := HostsFile([]string{"10.88.0.7"}, "web", "sub.shop.svc.cluster.local", aliases); string(got) != string(want) {
+		t.Errorf("pod network: got\n%s\nwant\n%s", got, want)
+	}
+	got, err = HostsFileFor(pod(true), []string{"10.88.0.7"}, "cluster.local", machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := HostNetworkHostsFile(machine, aliases); string(got) != string(want) {
+		t.Errorf("host network: got\n%s\nwant\n%s", got, want)
+	}
+	bad := pod(false)
+	bad.Spec.Hostname = "Not_A_Label"
+	if _, err := HostsFileFor(bad, nil, "cluster.local", machine); err == nil {
+		t.Error("an invalid spec.hostname: no error")
 	}
 }

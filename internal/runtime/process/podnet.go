@@ -7,19 +7,14 @@ import (
 	"os"
 	"path/filepath"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podward/podward/internal/model"
-	"github.com/podward/podward/internal/runtime"
 	"github.com/podward/podward/internal/runtime/podnet"
+	"github.com/podward/podward/internal/runtime/podspec"
 	"github.com/podward/podward/internal/runtime/process/launch"
 	"github.com/podward/podward/internal/runtime/process/shim"
 )
-
-// machineHostsFile is the machine's hosts file, which a pod on the host's
-// network gets a copy of (podnet.HostNetworkHostsFile).
-var machineHostsFile = "/etc/hosts"
 
 // The pod's network files, in its directory: what its containers find at
 // /etc/resolv.conf and /etc/hosts.
@@ -43,71 +38,43 @@ func (r *Runtime) writeNetworkFiles(pod *model.Pod) error {
 	if r.euid() != 0 {
 		return nil
 	}
-	hostname, domain, err := podnet.HostnameAndDomain(pod, r.dns.ClusterDomain)
+	conf, isHost, warnings, err := podspec.PodDNS(pod, r.dns)
 	if err != nil {
 		return err
 	}
-	host, err := podnet.ReadHostDNS(r.dns.ResolvConf)
-	if err != nil {
-		return err
-	}
-	conf, isHost, warnings := podnet.DNS(pod.Pod, r.dns, host)
 	for _, w := range warnings {
-		r.warn(runtime.Warning{PodUID: pod.UID, Reason: runtime.WarningReason(w.Reason), Message: w.Message},
-			r.log.With("pod", pod.Key(), "podUID", pod.UID))
+		r.warn(w, r.log.With("pod", pod.Key(), "podUID", pod.UID))
 	}
 	resolv := r.resolvConfFile(pod.UID)
 	if pod.Spec.HostNetwork && isHost && r.dns.ResolvConf == podnet.EtcResolvConf {
 		if err := os.Remove(resolv); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("resolv.conf: %w", err)
 		}
-	} else if err := writeFile(resolv, conf.ResolvConf()); err != nil {
+	} else if err := podspec.WriteNetworkFile(resolv, conf.ResolvConf()); err != nil {
 		return fmt.Errorf("resolv.conf: %w", err)
 	}
-	var hosts []byte
-	if pod.Spec.HostNetwork {
-		machineHosts, err := os.ReadFile(machineHostsFile)
-		if err != nil {
-			return fmt.Errorf("hosts file: %w", err)
-		}
-		hosts = podnet.HostNetworkHostsFile(machineHosts, pod.Spec.HostAliases)
-	} else {
-		hosts = podnet.HostsFile([]string{localIP}, hostname, domain, pod.Spec.HostAliases)
-	}
-	if err := writeFile(r.hostsFile(pod.UID), hosts); err != nil {
-		return fmt.Errorf("hosts file: %w", err)
-	}
-	return nil
+	return podspec.WriteHostsFile(r.hostsFile(pod.UID), pod, []string{localIP}, r.dns.ClusterDomain)
 }
 
-// writeFile writes data to p in place, mode 0644 as the kubelet writes
-// its hosts files: running containers have the file mounted, and see the
-// new content.
-func writeFile(p string, data []byte) error {
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		return err
-	}
-	return os.Chmod(p, 0o644)
-}
-
-// networkMounts are the mounts of the pod's network files into c (which
-// already mounts mounts): its resolv.conf read-only at /etc/resolv.conf,
-// its hosts file at /etc/hosts (podnet.MountsHostsFile: unless c mounts a
-// volume there), each when writeNetworkFiles wrote it. It also returns the
+// networkMounts are the mounts of the pod's network files into a container
+// (which already mounts mounts): its resolv.conf read-only at /etc/resolv.conf,
+// its hosts file at /etc/hosts, each when writeNetworkFiles wrote it and
+// nothing of mounts is at its target already (as the kubelet's
+// podnet.MountsHostsFile: these pods always have an IP, localIP, so only
+// a volumeMount at /etc/hosts keeps the file off). It also returns the
 // mountpoints it created on the host.
-func (r *Runtime) networkMounts(pod *model.Pod, c *v1.Container, mounts []launch.Mount) ([]launch.Mount, []shim.Mountpoint, error) {
+func (r *Runtime) networkMounts(pod *model.Pod, mounts []launch.Mount) ([]launch.Mount, []shim.Mountpoint, error) {
 	var out []launch.Mount
 	var created []shim.Mountpoint
 	files := []struct {
 		src, target string
 		readOnly    bool
-		want        bool
 	}{
-		{r.resolvConfFile(pod.UID), podnet.EtcResolvConf, true, true},
-		{r.hostsFile(pod.UID), podnet.EtcHosts, false, podnet.MountsHostsFile(c, []string{localIP}, pod.Spec.HostNetwork)},
+		{r.resolvConfFile(pod.UID), podnet.EtcResolvConf, true},
+		{r.hostsFile(pod.UID), podnet.EtcHosts, false},
 	}
 	for _, f := range files {
-		if !f.want || mountedAt(mounts, f.target) {
+		if mountedAt(mounts, f.target) {
 			continue
 		}
 		if _, err := os.Stat(f.src); errors.Is(err, fs.ErrNotExist) {

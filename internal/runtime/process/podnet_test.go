@@ -108,3 +108,37 @@ func TestMissingClusterDNSWarning(t *testing.T) {
 		t.Errorf("resolv.conf = %q, want the host's %q", got, host.ResolvConf())
 	}
 }
+
+// A container that mounts a volume at /etc/hosts keeps it: the pod's hosts
+// file is not mounted over it (the kubelet's shouldMountHostsFile), while
+// its resolv.conf still is.
+func TestVolumeAtEtcHostsKeepsIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the files are mounted in the container's mount namespace")
+	}
+	own := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(own, []byte("192.0.2.1\tmine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, Config{Root: t.TempDir(), DNS: podnet.Settings{ResolvConf: resolv}})
+	c := shell("main", "cat /etc/resolv.conf /etc/hosts")
+	c.VolumeMounts = []v1.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts"}}
+	pod := newPod(t, c)
+	pod.Spec.Volumes = []v1.Volume{{Name: "hosts", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: own}}}}
+	h.prepare(pod)
+	cont, ev := h.run(pod, 0)
+	if ev.Exit.ExitCode != 0 {
+		t.Fatalf("exit code %d: %q", ev.Exit.ExitCode, logLines(t, cont.LogPath))
+	}
+	var got strings.Builder
+	for _, l := range logLines(t, cont.LogPath) {
+		got.WriteString(strings.TrimPrefix(l, "stdout ") + "\n")
+	}
+	if want := "nameserver 192.0.2.53\n192.0.2.1\tmine\n"; got.String() != want {
+		t.Errorf("the container's files:\n%s\nwant\n%s", got.String(), want)
+	}
+}

@@ -240,7 +240,7 @@ func (r *Runtime) containerMounts(pod *model.Pod, c *v1.Container, vars podspec.
 		}
 		mounts = append(mounts, launch.Mount{Source: termFile, Target: target})
 	}
-	netMounts, used, err := r.networkMounts(pod, c, mounts)
+	netMounts, used, err := r.networkMounts(pod, mounts)
 	if err != nil {
 		return nil, nil, err
 	}
